@@ -1,0 +1,294 @@
+//! The `Env` contract: spaces, specs, transitions, and the rules every world keeps.
+
+use std::fmt;
+
+use rand::RngExt;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::reward::{Breakdown, Ceiling};
+
+/// A reinforcement-learning environment whose world may never end.
+///
+/// # Rules for implementors
+///
+/// - **`reset(seed)` destroys the world** and builds a new one from `seed`. It is never a
+///   rewind: nothing of the old world (stock, queues, random-stream positions, counters)
+///   may survive it. Parameters set through [`Shiftable`](crate::regime::Shiftable) are
+///   configuration, not world state, and are kept.
+/// - **Only the environment ends an episode**, by returning `terminated` (a genuine terminal
+///   state of the world) or `truncated` (a cutoff the environment itself imposes, such as a
+///   time limit). Both may be true on the same step. A persistent world never sets either
+///   unless it was given a horizon.
+/// - **Errors, not panics.** An action outside the action space returns
+///   [`EnvError::InvalidAction`] and leaves the world unchanged. A `step` after the episode
+///   ended and before the next `reset` returns [`EnvError::EpisodeEnded`].
+/// - **All randomness comes from the seed** given to `reset`, so the same seed and the same
+///   actions produce bit-identical transitions.
+/// - When a reward specification produced the reward, `Transition::breakdown` holds its
+///   per-step components and episode-end payouts, and `reward` equals the sum of both.
+///
+/// # Examples
+///
+/// ```
+/// use perennial::prelude::*;
+///
+/// let mut env = CartPole::new(CartPoleParams::default());
+/// let first = env.reset(7);
+/// assert_eq!(first.len(), 4);
+/// let t = env.step(&1).expect("action 1 is in the space");
+/// assert_eq!(t.reward, 1.0);
+/// assert!(!t.terminated && !t.truncated);
+/// ```
+pub trait Env {
+    /// The observation handed to an agent.
+    type Obs: Observation;
+    /// The action an agent returns.
+    type Action: Action;
+
+    /// Static description: id, spaces, persistence, reward components.
+    fn spec(&self) -> &EnvSpec;
+
+    /// Destroys the current world, builds a new one from `seed`, and returns the first
+    /// observation of the new episode.
+    fn reset(&mut self, seed: u64) -> Self::Obs;
+
+    /// Advances the world by one step.
+    ///
+    /// # Errors
+    ///
+    /// [`EnvError::InvalidAction`] for an action outside the space (the world is unchanged),
+    /// [`EnvError::EpisodeEnded`] when the episode already ended, [`EnvError::NotReset`]
+    /// before the first `reset`.
+    fn step(&mut self, action: &Self::Action) -> Result<Transition<Self::Obs>, EnvError>;
+
+    /// The configuration-specific upper bound on a step's reward under the conditions now in
+    /// force, if the world knows one.
+    fn ceiling(&self) -> Option<Ceiling> {
+        None
+    }
+}
+
+/// An observation: a flat vector of `f32` as far as traces and generic agents are concerned.
+pub trait Observation: Clone + fmt::Debug {
+    /// The observation as a flat slice.
+    fn as_slice(&self) -> &[f32];
+}
+
+impl<const N: usize> Observation for [f32; N] {
+    fn as_slice(&self) -> &[f32] {
+        self
+    }
+}
+
+impl Observation for Vec<f32> {
+    fn as_slice(&self) -> &[f32] {
+        self
+    }
+}
+
+/// An action: something a space can sample and a trace can record.
+pub trait Action: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
+    /// Draws a uniformly random action from `space`, or `None` when this action type cannot
+    /// live in that space.
+    fn sample<R: rand::Rng + ?Sized>(space: &Space, rng: &mut R) -> Option<Self>;
+}
+
+impl Action for usize {
+    fn sample<R: rand::Rng + ?Sized>(space: &Space, rng: &mut R) -> Option<Self> {
+        match space {
+            Space::Discrete { n } if *n > 0 => Some(rng.random_range(0..*n)),
+            _ => None,
+        }
+    }
+}
+
+impl Action for Vec<usize> {
+    fn sample<R: rand::Rng + ?Sized>(space: &Space, rng: &mut R) -> Option<Self> {
+        match space {
+            Space::MultiDiscrete { nvec } if nvec.iter().all(|&n| n > 0) => {
+                Some(nvec.iter().map(|&n| rng.random_range(0..n)).collect())
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Action for Vec<f32> {
+    fn sample<R: rand::Rng + ?Sized>(space: &Space, rng: &mut R) -> Option<Self> {
+        match space {
+            Space::Box { low, high, .. } => Some(
+                low.iter()
+                    .zip(high)
+                    .map(|(&lo, &hi)| {
+                        let (lo, hi) = (lo.max(-1e6), hi.min(1e6));
+                        (lo + (hi - lo) * rng.random::<f64>()) as f32
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// Element type of a [`Space::Box`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    /// 32-bit float.
+    F32,
+    /// 64-bit float.
+    F64,
+}
+
+/// An observation or action space.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Space {
+    /// Integers `0..n`.
+    Discrete {
+        /// Number of choices.
+        n: usize,
+    },
+    /// A vector of integers, element `i` in `0..nvec[i]`.
+    MultiDiscrete {
+        /// Number of choices per element.
+        nvec: Vec<usize>,
+    },
+    /// A box of reals with per-element bounds (infinite bounds allowed).
+    Box {
+        /// Lower bounds.
+        low: Vec<f64>,
+        /// Upper bounds.
+        high: Vec<f64>,
+        /// Element type.
+        dtype: Dtype,
+    },
+}
+
+impl Space {
+    /// Number of scalar elements (1 for `Discrete`).
+    pub fn len(&self) -> usize {
+        match self {
+            Space::Discrete { .. } => 1,
+            Space::MultiDiscrete { nvec } => nvec.len(),
+            Space::Box { low, .. } => low.len(),
+        }
+    }
+
+    /// True for a zero-element space.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether a discrete action index lies in this space.
+    pub fn contains_index(&self, a: usize) -> bool {
+        matches!(self, Space::Discrete { n } if a < *n)
+    }
+}
+
+/// Static description of an environment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EnvSpec {
+    /// World or task id, e.g. `cartpole` or `warehouse`; written in the trace's `task` column.
+    pub id: String,
+    /// Observation space.
+    pub observation_space: Space,
+    /// Action space.
+    pub action_space: Space,
+    /// True for a world with no terminal state: a run is one long episode.
+    pub persistent: bool,
+    /// Names of the per-step reward components, in [`Breakdown::components`] order
+    /// (empty when the world has no reward specification).
+    pub components: Vec<String>,
+    /// Names of the episode-end payout terms, in [`Breakdown::payouts`] order.
+    pub payouts: Vec<String>,
+}
+
+/// What one `step` returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transition<O> {
+    /// Observation after the step.
+    pub observation: O,
+    /// Total reward of the step (per-step components plus payouts).
+    pub reward: f64,
+    /// The world reached a genuine terminal state.
+    pub terminated: bool,
+    /// The environment imposed a cutoff (e.g. a time limit).
+    pub truncated: bool,
+    /// Per-component reward, when a reward specification produced it.
+    pub breakdown: Option<Breakdown>,
+}
+
+impl<O> Transition<O> {
+    /// True when the episode ended on this step.
+    pub fn done(&self) -> bool {
+        self.terminated || self.truncated
+    }
+}
+
+/// What can go wrong when driving an environment.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EnvError {
+    /// The action is outside the action space; the world is unchanged.
+    InvalidAction {
+        /// The offending action, formatted.
+        action: String,
+        /// The action space, formatted.
+        space: String,
+    },
+    /// `step` was called after the episode ended; call `reset(seed)` first.
+    EpisodeEnded,
+    /// `step` was called before the first `reset`.
+    NotReset,
+    /// The world itself failed (e.g. a user world produced a non-finite reward).
+    World(String),
+}
+
+impl fmt::Display for EnvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EnvError::InvalidAction { action, space } => write!(
+                f,
+                "invalid action {action}: it is outside the action space {space}; the world is unchanged"
+            ),
+            EnvError::EpisodeEnded => write!(
+                f,
+                "step called after the episode ended; call reset(seed) to build a new world first"
+            ),
+            EnvError::NotReset => write!(f, "step called before reset; call reset(seed) first"),
+            EnvError::World(msg) => write!(f, "world error: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for EnvError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn discrete_sampling_stays_in_the_space() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let space = Space::Discrete { n: 3 };
+        for _ in 0..100 {
+            let a = usize::sample(&space, &mut rng).expect("discrete space");
+            assert!(space.contains_index(a));
+        }
+        assert!(Vec::<usize>::sample(&space, &mut rng).is_none());
+    }
+
+    #[test]
+    fn box_sampling_respects_bounds() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+        let space = Space::Box {
+            low: vec![-1.0, 0.0],
+            high: vec![1.0, 0.5],
+            dtype: Dtype::F32,
+        };
+        let a = Vec::<f32>::sample(&space, &mut rng).expect("box space");
+        assert!((-1.0..=1.0).contains(&a[0]) && (0.0..=0.5).contains(&a[1]));
+    }
+}

@@ -1,0 +1,405 @@
+//! The scheduler: decides before each step whether the regime changes, and why.
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::{Origin, Regime, RegimeError};
+
+/// How the scheduler moves between regimes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "plan", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Plan {
+    /// An explicit list of `(step, label)` shifts. A shift at step 0 sets the initial label.
+    Fixed {
+        /// Shifts in increasing step order.
+        shifts: Vec<(u64, String)>,
+    },
+    /// Labels in order, each held for `every` steps, repeating forever, so every
+    /// configuration recurs and forgetting can be measured.
+    Cycle {
+        /// The labels, in order; the first is the initial label.
+        labels: Vec<String>,
+        /// Steps per label.
+        every: u64,
+    },
+    /// An asynchronous controller: after each shift it draws a dwell time
+    /// `min_dwell + round(Exp(mean_dwell - min_dwell))` from its own seeded stream, then
+    /// moves to another label drawn by `weights` (the current label excluded).
+    Stochastic {
+        /// Candidate labels; the first is the initial label.
+        labels: Vec<String>,
+        /// Relative weight of each label (default: equal).
+        #[serde(default)]
+        weights: Vec<f64>,
+        /// Shortest dwell, in steps (at least 1).
+        min_dwell: u64,
+        /// Mean dwell, in steps (at least `min_dwell`).
+        mean_dwell: f64,
+    },
+    /// No automatic shifts: the experimenter calls [`Scheduler::shift_to`] between steps.
+    Manual,
+}
+
+/// Decides, before each step, which regime is in force.
+///
+/// # Examples
+///
+/// ```
+/// use perennial::regime::{Origin, Plan, Regime, Scheduler};
+///
+/// let regimes = vec![Regime::new("calm", &[]), Regime::new("heavy", &[("gravity", 12.0)])];
+/// let plan = Plan::Cycle { labels: vec!["calm".into(), "heavy".into()], every: 50 };
+/// let mut s = Scheduler::new(regimes, plan, 0).unwrap();
+/// assert!(s.before_step(0).is_none());
+/// assert_eq!((s.label(), s.origin()), ("calm", Origin::Initial));
+/// assert_eq!(s.before_step(50).map(|r| r.label.as_str()), Some("heavy"));
+/// assert_eq!(s.origin(), Origin::Scheduled);
+/// ```
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Scheduler {
+    regimes: Vec<Regime>,
+    plan: Plan,
+    current: usize,
+    origin: Origin,
+    pending: Option<usize>,
+    next_shift: Option<u64>,
+    fixed_cursor: usize,
+    rng: ChaCha8Rng,
+}
+
+impl Scheduler {
+    /// Builds a scheduler over `regimes` following `plan`, its random stream seeded from
+    /// `seed` (use [`crate::seed::Stream::Scheduler`]'s seed for the run's scheduler).
+    ///
+    /// # Errors
+    ///
+    /// An empty regime list, a plan naming an undefined label, or a malformed plan.
+    pub fn new(regimes: Vec<Regime>, plan: Plan, seed: u64) -> Result<Self, RegimeError> {
+        if regimes.is_empty() {
+            return Err(RegimeError::BadPlan(
+                "the regime list is empty; define at least one regime".into(),
+            ));
+        }
+        let find = |label: &str| -> Result<usize, RegimeError> {
+            regimes
+                .iter()
+                .position(|r| r.label == label)
+                .ok_or_else(|| RegimeError::UnknownLabel {
+                    label: label.to_string(),
+                    known: regimes.iter().map(|r| r.label.clone()).collect(),
+                })
+        };
+        let mut current = 0;
+        let mut next_shift = None;
+        let mut fixed_cursor = 0;
+        match &plan {
+            Plan::Fixed { shifts } => {
+                for (i, (step, label)) in shifts.iter().enumerate() {
+                    find(label)?;
+                    if i > 0 && *step <= shifts[i - 1].0 {
+                        return Err(RegimeError::BadPlan(format!(
+                            "fixed shifts must be in increasing step order; step {step} follows step {}",
+                            shifts[i - 1].0
+                        )));
+                    }
+                }
+                if let Some((0, label)) = shifts.first() {
+                    current = find(label)?;
+                    fixed_cursor = 1;
+                }
+                next_shift = shifts.get(fixed_cursor).map(|(s, _)| *s);
+            }
+            Plan::Cycle { labels, every } => {
+                if labels.is_empty() || *every == 0 {
+                    return Err(RegimeError::BadPlan(
+                        "a cycle needs at least one label and `every` >= 1".into(),
+                    ));
+                }
+                for label in labels {
+                    find(label)?;
+                }
+                current = find(&labels[0])?;
+                next_shift = Some(*every);
+            }
+            Plan::Stochastic {
+                labels,
+                weights,
+                min_dwell,
+                mean_dwell,
+            } => {
+                if labels.is_empty() || *min_dwell == 0 || !(*mean_dwell >= *min_dwell as f64) {
+                    return Err(RegimeError::BadPlan(
+                        "a stochastic plan needs labels, `min_dwell` >= 1 and `mean_dwell` >= `min_dwell`".into(),
+                    ));
+                }
+                if !weights.is_empty()
+                    && (weights.len() != labels.len()
+                        || weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
+                        || weights.iter().sum::<f64>() <= 0.0)
+                {
+                    return Err(RegimeError::BadPlan(
+                        "`weights` needs one finite, non-negative weight per label, not all zero"
+                            .into(),
+                    ));
+                }
+                for label in labels {
+                    find(label)?;
+                }
+                current = find(&labels[0])?;
+            }
+            Plan::Manual => {}
+        }
+        let mut scheduler = Scheduler {
+            regimes,
+            plan,
+            current,
+            origin: Origin::Initial,
+            pending: None,
+            next_shift,
+            fixed_cursor,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        };
+        if matches!(scheduler.plan, Plan::Stochastic { .. }) {
+            scheduler.next_shift = Some(scheduler.draw_dwell());
+        }
+        Ok(scheduler)
+    }
+
+    /// A scheduler with one regime and no shifts: a stationary world.
+    pub fn stationary(label: impl Into<String>) -> Self {
+        Scheduler {
+            regimes: vec![Regime::new(label, &[])],
+            plan: Plan::Manual,
+            current: 0,
+            origin: Origin::Initial,
+            pending: None,
+            next_shift: None,
+            fixed_cursor: 0,
+            rng: ChaCha8Rng::seed_from_u64(0),
+        }
+    }
+
+    /// The label in force.
+    pub fn label(&self) -> &str {
+        &self.regimes[self.current].label
+    }
+
+    /// The regime in force.
+    pub fn regime(&self) -> &Regime {
+        &self.regimes[self.current]
+    }
+
+    /// Why the label in force is in force.
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// Every regime, in definition order.
+    pub fn regimes(&self) -> &[Regime] {
+        &self.regimes
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Asks for a shift to `label` before the next step (origin `manual`). Works with
+    /// every plan; the plan's own shifts carry on from their timetable.
+    ///
+    /// # Errors
+    ///
+    /// [`RegimeError::UnknownLabel`] when no regime has that label.
+    pub fn shift_to(&mut self, label: &str) -> Result<(), RegimeError> {
+        let index = self
+            .regimes
+            .iter()
+            .position(|r| r.label == label)
+            .ok_or_else(|| RegimeError::UnknownLabel {
+                label: label.to_string(),
+                known: self.regimes.iter().map(|r| r.label.clone()).collect(),
+            })?;
+        self.pending = Some(index);
+        Ok(())
+    }
+
+    /// Called before step `step` (global, from 0). Returns the new regime when the label
+    /// changes at this step, `None` otherwise. A shift to the label already in force
+    /// changes nothing.
+    pub fn before_step(&mut self, step: u64) -> Option<&Regime> {
+        let mut shift: Option<(usize, Origin)> = None;
+        if self.next_shift == Some(step) {
+            shift = self.planned_shift(step);
+        }
+        if let Some(index) = self.pending.take() {
+            shift = Some((index, Origin::Manual));
+        }
+        match shift {
+            Some((index, origin)) if index != self.current => {
+                self.current = index;
+                self.origin = origin;
+                Some(&self.regimes[index])
+            }
+            _ => None,
+        }
+    }
+
+    fn planned_shift(&mut self, step: u64) -> Option<(usize, Origin)> {
+        let index_of =
+            |regimes: &[Regime], label: &str| regimes.iter().position(|r| r.label == label);
+        match &self.plan {
+            Plan::Fixed { shifts } => {
+                let label = &shifts[self.fixed_cursor].1;
+                let index = index_of(&self.regimes, label)?;
+                self.fixed_cursor += 1;
+                self.next_shift = shifts.get(self.fixed_cursor).map(|(s, _)| *s);
+                Some((index, Origin::Scheduled))
+            }
+            Plan::Cycle { labels, every } => {
+                let label = &labels[((step / every) % labels.len() as u64) as usize];
+                let index = index_of(&self.regimes, label)?;
+                self.next_shift = Some(step + every);
+                Some((index, Origin::Scheduled))
+            }
+            Plan::Stochastic {
+                labels, weights, ..
+            } => {
+                let current_label = self.regimes[self.current].label.clone();
+                let candidates: Vec<(usize, f64)> = labels
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| **l != current_label)
+                    .map(|(i, _)| (i, if weights.is_empty() { 1.0 } else { weights[i] }))
+                    .filter(|(_, w)| *w > 0.0)
+                    .collect();
+                let total: f64 = candidates.iter().map(|(_, w)| w).sum();
+                let chosen = if candidates.is_empty() {
+                    None
+                } else {
+                    let mut u = self.rng.random::<f64>() * total;
+                    let mut pick = candidates[candidates.len() - 1].0;
+                    for &(i, w) in &candidates {
+                        if u < w {
+                            pick = i;
+                            break;
+                        }
+                        u -= w;
+                    }
+                    Some(pick)
+                };
+                let label = chosen.map(|i| labels[i].clone());
+                self.next_shift = Some(step + self.draw_dwell());
+                let index = index_of(&self.regimes, &label?)?;
+                Some((index, Origin::Stochastic))
+            }
+            Plan::Manual => None,
+        }
+    }
+
+    fn draw_dwell(&mut self) -> u64 {
+        let Plan::Stochastic {
+            min_dwell,
+            mean_dwell,
+            ..
+        } = self.plan
+        else {
+            return u64::MAX;
+        };
+        let u: f64 = self.rng.random::<f64>();
+        let extra = -(1.0 - u).ln() * (mean_dwell - min_dwell as f64);
+        min_dwell + extra.round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn regimes() -> Vec<Regime> {
+        vec![
+            Regime::new("a", &[]),
+            Regime::new("b", &[("gravity", 12.0)]),
+            Regime::new("c", &[("gravity", 5.0)]),
+        ]
+    }
+
+    fn labels(s: &mut Scheduler, steps: u64) -> Vec<(String, Origin)> {
+        (0..steps)
+            .map(|t| {
+                s.before_step(t);
+                (s.label().to_string(), s.origin())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cycle_repeats_labels_in_order() {
+        let plan = Plan::Cycle {
+            labels: vec!["a".into(), "b".into(), "c".into()],
+            every: 2,
+        };
+        let mut s = Scheduler::new(regimes(), plan, 0).unwrap();
+        let got: Vec<String> = labels(&mut s, 8).into_iter().map(|x| x.0).collect();
+        assert_eq!(got, ["a", "a", "b", "b", "c", "c", "a", "a"]);
+    }
+
+    #[test]
+    fn fixed_plan_follows_its_timetable_with_scheduled_origin() {
+        let plan = Plan::Fixed {
+            shifts: vec![(0, "b".into()), (3, "c".into()), (5, "b".into())],
+        };
+        let mut s = Scheduler::new(regimes(), plan, 0).unwrap();
+        let got = labels(&mut s, 6);
+        assert_eq!(got[0], ("b".to_string(), Origin::Initial));
+        assert_eq!(got[3], ("c".to_string(), Origin::Scheduled));
+        assert_eq!(got[5], ("b".to_string(), Origin::Scheduled));
+    }
+
+    #[test]
+    fn stochastic_dwell_respects_the_minimum_and_is_seeded() {
+        let plan = Plan::Stochastic {
+            labels: vec!["a".into(), "b".into(), "c".into()],
+            weights: vec![],
+            min_dwell: 10,
+            mean_dwell: 40.0,
+        };
+        let mut s1 = Scheduler::new(regimes(), plan.clone(), 9).unwrap();
+        let mut s2 = Scheduler::new(regimes(), plan.clone(), 9).unwrap();
+        let run1 = labels(&mut s1, 5000);
+        assert_eq!(run1, labels(&mut s2, 5000));
+        let mut shifts = vec![0];
+        for t in 1..run1.len() {
+            if run1[t].0 != run1[t - 1].0 {
+                assert_eq!(run1[t].1, Origin::Stochastic);
+                shifts.push(t);
+            }
+        }
+        assert!(shifts.len() > 50, "{} shifts", shifts.len());
+        assert!(shifts.windows(2).all(|w| w[1] - w[0] >= 10));
+        let mean = (shifts[shifts.len() - 1] - shifts[0]) as f64 / (shifts.len() - 1) as f64;
+        assert!((mean - 40.0).abs() < 8.0, "mean dwell {mean}");
+        let mut s3 = Scheduler::new(regimes(), plan, 10).unwrap();
+        assert_ne!(run1, labels(&mut s3, 5000));
+    }
+
+    #[test]
+    fn manual_shift_applies_before_the_next_step() {
+        let mut s = Scheduler::new(regimes(), Plan::Manual, 0).unwrap();
+        assert!(s.before_step(0).is_none());
+        s.shift_to("c").unwrap();
+        assert_eq!(s.before_step(1).map(|r| r.label.clone()), Some("c".into()));
+        assert_eq!(s.origin(), Origin::Manual);
+        assert!(s.shift_to("zzz").is_err());
+    }
+
+    #[test]
+    fn undefined_label_in_a_plan_is_rejected() {
+        let plan = Plan::Cycle {
+            labels: vec!["a".into(), "nope".into()],
+            every: 5,
+        };
+        let err = Scheduler::new(regimes(), plan, 0).unwrap_err();
+        assert!(err.to_string().contains("nope"));
+    }
+}
