@@ -1,11 +1,14 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+pub mod agents;
 pub mod cartpole;
 pub mod env;
+pub mod harness;
 pub mod regime;
 pub mod reward;
 pub mod seed;
+pub mod trace;
 
 /// The names most programs need.
 pub mod prelude {

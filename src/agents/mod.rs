@@ -1,0 +1,5 @@
+//! Baseline agents.
+
+mod random;
+
+pub use random::RandomAgent;

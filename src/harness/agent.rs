@@ -1,0 +1,88 @@
+//! The `Agent` trait and the rollout window it learns from.
+
+use crate::env::Env;
+
+/// An agent the harness drives.
+///
+/// # Rules for implementors
+///
+/// - `act` chooses an action for the observation; it must be inside the env's action space
+///   (an action outside it stops the run with an error naming the step).
+/// - `update` is called at every window boundary with the steps since the previous one. A
+///   window ends nothing: the episode goes on, the world is not reset, and nothing about
+///   the window is recorded in the trace.
+/// - The agent is never told about regime shifts; it may only notice them through what it
+///   observes and earns.
+/// - Draw randomness from a generator seeded from the run's agent stream
+///   ([`crate::seed::Stream::Agent`]), so the world's random events do not depend on the agent.
+pub trait Agent<E: Env + ?Sized> {
+    /// The id written in the trace's `algorithm_id` column.
+    fn algorithm_id(&self) -> &str;
+
+    /// Chooses the action for `obs`.
+    fn act(&mut self, obs: &E::Obs) -> E::Action;
+
+    /// Learns from the last rollout window. The default does nothing.
+    fn update(&mut self, window: &Window<E::Obs, E::Action>) {
+        let _ = window;
+    }
+}
+
+/// The steps of one rollout window, in order.
+///
+/// `obs[i]` is the observation the agent acted on with `actions[i]`; `next_obs[i]` the
+/// observation that step produced (for a step that ended an episode, the final observation
+/// of that episode, not the first of the next).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Window<O, A> {
+    /// Global step index of the window's first step.
+    pub start_step: u64,
+    /// Observations acted on.
+    pub obs: Vec<O>,
+    /// Actions taken.
+    pub actions: Vec<A>,
+    /// Rewards earned.
+    pub rewards: Vec<f64>,
+    /// Observations produced.
+    pub next_obs: Vec<O>,
+    /// Terminated flags.
+    pub terminated: Vec<bool>,
+    /// Truncated flags.
+    pub truncated: Vec<bool>,
+}
+
+impl<O, A> Default for Window<O, A> {
+    fn default() -> Self {
+        Window {
+            start_step: 0,
+            obs: Vec::new(),
+            actions: Vec::new(),
+            rewards: Vec::new(),
+            next_obs: Vec::new(),
+            terminated: Vec::new(),
+            truncated: Vec::new(),
+        }
+    }
+}
+
+impl<O, A> Window<O, A> {
+    /// Number of steps in the window.
+    pub fn len(&self) -> usize {
+        self.rewards.len()
+    }
+
+    /// True when the window holds no step.
+    pub fn is_empty(&self) -> bool {
+        self.rewards.is_empty()
+    }
+
+    pub(crate) fn clear(&mut self, start_step: u64) {
+        self.start_step = start_step;
+        self.obs.clear();
+        self.actions.clear();
+        self.rewards.clear();
+        self.next_obs.clear();
+        self.terminated.clear();
+        self.truncated.clear();
+    }
+}

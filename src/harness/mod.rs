@@ -1,0 +1,20 @@
+//! The harness: drives an agent in a world, hands it rollout windows, writes one trace row per step.
+//!
+//! The harness owns three clocks and keeps them apart. The **step** is the shared axis:
+//! every step is one trace row. The **rollout window** (`window_steps`) is the agent's: at
+//! each boundary `Agent::update` is called; a window ends nothing and is never recorded.
+//! The **episode** is the environment's: only the env ends one, by returning `terminated` or
+//! `truncated`. The harness never calls `reset` on its own initiative: with `auto_reset` off
+//! (the default) the run stops at the first episode end; with it on, the env is reset with
+//! the next episode's world seed and the run goes on. Regime shifts, decided by the
+//! [`Scheduler`](crate::regime::Scheduler) before each step, end nothing either.
+//!
+//! Seeds: from the run seed, the world's `reset` seed of episode `k` is
+//! `seed::derive(seed, Stream::World, k)`; the scheduler and the agent get their own streams.
+
+mod agent;
+mod run;
+
+pub use crate::trace::RunIdentity;
+pub use agent::{Agent, Window};
+pub use run::{Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StopReason};

@@ -1,0 +1,143 @@
+//! The CSV trace writer: maps flattened into `c.<name>` and `p.<name>` columns.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::row::{RowRecord, RunIdentity};
+use super::{RowBuffer, TraceError, TraceSink};
+
+/// Writes rows as CSV with a header line.
+pub struct CsvWriter<W: Write> {
+    out: RowBuffer<W>,
+    identity: [String; 4],
+    record_transitions: bool,
+    payout_count: usize,
+    fields: Vec<String>,
+}
+
+/// The CSV header for a run with these reward term names.
+pub(crate) fn header(
+    components: &[String],
+    payouts: &[String],
+    record_transitions: bool,
+) -> Vec<String> {
+    let mut h: Vec<String> = [
+        "run_id",
+        "seed",
+        "algorithm_id",
+        "task",
+        "step",
+        "episode",
+        "episode_step",
+        "reward",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    h.extend(components.iter().map(|c| format!("c.{c}")));
+    h.extend(payouts.iter().map(|p| format!("p.{p}")));
+    h.extend(
+        [
+            "regime",
+            "regime_origin",
+            "terminated",
+            "truncated",
+            "ceiling",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    if record_transitions {
+        h.push("obs".into());
+        h.push("action".into());
+    }
+    h
+}
+
+fn fmt_f64(v: f64) -> String {
+    if v.is_finite() {
+        ryu::Buffer::new().format_finite(v).to_string()
+    } else {
+        String::new()
+    }
+}
+
+impl<W: Write> CsvWriter<W> {
+    /// A writer to `out` (named `path` in errors); writes the header at once.
+    ///
+    /// # Errors
+    ///
+    /// The header cannot be written.
+    pub fn new(
+        out: W,
+        path: &Path,
+        identity: &RunIdentity,
+        components: &[String],
+        payouts: &[String],
+        record_transitions: bool,
+    ) -> Result<Self, TraceError> {
+        let mut w = CsvWriter {
+            out: RowBuffer::new(out, path),
+            identity: [
+                identity.run_id.clone(),
+                identity.seed.to_string(),
+                identity.algorithm_id.clone(),
+                identity.task.clone(),
+            ],
+            record_transitions,
+            payout_count: payouts.len(),
+            fields: Vec::new(),
+        };
+        w.fields = header(components, payouts, record_transitions);
+        w.emit()?;
+        Ok(w)
+    }
+
+    fn emit(&mut self) -> Result<(), TraceError> {
+        let mut line = csv::WriterBuilder::new().from_writer(Vec::new());
+        line.write_record(&self.fields)
+            .map_err(|e| TraceError::io(&self.out.path, std::io::Error::other(e)))?;
+        let bytes = line
+            .into_inner()
+            .map_err(|e| TraceError::io(&self.out.path, std::io::Error::other(e.to_string())))?;
+        self.out.buf.extend(bytes);
+        self.out.row_done()
+    }
+}
+
+impl<W: Write> TraceSink for CsvWriter<W> {
+    fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
+        self.fields.clear();
+        self.fields.extend(self.identity.iter().cloned());
+        self.fields.push(row.step.to_string());
+        self.fields.push(row.episode.to_string());
+        self.fields.push(row.episode_step.to_string());
+        self.fields.push(fmt_f64(row.reward));
+        self.fields
+            .extend(row.components.iter().map(|&v| fmt_f64(v)));
+        if row.payouts.is_empty() {
+            self.fields
+                .extend(std::iter::repeat_n(String::new(), self.payout_count));
+        } else {
+            self.fields.extend(row.payouts.iter().map(|&v| fmt_f64(v)));
+        }
+        self.fields.push(row.regime.to_string());
+        self.fields.push(row.origin.as_str().to_string());
+        self.fields.push(row.terminated.to_string());
+        self.fields.push(row.truncated.to_string());
+        self.fields
+            .push(row.ceiling.map(fmt_f64).unwrap_or_default());
+        if self.record_transitions {
+            let obs: Vec<f32> = row.obs.unwrap_or_default().to_vec();
+            self.fields
+                .push(serde_json::to_string(&obs).unwrap_or_default());
+            self.fields
+                .push(row.action_json.unwrap_or("null").to_string());
+        }
+        self.emit()
+    }
+
+    fn flush(&mut self) -> Result<(), TraceError> {
+        self.out.flush()
+    }
+}

@@ -1,0 +1,150 @@
+//! The JSON Lines trace writer: one object per line, columns in DESIGN order.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::row::{RowRecord, RunIdentity};
+use super::{RowBuffer, TraceError, TraceSink};
+
+/// Writes rows as JSON Lines.
+///
+/// The run's constant columns and the component keys are rendered once, so a row costs a
+/// handful of number formats; strings are escaped by `serde_json`.
+pub struct JsonlWriter<W: Write> {
+    out: RowBuffer<W>,
+    prefix: Vec<u8>,
+    component_keys: Vec<Vec<u8>>,
+    payout_keys: Vec<Vec<u8>>,
+    record_transitions: bool,
+    last_regime: String,
+    last_regime_json: Vec<u8>,
+}
+
+fn json_string(s: &str) -> Vec<u8> {
+    // Serializing a `str` cannot fail.
+    serde_json::to_vec(s).unwrap_or_default()
+}
+
+impl<W: Write> JsonlWriter<W> {
+    /// A writer to `out` (named `path` in errors) for a run with these reward term names.
+    pub fn new(
+        out: W,
+        path: &Path,
+        identity: &RunIdentity,
+        components: &[String],
+        payouts: &[String],
+        record_transitions: bool,
+    ) -> Self {
+        let mut prefix = b"{\"run_id\":".to_vec();
+        prefix.extend(json_string(&identity.run_id));
+        prefix.extend(b",\"seed\":");
+        prefix.extend(identity.seed.to_string().as_bytes());
+        prefix.extend(b",\"algorithm_id\":");
+        prefix.extend(json_string(&identity.algorithm_id));
+        prefix.extend(b",\"task\":");
+        prefix.extend(json_string(&identity.task));
+        prefix.extend(b",\"step\":");
+        let key = |name: &String| {
+            let mut k = json_string(name);
+            k.push(b':');
+            k
+        };
+        JsonlWriter {
+            out: RowBuffer::new(out, path),
+            prefix,
+            component_keys: components.iter().map(key).collect(),
+            payout_keys: payouts.iter().map(key).collect(),
+            record_transitions,
+            last_regime: String::new(),
+            last_regime_json: json_string(""),
+        }
+    }
+}
+
+fn push_f64(buf: &mut Vec<u8>, v: f64) {
+    if v.is_finite() {
+        buf.extend(ryu::Buffer::new().format_finite(v).as_bytes());
+    } else {
+        buf.extend(b"null");
+    }
+}
+
+fn push_u64(buf: &mut Vec<u8>, v: u64) {
+    buf.extend(itoa::Buffer::new().format(v).as_bytes());
+}
+
+fn push_map(buf: &mut Vec<u8>, keys: &[Vec<u8>], values: &[f64]) {
+    buf.push(b'{');
+    for (i, (k, &v)) in keys.iter().zip(values).enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        buf.extend(k);
+        push_f64(buf, v);
+    }
+    buf.push(b'}');
+}
+
+impl<W: Write> TraceSink for JsonlWriter<W> {
+    fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
+        if row.regime != self.last_regime {
+            self.last_regime = row.regime.to_string();
+            self.last_regime_json = json_string(row.regime);
+        }
+        let b = &mut self.out.buf;
+        b.extend(&self.prefix);
+        push_u64(b, row.step);
+        b.extend(b",\"episode\":");
+        push_u64(b, row.episode);
+        b.extend(b",\"episode_step\":");
+        push_u64(b, row.episode_step);
+        b.extend(b",\"reward\":");
+        push_f64(b, row.reward);
+        b.extend(b",\"components\":");
+        push_map(b, &self.component_keys, row.components);
+        b.extend(b",\"payout\":");
+        push_map(b, &self.payout_keys, row.payouts);
+        b.extend(b",\"regime\":");
+        b.extend(&self.last_regime_json);
+        b.extend(b",\"regime_origin\":\"");
+        b.extend(row.origin.as_str().as_bytes());
+        b.extend(b"\",\"terminated\":");
+        b.extend(if row.terminated {
+            &b"true"[..]
+        } else {
+            b"false"
+        });
+        b.extend(b",\"truncated\":");
+        b.extend(if row.truncated {
+            &b"true"[..]
+        } else {
+            b"false"
+        });
+        b.extend(b",\"ceiling\":");
+        match row.ceiling {
+            Some(c) => push_f64(b, c),
+            None => b.extend(b"null"),
+        }
+        if self.record_transitions {
+            b.extend(b",\"obs\":[");
+            for (i, &v) in row.obs.unwrap_or_default().iter().enumerate() {
+                if i > 0 {
+                    b.push(b',');
+                }
+                if v.is_finite() {
+                    b.extend(ryu::Buffer::new().format_finite(v).as_bytes());
+                } else {
+                    b.extend(b"null");
+                }
+            }
+            b.extend(b"],\"action\":");
+            b.extend(row.action_json.unwrap_or("null").as_bytes());
+        }
+        b.extend(b"}\n");
+        self.out.row_done()
+    }
+
+    fn flush(&mut self) -> Result<(), TraceError> {
+        self.out.flush()
+    }
+}

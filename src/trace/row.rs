@@ -1,0 +1,100 @@
+//! The trace row: the DESIGN columns, owned for reading and borrowed for writing.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::regime::Origin;
+
+/// Who ran what: the columns that are the same on every row of a run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunIdentity {
+    /// Unique per run.
+    pub run_id: String,
+    /// The run seed.
+    pub seed: u64,
+    /// The agent's id.
+    pub algorithm_id: String,
+    /// World or task id, e.g. `warehouse`.
+    pub task: String,
+}
+
+/// One trace row as read back from a file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceRow {
+    /// Unique per run.
+    pub run_id: String,
+    /// Run seed.
+    pub seed: u64,
+    /// The agent's id.
+    pub algorithm_id: String,
+    /// World or task id.
+    pub task: String,
+    /// Global step index from 0, contiguous.
+    pub step: u64,
+    /// Env episode index from 0.
+    pub episode: u64,
+    /// Step index within the episode from 0.
+    pub episode_step: u64,
+    /// Total reward of the step.
+    pub reward: f64,
+    /// Per-step reward terms (empty when the world has no reward specification).
+    pub components: BTreeMap<String, f64>,
+    /// Episode-end terms; non-empty only on an episode's last step.
+    pub payout: BTreeMap<String, f64>,
+    /// Label in force for this step.
+    pub regime: String,
+    /// Why that label is in force.
+    pub regime_origin: Origin,
+    /// The env said terminal.
+    pub terminated: bool,
+    /// The env imposed a cutoff.
+    pub truncated: bool,
+    /// Configuration-specific upper bound for this step's reward.
+    pub ceiling: Option<f64>,
+    /// With `--record-transitions`: the observation the agent acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub obs: Option<Vec<f64>>,
+    /// With `--record-transitions`: the action taken (a number or an array).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<serde_json::Value>,
+}
+
+impl TraceRow {
+    /// The reward without episode-end payouts: `reward - sum(payout)`.
+    pub fn reward_without_payout(&self) -> f64 {
+        self.reward - self.payout.values().sum::<f64>()
+    }
+}
+
+/// One row on its way to a writer, borrowing from the harness (no allocation per step).
+#[derive(Clone, Copy, Debug)]
+pub struct RowRecord<'a> {
+    /// Global step index.
+    pub step: u64,
+    /// Episode index.
+    pub episode: u64,
+    /// Step within the episode.
+    pub episode_step: u64,
+    /// Total reward.
+    pub reward: f64,
+    /// Per-step term values, in the writer's component-name order.
+    pub components: &'a [f64],
+    /// Payout values in the writer's payout-name order; empty unless the episode ended.
+    pub payouts: &'a [f64],
+    /// Label in force.
+    pub regime: &'a str,
+    /// Its origin.
+    pub origin: Origin,
+    /// Terminated flag.
+    pub terminated: bool,
+    /// Truncated flag.
+    pub truncated: bool,
+    /// The applicable ceiling.
+    pub ceiling: Option<f64>,
+    /// The observation acted on, when transitions are recorded.
+    pub obs: Option<&'a [f32]>,
+    /// The action as JSON text, when transitions are recorded.
+    pub action_json: Option<&'a str>,
+}
