@@ -9,6 +9,7 @@ pub mod regime;
 pub mod reward;
 pub mod seed;
 pub mod trace;
+pub mod world_file;
 
 /// The names most programs need.
 pub mod prelude {

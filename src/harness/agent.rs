@@ -86,3 +86,17 @@ impl<O, A> Window<O, A> {
         self.truncated.clear();
     }
 }
+
+impl<E: Env + ?Sized, A: Agent<E> + ?Sized> Agent<E> for Box<A> {
+    fn algorithm_id(&self) -> &str {
+        (**self).algorithm_id()
+    }
+
+    fn act(&mut self, obs: &E::Obs) -> E::Action {
+        (**self).act(obs)
+    }
+
+    fn update(&mut self, window: &Window<E::Obs, E::Action>) {
+        (**self).update(window)
+    }
+}

@@ -66,7 +66,7 @@ pub struct RunSummary {
     pub episodes_ended: u64,
     /// Sum of all rewards.
     pub total_reward: f64,
-    /// Per label, in first-seen order of their names.
+    /// Steps and reward per label, by label name.
     pub labels: BTreeMap<String, LabelSummary>,
     /// Regime shifts during the run.
     pub shifts: u64,

@@ -1,0 +1,715 @@
+//! World definition files (TOML): a world's kind and parameters, its regimes, schedule, reward and run defaults.
+//!
+//! ```toml
+//! [world]
+//! kind = "cartpole"                  # cartpole | morpheus
+//! description = "CartPole-v1 whose physics drift"
+//! [world.params]                     # the kind's parameter struct, every field optional
+//! max_episode_steps = 500
+//!
+//! [[regimes]]                        # at least one; the first is the initial regime
+//! label = "earth"
+//! [[regimes]]
+//! label = "heavy"
+//! conditions = { gravity = 15.0 }   # Shiftable parameters, validated against the world
+//!
+//! [schedule]                         # optional; default: the first regime for ever
+//! plan = "cycle"                     # fixed | cycle | stochastic | manual
+//! labels = ["earth", "heavy"]
+//! every = 50
+//!
+//! [[reward.terms]]                   # optional, for worlds with reward signals
+//! name = "shipped"
+//! signal = "orders_shipped"
+//! weight = 1.0
+//! when = "step"                      # step | episode_end
+//!
+//! [harness]                          # optional defaults for `perennial run`
+//! steps = 10000
+//! window_steps = 256
+//! auto_reset = true
+//! seed = 0
+//! agent = "random"
+//! ```
+//!
+//! Schedules: `fixed` takes `shifts = [{ step = 0, label = "a" }, { step = 500, label = "b" }]`;
+//! `cycle` takes `labels` and `every`; `stochastic` takes `labels`, optional `weights`,
+//! `min_dwell` and `mean_dwell`; `manual` takes nothing.
+//!
+//! Everything is checked at load, never mid-run: unknown keys, wrong types, unknown or
+//! out-of-range parameters, an empty regime list, duplicate labels, schedules naming
+//! undefined labels, reward terms reading unknown signals. Each error names the file, the
+//! line and the field.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::cartpole::{CartPole, CartPoleParams};
+use crate::regime::{
+    ParamInfo, Plan, Regime, RegimeError, Scheduler, Shiftable, validate_conditions,
+};
+use crate::reward::{RewardSpec, Term};
+
+/// A world file that cannot be used, with where and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorldFileError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The offending field (dotted path), when known.
+    pub field: Option<String>,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl fmt::Display for WorldFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for WorldFileError {}
+
+/// Run defaults a world file may set for `perennial run`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HarnessDefaults {
+    /// Step budget.
+    pub steps: Option<u64>,
+    /// Steps per rollout window.
+    pub window_steps: Option<usize>,
+    /// Reset at episode ends and go on.
+    pub auto_reset: Option<bool>,
+    /// Run seed.
+    pub seed: Option<u64>,
+    /// Agent name (see `perennial run --help`).
+    pub agent: Option<String>,
+}
+
+/// The world a file describes, with its parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorldKind {
+    /// Gymnasium's CartPole-v1 (see [`crate::cartpole`]).
+    CartPole(CartPoleParams),
+}
+
+impl WorldKind {
+    /// The kind names a world file may use.
+    pub const NAMES: &'static [&'static str] = &["cartpole"];
+}
+
+/// A loaded and validated world file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorldFile {
+    /// Where it was loaded from.
+    pub path: PathBuf,
+    /// One-line description.
+    pub description: String,
+    /// The world and its parameters.
+    pub world: WorldKind,
+    /// The regimes, in file order; the first is the initial regime unless the schedule says otherwise.
+    pub regimes: Vec<Regime>,
+    /// The schedule.
+    pub plan: Plan,
+    /// The reward specification, when the file gives one.
+    pub reward: Option<RewardSpec>,
+    /// Run defaults.
+    pub harness: HarnessDefaults,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDef {
+    world: Spanned<WorldDef>,
+    regimes: Option<Spanned<Vec<Spanned<RegimeDef>>>>,
+    schedule: Option<Spanned<ScheduleDef>>,
+    reward: Option<Spanned<RewardDef>>,
+    #[serde(default)]
+    harness: HarnessDefaults,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorldDef {
+    kind: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    params: Option<Spanned<toml::Table>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegimeDef {
+    label: Spanned<String>,
+    #[serde(default)]
+    conditions: BTreeMap<Spanned<String>, Spanned<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScheduleDef {
+    plan: Spanned<String>,
+    labels: Option<Vec<Spanned<String>>>,
+    every: Option<Spanned<u64>>,
+    shifts: Option<Vec<Spanned<ShiftDef>>>,
+    weights: Option<Spanned<Vec<f64>>>,
+    min_dwell: Option<Spanned<u64>>,
+    mean_dwell: Option<Spanned<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShiftDef {
+    step: u64,
+    label: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RewardDef {
+    terms: Vec<Spanned<Term>>,
+}
+
+/// Locates byte offsets as lines and builds errors for one file.
+struct Ctx<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn line(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn err(
+        &self,
+        span: Option<Range<usize>>,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) -> WorldFileError {
+        WorldFileError {
+            path: self.path.to_path_buf(),
+            line: span.map(|s| self.line(s.start)),
+            field: field.map(str::to_string),
+            message: message.into(),
+        }
+    }
+
+    /// The line of `key = ...` at or after `from`, for errors serde reports without a span.
+    fn find_key(&self, from: usize, key: &str) -> Option<Range<usize>> {
+        let mut offset = from.min(self.text.len());
+        for line in self.text[offset..].split_inclusive('\n') {
+            let trimmed = line.trim_start();
+            if let Some(rest) = trimmed.strip_prefix(key)
+                && rest.trim_start().starts_with('=')
+            {
+                let start = offset + (line.len() - trimmed.len());
+                return Some(start..start + key.len());
+            }
+            offset += line.len();
+        }
+        None
+    }
+
+    /// Deserializes a kind's parameter table, pointing errors at the offending key.
+    fn params<T: for<'de> Deserialize<'de> + Default>(
+        &self,
+        params: Option<&Spanned<toml::Table>>,
+    ) -> Result<T, WorldFileError> {
+        let Some(table) = params else {
+            return Ok(T::default());
+        };
+        table
+            .get_ref()
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                let msg = e.message().to_string();
+                let key = msg
+                    .split('`')
+                    .nth(1)
+                    .filter(|k| table.get_ref().contains_key(*k))
+                    .map(str::to_string);
+                let span = key
+                    .as_deref()
+                    .and_then(|k| self.find_key(table.span().start, k))
+                    .or_else(|| Some(table.span()));
+                let field = key
+                    .map(|k| format!("world.params.{k}"))
+                    .unwrap_or_else(|| "world.params".into());
+                self.err(span, Some(&field), msg)
+            })
+    }
+}
+
+impl WorldFile {
+    /// Reads and validates a world file.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read, or is not a valid world file; the error names the file,
+    /// line and field.
+    pub fn load(path: &Path) -> Result<Self, WorldFileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| WorldFileError {
+            path: path.to_path_buf(),
+            line: None,
+            field: None,
+            message: format!("cannot read the file: {e}"),
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Validates world-file text; `path` is used in errors.
+    ///
+    /// # Errors
+    ///
+    /// As [`WorldFile::load`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use perennial::world_file::WorldFile;
+    /// use std::path::Path;
+    ///
+    /// let text = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"moon\"\nconditions = { gravity = 1.6 }\n";
+    /// let world = WorldFile::parse(text, Path::new("moon.toml")).unwrap();
+    /// assert_eq!(world.regimes[0].conditions["gravity"], 1.6);
+    ///
+    /// let bad = text.replace("gravity", "gravty");
+    /// let err = WorldFile::parse(&bad, Path::new("moon.toml")).unwrap_err();
+    /// assert_eq!(err.line, Some(6));
+    /// assert!(err.to_string().starts_with("moon.toml:6: field `regimes.moon.conditions.gravty`"));
+    /// ```
+    pub fn parse(text: &str, path: &Path) -> Result<Self, WorldFileError> {
+        let ctx = Ctx { path, text };
+        let def: FileDef = toml::from_str(text).map_err(|e| {
+            let field = e.message().split('`').nth(1).map(str::to_string);
+            ctx.err(e.span(), field.as_deref(), e.message().trim().to_string())
+        })?;
+        let world_def = def.world.get_ref();
+        let (world, parameters) = match world_def.kind.get_ref().as_str() {
+            "cartpole" => {
+                let params: CartPoleParams = ctx.params(world_def.params.as_ref())?;
+                let env = CartPole::new(params.clone());
+                check_params(&ctx, &env, world_def.params.as_ref())?;
+                (WorldKind::CartPole(params), env.parameters())
+            }
+            other => {
+                return Err(ctx.err(
+                    Some(world_def.kind.span()),
+                    Some("world.kind"),
+                    format!(
+                        "unknown world kind `{other}`; use one of: {}",
+                        WorldKind::NAMES.join(", ")
+                    ),
+                ));
+            }
+        };
+
+        let regimes = regimes(&ctx, def.regimes, &parameters)?;
+        let plan = match def.schedule {
+            Some(s) => plan(&ctx, s, &regimes)?,
+            None => Plan::Manual,
+        };
+        if let Err(e) = Scheduler::new(regimes.clone(), plan.clone(), 0) {
+            return Err(ctx.err(None, Some("schedule"), e.to_string()));
+        }
+        let reward = match def.reward {
+            None => None,
+            Some(r) => Some(reward(&ctx, r, &world)?),
+        };
+        if let Some(w) = def.harness.window_steps
+            && w == 0
+        {
+            let span = ctx.find_key(0, "window_steps");
+            return Err(ctx.err(span, Some("harness.window_steps"), "must be at least 1"));
+        }
+        Ok(WorldFile {
+            path: path.to_path_buf(),
+            description: world_def.description.clone(),
+            world,
+            regimes,
+            plan,
+            reward,
+            harness: def.harness,
+        })
+    }
+
+    /// The world's kind name as written in the file.
+    pub fn kind(&self) -> &'static str {
+        match self.world {
+            WorldKind::CartPole(_) => "cartpole",
+        }
+    }
+
+    /// A scheduler for these regimes and plan, its stream seeded with `seed`.
+    ///
+    /// # Errors
+    ///
+    /// Never for a loaded file (the plan was checked at load).
+    pub fn scheduler(&self, seed: u64) -> Result<Scheduler, RegimeError> {
+        Scheduler::new(self.regimes.clone(), self.plan.clone(), seed)
+    }
+}
+
+/// Checks a world's initial parameters against its own ranges.
+fn check_params<W: Shiftable>(
+    ctx: &Ctx<'_>,
+    env: &W,
+    table: Option<&Spanned<toml::Table>>,
+) -> Result<(), WorldFileError> {
+    validate_conditions(&env.parameters(), &env.snapshot()).map_err(|e| {
+        let name = match &e {
+            RegimeError::OutOfRange { name, .. } | RegimeError::UnknownParameter { name, .. } => {
+                name.clone()
+            }
+            _ => String::new(),
+        };
+        let span = table.and_then(|t| ctx.find_key(t.span().start, &name));
+        ctx.err(span, Some(&format!("world.params.{name}")), e.to_string())
+    })
+}
+
+fn regimes(
+    ctx: &Ctx<'_>,
+    defs: Option<Spanned<Vec<Spanned<RegimeDef>>>>,
+    parameters: &[ParamInfo],
+) -> Result<Vec<Regime>, WorldFileError> {
+    let Some(defs) = defs else {
+        return Ok(vec![Regime::new("default", &[])]);
+    };
+    if defs.get_ref().is_empty() {
+        return Err(ctx.err(
+            Some(defs.span()),
+            Some("regimes"),
+            "the regime list is empty; define at least one [[regimes]] with a label, or omit the key for a stationary world",
+        ));
+    }
+    let mut out: Vec<Regime> = Vec::new();
+    for def in defs.into_inner() {
+        let def = def.into_inner();
+        let label = def.label.get_ref();
+        if label.is_empty() || label.contains(['\n', '\r']) {
+            return Err(ctx.err(
+                Some(def.label.span()),
+                Some("regimes.label"),
+                "a label must be non-empty and on one line",
+            ));
+        }
+        if out.iter().any(|r| &r.label == label) {
+            return Err(ctx.err(
+                Some(def.label.span()),
+                Some("regimes.label"),
+                format!("label `{label}` is defined twice; give each regime its own label"),
+            ));
+        }
+        let mut conditions = BTreeMap::new();
+        for (name, value) in &def.conditions {
+            let one: crate::regime::Conditions =
+                [(name.get_ref().clone(), *value.get_ref())].into();
+            validate_conditions(parameters, &one).map_err(|e| {
+                let at = match e {
+                    RegimeError::OutOfRange { .. } => value.span(),
+                    _ => name.span(),
+                };
+                ctx.err(
+                    Some(at),
+                    Some(&format!("regimes.{label}.conditions.{}", name.get_ref())),
+                    e.to_string(),
+                )
+            })?;
+            conditions.insert(name.get_ref().clone(), *value.get_ref());
+        }
+        out.push(Regime {
+            label: label.clone(),
+            conditions,
+        });
+    }
+    Ok(out)
+}
+
+fn plan(
+    ctx: &Ctx<'_>,
+    def: Spanned<ScheduleDef>,
+    regimes: &[Regime],
+) -> Result<Plan, WorldFileError> {
+    let table_span = def.span();
+    let def = def.into_inner();
+    let check_label = |label: &Spanned<String>, field: &str| -> Result<String, WorldFileError> {
+        if regimes.iter().any(|r| &r.label == label.get_ref()) {
+            Ok(label.get_ref().clone())
+        } else {
+            let known: Vec<&str> = regimes.iter().map(|r| r.label.as_str()).collect();
+            Err(ctx.err(
+                Some(label.span()),
+                Some(field),
+                format!(
+                    "the schedule names `{}`, which no regime defines; defined labels: {}",
+                    label.get_ref(),
+                    known.join(", ")
+                ),
+            ))
+        }
+    };
+    let need = |what: &str| {
+        ctx.err(
+            Some(table_span.clone()),
+            Some(&format!("schedule.{what}")),
+            format!("this plan needs `{what}`"),
+        )
+    };
+    let labels = |field: &str| -> Result<Vec<String>, WorldFileError> {
+        let list = def.labels.as_ref().ok_or_else(|| need("labels"))?;
+        if list.is_empty() {
+            return Err(ctx.err(
+                Some(table_span.clone()),
+                Some(field),
+                "the label list is empty",
+            ));
+        }
+        list.iter().map(|l| check_label(l, field)).collect()
+    };
+    let plan_name = def.plan.get_ref().as_str();
+    let unexpected = |present: bool, key: &str| -> Result<(), WorldFileError> {
+        if present {
+            let span = ctx.find_key(table_span.start, key);
+            return Err(ctx.err(
+                span,
+                Some(&format!("schedule.{key}")),
+                format!("the `{plan_name}` plan does not take `{key}`"),
+            ));
+        }
+        Ok(())
+    };
+    let plan = match plan_name {
+        "fixed" => {
+            unexpected(def.labels.is_some(), "labels")?;
+            unexpected(def.every.is_some(), "every")?;
+            let shifts = def.shifts.as_ref().ok_or_else(|| need("shifts"))?;
+            let mut out = Vec::new();
+            for s in shifts {
+                let label = check_label(&s.get_ref().label, "schedule.shifts.label")?;
+                let step = s.get_ref().step;
+                if let Some((prev, _)) = out.last()
+                    && step <= *prev
+                {
+                    return Err(ctx.err(
+                        Some(s.span()),
+                        Some("schedule.shifts.step"),
+                        format!("shift steps must increase; step {step} follows step {prev}"),
+                    ));
+                }
+                out.push((step, label));
+            }
+            Plan::Fixed { shifts: out }
+        }
+        "cycle" => {
+            unexpected(def.shifts.is_some(), "shifts")?;
+            let every = def.every.as_ref().ok_or_else(|| need("every"))?;
+            if *every.get_ref() == 0 {
+                return Err(ctx.err(
+                    Some(every.span()),
+                    Some("schedule.every"),
+                    "must be at least 1 step",
+                ));
+            }
+            Plan::Cycle {
+                labels: labels("schedule.labels")?,
+                every: *every.get_ref(),
+            }
+        }
+        "stochastic" => {
+            unexpected(def.shifts.is_some(), "shifts")?;
+            unexpected(def.every.is_some(), "every")?;
+            let min = def.min_dwell.as_ref().ok_or_else(|| need("min_dwell"))?;
+            let mean = def.mean_dwell.as_ref().ok_or_else(|| need("mean_dwell"))?;
+            if *min.get_ref() == 0 {
+                return Err(ctx.err(
+                    Some(min.span()),
+                    Some("schedule.min_dwell"),
+                    "must be at least 1 step",
+                ));
+            }
+            if !(mean.get_ref().is_finite() && *mean.get_ref() >= *min.get_ref() as f64) {
+                return Err(ctx.err(
+                    Some(mean.span()),
+                    Some("schedule.mean_dwell"),
+                    "must be a finite number of steps, at least `min_dwell`",
+                ));
+            }
+            let labels = labels("schedule.labels")?;
+            let weights = def
+                .weights
+                .as_ref()
+                .map(|w| w.get_ref().clone())
+                .unwrap_or_default();
+            if let Some(w) = &def.weights
+                && (weights.len() != labels.len()
+                    || weights.iter().any(|x| !(x.is_finite() && *x >= 0.0)))
+            {
+                return Err(ctx.err(
+                    Some(w.span()),
+                    Some("schedule.weights"),
+                    "give one finite, non-negative weight per label",
+                ));
+            }
+            Plan::Stochastic {
+                labels,
+                weights,
+                min_dwell: *min.get_ref(),
+                mean_dwell: *mean.get_ref(),
+            }
+        }
+        "manual" => {
+            unexpected(def.labels.is_some(), "labels")?;
+            unexpected(def.every.is_some(), "every")?;
+            unexpected(def.shifts.is_some(), "shifts")?;
+            Plan::Manual
+        }
+        other => {
+            return Err(ctx.err(
+                Some(def.plan.span()),
+                Some("schedule.plan"),
+                format!("unknown plan `{other}`; use fixed, cycle, stochastic or manual"),
+            ));
+        }
+    };
+    Ok(plan)
+}
+
+fn reward(
+    ctx: &Ctx<'_>,
+    def: Spanned<RewardDef>,
+    world: &WorldKind,
+) -> Result<RewardSpec, WorldFileError> {
+    let span = def.span();
+    let terms = def.into_inner().terms;
+    let spec = RewardSpec {
+        terms: terms.iter().map(|t| t.get_ref().clone()).collect(),
+    };
+    let signals: &[&str] = match world {
+        WorldKind::CartPole(_) => &[],
+    };
+    spec.bind(signals).map_err(|e| {
+        let at = match &e {
+            crate::reward::RewardError::UnknownSignal { term, .. }
+            | crate::reward::RewardError::DuplicateTerm(term)
+            | crate::reward::RewardError::BadWeight(term) => terms
+                .iter()
+                .find(|t| &t.get_ref().name == term)
+                .map(|t| t.span()),
+        };
+        let message = if signals.is_empty() {
+            "this world exposes no reward signals; remove the [reward] section".to_string()
+        } else {
+            e.to_string()
+        };
+        ctx.err(at.or(Some(span.clone())), Some("reward.terms"), message)
+    })?;
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<WorldFile, WorldFileError> {
+        WorldFile::parse(text, Path::new("w.toml"))
+    }
+
+    const BASE: &str = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\n\n[[regimes]]\nlabel = \"b\"\nconditions = { gravity = 12.0 }\n";
+
+    #[test]
+    fn a_cycle_file_loads_with_its_regimes_and_plan() {
+        let w = parse(&format!(
+            "{BASE}\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"b\"]\nevery = 50\n"
+        ))
+        .unwrap();
+        assert_eq!(w.regimes.len(), 2);
+        assert_eq!(
+            w.plan,
+            Plan::Cycle {
+                labels: vec!["a".into(), "b".into()],
+                every: 50
+            }
+        );
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        let err = parse("[world]\nkind = \"cartpole\"\nx = = 3\n").unwrap_err();
+        assert_eq!(err.line, Some(3), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_with_their_line() {
+        let err = parse(&format!("{BASE}\n[harness]\nstepz = 4\n")).unwrap_err();
+        assert_eq!(err.line, Some(12), "{err}");
+        assert!(err.to_string().contains("stepz"), "{err}");
+    }
+
+    #[test]
+    fn unknown_world_params_point_at_their_key() {
+        let err =
+            parse("[world]\nkind = \"cartpole\"\n[world.params]\ngravity = 9.8\nmasscar = 2.0\n")
+                .unwrap_err();
+        assert_eq!(err.line, Some(5), "{err}");
+        assert_eq!(err.field.as_deref(), Some("world.params.masscar"));
+    }
+
+    #[test]
+    fn out_of_range_params_and_conditions_are_rejected() {
+        let err =
+            parse("[world]\nkind = \"cartpole\"\n[world.params]\nmasscart = 0.0\n").unwrap_err();
+        assert_eq!(err.line, Some(4), "{err}");
+        let err = parse(&BASE.replace("gravity = 12.0", "gravity = -3.0")).unwrap_err();
+        assert_eq!(err.line, Some(9), "{err}");
+        assert!(err.message.contains("out of range"), "{err}");
+    }
+
+    #[test]
+    fn schedules_naming_undefined_labels_are_rejected() {
+        let err = parse(&format!(
+            "{BASE}\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"c\"]\nevery = 5\n"
+        ))
+        .unwrap_err();
+        assert_eq!(err.line, Some(13), "{err}");
+        assert!(err.message.contains("`c`"), "{err}");
+    }
+
+    #[test]
+    fn empty_regime_lists_and_zero_periods_are_rejected() {
+        let err = parse("regimes = []\n[world]\nkind = \"cartpole\"\n").unwrap_err();
+        assert_eq!(err.line, Some(1), "{err}");
+        let err = parse(&format!(
+            "{BASE}\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\"]\nevery = 0\n"
+        ))
+        .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("schedule.every"), "{err}");
+    }
+
+    #[test]
+    fn unknown_kind_lists_the_known_ones() {
+        let err = parse("[world]\nkind = \"pendulum\"\n").unwrap_err();
+        assert_eq!(err.line, Some(2));
+        assert!(err.message.contains("cartpole"), "{err}");
+    }
+}
