@@ -165,6 +165,7 @@ pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
     identity: RunIdentity,
     sink: Box<dyn TraceSink>,
     progress: Option<Progress>,
+    state: RunState<E::Obs, E::Action>,
 }
 
 /// Steps between two progress callbacks.
@@ -188,6 +189,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             identity,
             sink: Box::new(NoTrace),
             progress: None,
+            state: RunState::default(),
         }
     }
 
@@ -250,54 +252,128 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// The env refused a step, returned a non-finite reward, a regime could not be applied,
     /// or the trace could not be written. Every complete row before the failure is flushed.
     pub fn run(mut self) -> Result<RunSummary, HarnessError> {
-        let result = self.run_loop();
-        let flushed = self.sink.flush();
-        let summary = result?;
-        flushed?;
-        Ok(summary)
+        let advanced = self.advance(u64::MAX);
+        let finished = self.finish();
+        advanced?;
+        finished
     }
 
-    fn run_loop(&mut self) -> Result<RunSummary, HarnessError> {
-        let seed = self.identity.seed;
-        let baseline: Conditions = self.env.snapshot();
-        let apply = |env: &mut E, conditions: &Conditions, step: u64| -> Result<(), HarnessError> {
-            let mut merged = baseline.clone();
-            merged.extend(conditions.iter().map(|(k, v)| (k.clone(), *v)));
-            apply_conditions(env, &merged).map_err(|source| HarnessError::Regime { step, source })
-        };
-        apply(&mut self.env, &self.scheduler.regime().conditions, 0)?;
-        let mut obs = self.env.reset(seed::derive(seed, Stream::World, 0));
+    /// Runs at most `steps` more steps (within the budget) and returns whether the run can
+    /// go on. Between two calls the experimenter may, e.g., call
+    /// [`Scheduler::shift_to`] through [`Harness::scheduler_mut`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Harness::run`]; the run cannot go on after an error.
+    pub fn advance(&mut self, steps: u64) -> Result<bool, HarnessError> {
+        let result = self.advance_inner(steps);
+        if result.is_err() {
+            self.state.stopped = true;
+            // Keep every complete row: the error is what the caller needs to see.
+            let _ = self.sink.flush();
+        }
+        result
+    }
 
+    /// Ends the run: hands the agent its last, partial window, flushes the trace and
+    /// returns the summary.
+    ///
+    /// # Errors
+    ///
+    /// The trace could not be flushed.
+    pub fn finish(mut self) -> Result<RunSummary, HarnessError> {
+        if !self.state.window.is_empty() {
+            self.agent.update(&self.state.window);
+        }
+        self.close_label();
+        if let Some(p) = self.progress.as_mut() {
+            p(self.state.summary.steps);
+        }
+        self.sink.flush()?;
+        Ok(self.state.summary)
+    }
+
+    /// The summary so far.
+    pub fn summary(&self) -> &RunSummary {
+        &self.state.summary
+    }
+
+    fn apply(&mut self, step: u64) -> Result<(), HarnessError> {
+        let mut merged = self.state.baseline.clone();
+        merged.extend(
+            self.scheduler
+                .regime()
+                .conditions
+                .iter()
+                .map(|(k, v)| (k.clone(), *v)),
+        );
+        apply_conditions(&mut self.env, &merged)
+            .map_err(|source| HarnessError::Regime { step, source })
+    }
+
+    fn close_label(&mut self) {
+        let totals = std::mem::take(&mut self.state.label_totals);
+        let entry = self
+            .state
+            .summary
+            .labels
+            .entry(self.scheduler.label().to_string())
+            .or_default();
+        entry.steps += totals.steps;
+        entry.reward += totals.reward;
+    }
+
+    fn start(&mut self) -> Result<(), HarnessError> {
+        self.state.baseline = self.env.snapshot();
+        self.apply(0)?;
+        self.state
+            .summary
+            .labels
+            .entry(self.scheduler.label().to_string())
+            .or_default();
+        self.state.obs = Some(
+            self.env
+                .reset(seed::derive(self.identity.seed, Stream::World, 0)),
+        );
+        Ok(())
+    }
+
+    fn advance_inner(&mut self, steps: u64) -> Result<bool, HarnessError> {
+        if self.state.stopped {
+            return Ok(false);
+        }
+        if self.state.obs.is_none() {
+            self.start()?;
+        }
         let window_steps = self.config.window_steps.max(1);
-        let mut window: Window<E::Obs, E::Action> = Window::default();
-        let mut summary = RunSummary {
-            steps: 0,
-            episodes_ended: 0,
-            total_reward: 0.0,
-            labels: BTreeMap::new(),
-            shifts: 0,
-            stop: StopReason::Budget,
-        };
-        let mut label_index = self.label_slot(&mut summary);
-        let mut label_totals = LabelSummary::default();
-        let mut episode = 0u64;
-        let mut episode_step = 0u64;
-        let no_payouts: Vec<f64> = Vec::new();
+        let end = self.state.step.saturating_add(steps).min(self.config.steps);
+        let no_values: Vec<f64> = Vec::new();
         let mut action_json = String::new();
-
-        for step in 0..self.config.steps {
-            if let Some(regime) = self.scheduler.before_step(step) {
-                let conditions = regime.conditions.clone();
-                apply(&mut self.env, &conditions, step)?;
-                summary.shifts += 1;
-                self.merge_label(&mut summary, &label_index, &mut label_totals);
-                label_index = self.label_slot(&mut summary);
+        while self.state.step < end {
+            let step = self.state.step;
+            if self.scheduler.next_shift_due(step) {
+                self.close_label();
+                if self.scheduler.before_step(step).is_some() {
+                    self.apply(step)?;
+                    self.state.summary.shifts += 1;
+                }
+                self.state
+                    .summary
+                    .labels
+                    .entry(self.scheduler.label().to_string())
+                    .or_default();
             }
+            let Some(obs) = self.state.obs.take() else {
+                return Ok(false);
+            };
             let action = self.agent.act(&obs);
-            let t = self
-                .env
-                .step(&action)
-                .map_err(|source| HarnessError::Env { step, source })?;
+            let t = match self.env.step(&action) {
+                Ok(t) => t,
+                Err(source) => {
+                    self.state.obs = Some(obs);
+                    return Err(HarnessError::Env { step, source });
+                }
+            };
             if !t.reward.is_finite() {
                 return Err(HarnessError::NonFiniteReward {
                     step,
@@ -314,18 +390,14 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             let (components, payouts) = match &t.breakdown {
                 Some(b) => (
                     &b.components[..],
-                    if done {
-                        &b.payouts[..]
-                    } else {
-                        &no_payouts[..]
-                    },
+                    if done { &b.payouts[..] } else { &no_values[..] },
                 ),
-                None => (&no_payouts[..], &no_payouts[..]),
+                None => (&no_values[..], &no_values[..]),
             };
             self.sink.write_row(&RowRecord {
                 step,
-                episode,
-                episode_step,
+                episode: self.state.episode,
+                episode_step: self.state.episode_step,
                 reward: t.reward,
                 components,
                 payouts,
@@ -340,21 +412,24 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                     .record_transitions
                     .then_some(action_json.as_str()),
             })?;
-            summary.steps += 1;
-            summary.total_reward += t.reward;
-            label_totals.steps += 1;
-            label_totals.reward += t.reward;
-            episode_step += 1;
+            let st = &mut self.state;
+            st.step += 1;
+            st.episode_step += 1;
+            st.summary.steps += 1;
+            st.summary.total_reward += t.reward;
+            st.label_totals.steps += 1;
+            st.label_totals.reward += t.reward;
 
-            window.obs.push(obs);
-            window.actions.push(action);
-            window.rewards.push(t.reward);
-            window.terminated.push(t.terminated);
-            window.truncated.push(t.truncated);
-            window.next_obs.push(t.observation.clone());
-            if window.len() >= window_steps {
-                self.agent.update(&window);
-                window.clear(step + 1);
+            let w = &mut st.window;
+            w.obs.push(obs);
+            w.actions.push(action);
+            w.rewards.push(t.reward);
+            w.terminated.push(t.terminated);
+            w.truncated.push(t.truncated);
+            w.next_obs.push(t.observation.clone());
+            if w.len() >= window_steps {
+                self.agent.update(&self.state.window);
+                self.state.window.clear(step + 1);
                 self.sink.flush()?;
             }
             if (step + 1) % PROGRESS_EVERY == 0
@@ -363,40 +438,61 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 p(step + 1);
             }
 
+            let st = &mut self.state;
             if done {
-                summary.episodes_ended += 1;
+                st.summary.episodes_ended += 1;
                 if !self.config.auto_reset {
-                    summary.stop = StopReason::EpisodeEnded;
-                    break;
+                    st.summary.stop = StopReason::EpisodeEnded;
+                    st.stopped = true;
+                    return Ok(false);
                 }
-                episode += 1;
-                episode_step = 0;
-                obs = self.env.reset(seed::derive(seed, Stream::World, episode));
+                st.episode += 1;
+                st.episode_step = 0;
+                st.obs = Some(self.env.reset(seed::derive(
+                    self.identity.seed,
+                    Stream::World,
+                    st.episode,
+                )));
             } else {
-                obs = t.observation;
+                st.obs = Some(t.observation);
             }
         }
-        if !window.is_empty() {
-            self.agent.update(&window);
-        }
-        self.merge_label(&mut summary, &label_index, &mut label_totals);
-        if let Some(p) = self.progress.as_mut() {
-            p(summary.steps);
-        }
-        Ok(summary)
+        Ok(self.state.step < self.config.steps)
     }
+}
 
-    fn label_slot(&self, summary: &mut RunSummary) -> String {
-        let label = self.scheduler.label().to_string();
-        summary.labels.entry(label.clone()).or_default();
-        label
-    }
+/// Where a run stands between two calls to [`Harness::advance`].
+struct RunState<O, A> {
+    step: u64,
+    episode: u64,
+    episode_step: u64,
+    obs: Option<O>,
+    window: Window<O, A>,
+    baseline: Conditions,
+    summary: RunSummary,
+    label_totals: LabelSummary,
+    stopped: bool,
+}
 
-    fn merge_label(&self, summary: &mut RunSummary, label: &str, totals: &mut LabelSummary) {
-        if let Some(entry) = summary.labels.get_mut(label) {
-            entry.steps += totals.steps;
-            entry.reward += totals.reward;
+impl<O, A> Default for RunState<O, A> {
+    fn default() -> Self {
+        RunState {
+            step: 0,
+            episode: 0,
+            episode_step: 0,
+            obs: None,
+            window: Window::default(),
+            baseline: Conditions::new(),
+            summary: RunSummary {
+                steps: 0,
+                episodes_ended: 0,
+                total_reward: 0.0,
+                labels: BTreeMap::new(),
+                shifts: 0,
+                stop: StopReason::Budget,
+            },
+            label_totals: LabelSummary::default(),
+            stopped: false,
         }
-        *totals = LabelSummary::default();
     }
 }

@@ -224,6 +224,12 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Whether [`Scheduler::before_step`] may shift at `step` (a planned shift is due or a
+    /// manual one is pending). Lets a hot loop skip the call on most steps.
+    pub fn next_shift_due(&self, step: u64) -> bool {
+        self.pending.is_some() || self.next_shift == Some(step)
+    }
+
     /// Called before step `step` (global, from 0). Returns the new regime when the label
     /// changes at this step, `None` otherwise. A shift to the label already in force
     /// changes nothing.

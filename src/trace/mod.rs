@@ -152,3 +152,131 @@ impl<W: std::io::Write> Drop for RowBuffer<W> {
         let _ = self.out.flush();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::regime::Origin;
+
+    fn identity() -> RunIdentity {
+        RunIdentity {
+            run_id: "r\"1".into(),
+            seed: 9,
+            algorithm_id: "a".into(),
+            task: "t".into(),
+        }
+    }
+
+    fn record(step: u64, payouts: &[f64]) -> RowRecord<'_> {
+        RowRecord {
+            step,
+            episode: 0,
+            episode_step: step,
+            reward: 0.5 + payouts.iter().sum::<f64>(),
+            components: &[0.25, 0.25],
+            payouts,
+            regime: "calm",
+            origin: Origin::Initial,
+            terminated: false,
+            truncated: !payouts.is_empty(),
+            ceiling: Some(2.0),
+            obs: None,
+            action_json: None,
+        }
+    }
+
+    fn write(path: &Path, format: TraceFormat, rows: u64) {
+        let names = ["x".to_string(), "y".to_string()];
+        let mut sink = create(
+            path,
+            format,
+            &identity(),
+            &names,
+            &["settle".to_string()],
+            false,
+        )
+        .unwrap();
+        for s in 0..rows {
+            let last = s + 1 == rows;
+            sink.write_row(&record(s, if last { &[3.0] } else { &[] }))
+                .unwrap();
+        }
+        sink.flush().unwrap();
+    }
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("perennial-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn rows_read_back_with_every_column() {
+        for (name, format) in [
+            ("rt.jsonl", TraceFormat::Jsonl),
+            ("rt.csv", TraceFormat::Csv),
+        ] {
+            let path = temp(name);
+            write(&path, format, 3);
+            let rows: Vec<TraceRow> = TraceReader::open(&[&path])
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(rows.len(), 3);
+            assert_eq!(rows[0].run_id, "r\"1");
+            assert_eq!(rows[0].components["x"], 0.25);
+            assert!(rows[0].payout.is_empty());
+            assert_eq!(rows[2].payout["settle"], 3.0);
+            assert_eq!(rows[2].reward, 3.5);
+            assert_eq!(rows[2].reward_without_payout(), 0.5);
+            assert_eq!(rows[1].ceiling, Some(2.0));
+        }
+    }
+
+    #[test]
+    fn a_torn_last_line_is_reported_and_earlier_rows_are_kept() {
+        let path = temp("torn.jsonl");
+        write(&path, TraceFormat::Jsonl, 4);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let full = bytes.len();
+        bytes.truncate(full - 40);
+        std::fs::write(&path, &bytes).unwrap();
+        let mut reader = TraceReader::open(&[&path]);
+        let rows: Vec<TraceRow> = (&mut reader).collect::<Result<_, _>>().unwrap();
+        assert_eq!(rows.len(), 3);
+        let torn = &reader.torn_tails()[0];
+        assert_eq!(torn.line, 4);
+        let line_start = bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(2)
+            .unwrap()
+            .0
+            + 1;
+        assert_eq!(torn.byte_offset, line_start as u64);
+        assert!(torn.to_string().contains("line 4"));
+    }
+
+    #[test]
+    fn a_bad_complete_line_is_an_error_naming_file_and_line() {
+        let path = temp("bad.jsonl");
+        write(&path, TraceFormat::Jsonl, 3);
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replacen("\"regime\":", "\"regim\":", 2);
+        std::fs::write(&path, text).unwrap();
+        let err = TraceReader::open(&[&path]).find_map(Result::err).unwrap();
+        let msg = err.to_string();
+        assert!(msg.starts_with(&format!("{}:1:", path.display())), "{msg}");
+        assert!(msg.contains("regim"), "{msg}");
+    }
+
+    #[test]
+    fn several_files_are_read_in_order() {
+        let (a, b) = (temp("a.jsonl"), temp("b.csv"));
+        write(&a, TraceFormat::Jsonl, 2);
+        write(&b, TraceFormat::Csv, 3);
+        let n = TraceReader::open(&[&a, &b]).filter(|r| r.is_ok()).count();
+        assert_eq!(n, 5);
+    }
+}

@@ -1,0 +1,165 @@
+//! The `perennial` binary as a user meets it: runs, checks, bad input, a killed run.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use perennial::trace::TraceReader;
+
+fn perennial(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the binary runs")
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("perennial-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn run_on_a_shipped_world_prints_a_summary_and_writes_a_readable_trace() {
+    let trace = temp("run.jsonl");
+    let out = perennial(&[
+        "run",
+        "worlds/cartpole-drift.toml",
+        "--steps",
+        "5000",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("steps      5000"), "{stdout}");
+    assert!(
+        stdout.contains("earth") && stdout.contains("heavy_gravity"),
+        "{stdout}"
+    );
+    let rows = TraceReader::open(&[&trace])
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    assert_eq!(rows.len(), 5000);
+    assert_eq!(
+        (rows[3999].regime.as_str(), rows[4000].regime.as_str()),
+        ("heavy_gravity", "earth")
+    );
+}
+
+#[test]
+fn csv_traces_read_back_like_jsonl() {
+    let (j, c) = (temp("same.jsonl"), temp("same.csv"));
+    for (path, format) in [(&j, "jsonl"), (&c, "csv")] {
+        let out = perennial(&[
+            "run",
+            "worlds/cartpole.toml",
+            "--steps",
+            "600",
+            "--format",
+            format,
+            "--record-transitions",
+            "--trace",
+            path.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let read = |p: &PathBuf| {
+        TraceReader::open(&[p])
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap()
+    };
+    assert_eq!(read(&j), read(&c));
+}
+
+#[test]
+fn check_accepts_every_shipped_world_and_worlds_lists_them() {
+    let out = perennial(&["worlds"]);
+    assert!(out.status.success());
+    let listing = text(&out.stdout);
+    assert!(!listing.contains("invalid"), "{listing}");
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/worlds")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(listing.contains(&name), "{name} missing from {listing}");
+        let out = perennial(&["check", path.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn a_malformed_world_file_gets_exit_code_2_naming_file_and_line() {
+    let bad = temp("bad.toml");
+    std::fs::write(&bad, "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\nconditions = { gravity = 1e9 }\n").unwrap();
+    for cmd in ["check", "run"] {
+        let out = perennial(&[cmd, bad.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = text(&out.stderr);
+        assert!(err.contains(&format!("{}:6:", bad.display())), "{err}");
+        assert!(
+            err.contains("gravity") && err.contains("out of range"),
+            "{err}"
+        );
+    }
+    std::fs::write(&bad, "[world\nkind = 1\n").unwrap();
+    let out = perennial(&["check", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(&format!("{}:1", bad.display())),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn bad_flags_get_exit_code_2() {
+    let out = perennial(&["run", "worlds/cartpole.toml", "--agent", "oracle"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown agent `oracle`"));
+    let out = perennial(&["run", "worlds/nope.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("worlds/nope.toml"));
+}
+
+#[test]
+fn a_run_killed_with_sigkill_leaves_a_readable_trace_of_complete_rows() {
+    let trace = temp("killed.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args([
+            "run",
+            "worlds/cartpole-drift.toml",
+            "--steps",
+            "1000000000",
+            "--window-steps",
+            "7",
+        ])
+        .args(["--trace", trace.to_str().unwrap()])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0) < 2_000_000 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the run wrote too little"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut reader = TraceReader::open(&[&trace]);
+    let mut n = 0u64;
+    for row in &mut reader {
+        let row = row.expect("every complete row parses");
+        assert_eq!(row.step, n);
+        n += 1;
+    }
+    assert!(n > 5000, "{n} rows");
+    assert!(reader.torn_tails().len() <= 1);
+}
