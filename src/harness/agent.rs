@@ -76,6 +76,15 @@ impl<O, A> Window<O, A> {
         self.rewards.is_empty()
     }
 
+    pub(crate) fn reserve(&mut self, steps: usize) {
+        self.obs.reserve(steps);
+        self.actions.reserve(steps);
+        self.rewards.reserve(steps);
+        self.next_obs.reserve(steps);
+        self.terminated.reserve(steps);
+        self.truncated.reserve(steps);
+    }
+
     pub(crate) fn clear(&mut self, start_step: u64) {
         self.start_step = start_step;
         self.obs.clear();

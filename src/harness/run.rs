@@ -9,7 +9,7 @@ use super::agent::{Agent, Window};
 use crate::env::{Env, EnvError, Observation};
 use crate::regime::{Conditions, RegimeError, Scheduler, Shiftable, apply_conditions};
 use crate::seed::{self, Stream};
-use crate::trace::{NoTrace, RowRecord, RunIdentity, TraceError, TraceSink};
+use crate::trace::{RowRecord, RunIdentity, TraceError, TraceSink};
 
 /// How the harness drives a run. Build with `Default` and struct update syntax.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,7 +163,7 @@ pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
     scheduler: Scheduler,
     config: HarnessConfig,
     identity: RunIdentity,
-    sink: Box<dyn TraceSink>,
+    sink: Option<Box<dyn TraceSink>>,
     progress: Option<Progress>,
     state: RunState<E::Obs, E::Action>,
 }
@@ -187,7 +187,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             scheduler: Scheduler::stationary("default"),
             config: HarnessConfig::default(),
             identity,
-            sink: Box::new(NoTrace),
+            sink: None,
             progress: None,
             state: RunState::default(),
         }
@@ -214,7 +214,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
 
     /// Sets where rows go (default: nowhere).
     pub fn trace(mut self, sink: Box<dyn TraceSink>) -> Self {
-        self.sink = sink;
+        self.sink = Some(sink);
         self
     }
 
@@ -270,7 +270,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if result.is_err() {
             self.state.stopped = true;
             // Keep every complete row: the error is what the caller needs to see.
-            let _ = self.sink.flush();
+            let _ = self.flush_trace();
         }
         result
     }
@@ -289,13 +289,20 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if let Some(p) = self.progress.as_mut() {
             p(self.state.summary.steps);
         }
-        self.sink.flush()?;
+        self.flush_trace()?;
         Ok(self.state.summary)
     }
 
     /// The summary so far.
     pub fn summary(&self) -> &RunSummary {
         &self.state.summary
+    }
+
+    fn flush_trace(&mut self) -> Result<(), TraceError> {
+        match self.sink.as_mut() {
+            Some(sink) => sink.flush(),
+            None => Ok(()),
+        }
     }
 
     fn apply(&mut self, step: u64) -> Result<(), HarnessError> {
@@ -325,6 +332,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
 
     fn start(&mut self) -> Result<(), HarnessError> {
         self.state.baseline = self.env.snapshot();
+        self.state.window.reserve(self.config.window_steps.max(1));
         self.apply(0)?;
         self.state
             .summary
@@ -381,37 +389,40 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 });
             }
             let done = t.done();
-            let ceiling = self.env.ceiling().map(|c| c.applicable(done));
-            if self.config.record_transitions {
-                action_json.clear();
-                action_json
-                    .push_str(&serde_json::to_string(&action).unwrap_or_else(|_| "null".into()));
+            if let Some(sink) = self.sink.as_mut() {
+                let ceiling = self.env.ceiling().map(|c| c.applicable(done));
+                if self.config.record_transitions {
+                    action_json.clear();
+                    action_json.push_str(
+                        &serde_json::to_string(&action).unwrap_or_else(|_| "null".into()),
+                    );
+                }
+                let (components, payouts) = match &t.breakdown {
+                    Some(b) => (
+                        &b.components[..],
+                        if done { &b.payouts[..] } else { &no_values[..] },
+                    ),
+                    None => (&no_values[..], &no_values[..]),
+                };
+                sink.write_row(&RowRecord {
+                    step,
+                    episode: self.state.episode,
+                    episode_step: self.state.episode_step,
+                    reward: t.reward,
+                    components,
+                    payouts,
+                    regime: self.scheduler.label(),
+                    origin: self.scheduler.origin(),
+                    terminated: t.terminated,
+                    truncated: t.truncated,
+                    ceiling,
+                    obs: self.config.record_transitions.then(|| obs.as_slice()),
+                    action_json: self
+                        .config
+                        .record_transitions
+                        .then_some(action_json.as_str()),
+                })?;
             }
-            let (components, payouts) = match &t.breakdown {
-                Some(b) => (
-                    &b.components[..],
-                    if done { &b.payouts[..] } else { &no_values[..] },
-                ),
-                None => (&no_values[..], &no_values[..]),
-            };
-            self.sink.write_row(&RowRecord {
-                step,
-                episode: self.state.episode,
-                episode_step: self.state.episode_step,
-                reward: t.reward,
-                components,
-                payouts,
-                regime: self.scheduler.label(),
-                origin: self.scheduler.origin(),
-                terminated: t.terminated,
-                truncated: t.truncated,
-                ceiling,
-                obs: self.config.record_transitions.then(|| obs.as_slice()),
-                action_json: self
-                    .config
-                    .record_transitions
-                    .then_some(action_json.as_str()),
-            })?;
             let st = &mut self.state;
             st.step += 1;
             st.episode_step += 1;
@@ -430,9 +441,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             if w.len() >= window_steps {
                 self.agent.update(&self.state.window);
                 self.state.window.clear(step + 1);
-                self.sink.flush()?;
+                self.flush_trace()?;
             }
-            if (step + 1) % PROGRESS_EVERY == 0
+            if (step + 1).is_multiple_of(PROGRESS_EVERY)
                 && let Some(p) = self.progress.as_mut()
             {
                 p(step + 1);

@@ -1,0 +1,69 @@
+//! The harness on CartPole with a random agent: with a JSONL trace, with tracing off, and
+//! the bare env loop with the same agent, in one run so their medians compare.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use perennial::agents::RandomAgent;
+use perennial::harness::{Agent, Harness, HarnessConfig};
+use perennial::prelude::*;
+use perennial::trace::{self, TraceFormat};
+use std::hint::black_box;
+
+const STEPS: u64 = 200_000;
+
+fn config() -> HarnessConfig {
+    HarnessConfig {
+        steps: STEPS,
+        auto_reset: true,
+        ..HarnessConfig::default()
+    }
+}
+
+fn harness(traced: bool) -> u64 {
+    let env = CartPole::new(CartPoleParams::default());
+    let agent = RandomAgent::new(env.spec().action_space.clone(), 1);
+    let mut h = Harness::new(env, agent, 1).config(config());
+    if traced {
+        let path =
+            std::env::temp_dir().join(format!("perennial-bench-{}.jsonl", std::process::id()));
+        let id = h.identity().clone();
+        h = h.trace(
+            trace::create(&path, TraceFormat::Jsonl, &id, &[], &[], false)
+                .expect("temp dir is writable"),
+        );
+    }
+    h.run().expect("random actions are valid").steps
+}
+
+fn bare_loop() -> f64 {
+    let mut env = CartPole::new(CartPoleParams::default());
+    let mut agent = RandomAgent::new(env.spec().action_space.clone(), 1);
+    let mut obs = env.reset(0);
+    let mut total = 0.0;
+    let mut episode = 0;
+    for _ in 0..STEPS {
+        let action = Agent::<CartPole>::act(&mut agent, &obs);
+        let t = env.step(&action).expect("random actions are valid");
+        total += t.reward;
+        obs = if t.done() {
+            episode += 1;
+            env.reset(episode)
+        } else {
+            t.observation
+        };
+    }
+    total
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("harness_cartpole_random_200k_steps");
+    group.throughput(Throughput::Elements(STEPS));
+    group.bench_function("bare_env_loop", |b| b.iter(|| black_box(bare_loop())));
+    group.bench_function("harness_no_trace", |b| b.iter(|| black_box(harness(false))));
+    group.bench_function("harness_jsonl_trace", |b| {
+        b.iter(|| black_box(harness(true)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
