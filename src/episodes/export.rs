@@ -226,7 +226,7 @@ impl EpisodeReader {
 fn gap(c: &Cursor, row: &TraceRow) -> Option<String> {
     if c.ended {
         return Some(format!(
-            "run `{}` episode {} goes on after the step that ended it; is the trace damaged, or do two runs share a run id?",
+            "run `{}` episode {} has rows after the step that ended it; is a trace given twice, or do two runs share a run id?",
             c.run_id, c.episode
         ));
     }
