@@ -1,0 +1,623 @@
+//! Trace rows to episodes, streaming: one episode in memory at a time.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::advantage::{AdvantageEstimator, GroupedRewards};
+use super::error::EpisodeError;
+use super::model::{Episode, Step, TerminationReason, Trajectory};
+use crate::trace::{TornTail, TraceReader, TraceRow};
+
+/// The trajectory name of a perennial run's single agent.
+pub const AGENT_NAME: &str = "agent";
+
+/// Reads traces written with `--record-transitions` and yields their episodes in order.
+///
+/// One [`Episode`] per env episode per run, or, with `chunk_steps`, one per chunk of at
+/// most that many steps (a chunk the env did not end is `unknown`). Rows are read in the
+/// order the files are given; a run's rows must be whole and in step order (a run may
+/// continue from one file into the next). Rollout indices count the episodes of each task
+/// across all the files, from 0.
+///
+/// Memory holds the episode being built and one `(run_id, episode)` pair per episode seen
+/// (to catch a trace given twice), never the steps of earlier episodes.
+pub struct EpisodeReader {
+    files: std::vec::IntoIter<PathBuf>,
+    source: Option<Source>,
+    chunk_steps: Option<u64>,
+    cursor: Option<Cursor>,
+    pending: Option<Pending>,
+    ready: VecDeque<Episode>,
+    seen: HashSet<(String, u64)>,
+    rollouts: HashMap<String, u64>,
+    torn: Vec<TornTail>,
+    stopped: bool,
+}
+
+struct Source {
+    path: PathBuf,
+    reader: TraceReader,
+    row: u64,
+}
+
+/// Where the env episode being read stands.
+struct Cursor {
+    run_id: String,
+    episode: u64,
+    next_step: u64,
+    next_episode_step: u64,
+    ended: bool,
+    chunks: u64,
+}
+
+/// The episode (or chunk) being built.
+struct Pending {
+    run_id: String,
+    seed: u64,
+    algorithm_id: String,
+    task: String,
+    episode: u64,
+    chunk: u64,
+    first_step: u64,
+    first_episode_step: u64,
+    steps: Vec<Step>,
+    signals: BTreeMap<String, f64>,
+    regimes: Vec<String>,
+}
+
+impl EpisodeReader {
+    /// A reader over `traces`, cutting episodes into chunks of `chunk_steps` steps if given.
+    ///
+    /// # Errors
+    ///
+    /// `chunk_steps` is 0.
+    pub fn open<P: AsRef<Path>>(
+        traces: &[P],
+        chunk_steps: Option<u64>,
+    ) -> Result<Self, EpisodeError> {
+        if chunk_steps == Some(0) {
+            return Err(EpisodeError::InvalidArgument(
+                "--chunk-steps must be at least 1".into(),
+            ));
+        }
+        Ok(EpisodeReader {
+            files: traces
+                .iter()
+                .map(|p| p.as_ref().to_path_buf())
+                .collect::<Vec<_>>()
+                .into_iter(),
+            source: None,
+            chunk_steps,
+            cursor: None,
+            pending: None,
+            ready: VecDeque::new(),
+            seen: HashSet::new(),
+            rollouts: HashMap::new(),
+            torn: Vec::new(),
+            stopped: false,
+        })
+    }
+
+    /// The torn trace tails (killed writers) met so far; their complete rows were used.
+    pub fn torn_tails(&self) -> &[TornTail] {
+        &self.torn
+    }
+
+    fn next_row(&mut self) -> Option<Result<TraceRow, EpisodeError>> {
+        loop {
+            if self.source.is_none() {
+                let path = self.files.next()?;
+                self.source = Some(Source {
+                    reader: TraceReader::open(&[&path]),
+                    path,
+                    row: 0,
+                });
+            }
+            let source = self.source.as_mut()?;
+            match source.reader.next() {
+                Some(Ok(row)) => {
+                    source.row += 1;
+                    return Some(Ok(row));
+                }
+                Some(Err(e)) => return Some(Err(e.into())),
+                None => {
+                    self.torn.extend_from_slice(source.reader.torn_tails());
+                    self.source = None;
+                }
+            }
+        }
+    }
+
+    fn inconsistent(&self, message: String) -> EpisodeError {
+        let (path, row) = self
+            .source
+            .as_ref()
+            .map(|s| (s.path.clone(), s.row))
+            .unwrap_or_default();
+        EpisodeError::Inconsistent { path, row, message }
+    }
+
+    fn take_row(&mut self, mut row: TraceRow) -> Result<(), EpisodeError> {
+        let (Some(obs), Some(action)) = (row.obs.take(), row.action.take()) else {
+            let (path, row_no) = self
+                .source
+                .as_ref()
+                .map(|s| (s.path.clone(), s.row))
+                .unwrap_or_default();
+            return Err(EpisodeError::MissingTransitions {
+                path,
+                row: row_no,
+                step: row.step,
+            });
+        };
+        let continues = self
+            .cursor
+            .as_ref()
+            .is_some_and(|c| c.run_id == row.run_id && c.episode == row.episode);
+        if continues {
+            if let Some(message) = self.cursor.as_ref().and_then(|c| gap(c, &row)) {
+                return Err(self.inconsistent(message));
+            }
+        } else {
+            if let Some(p) = self.pending.take() {
+                let e = finish(p, TerminationReason::Unknown, &mut self.rollouts);
+                self.ready.push_back(e);
+            }
+            if let Some(c) = &self.cursor
+                && c.run_id == row.run_id
+                && c.next_step != row.step
+            {
+                let message = format!(
+                    "run `{}` jumps from step {} to step {}; pass each run's trace files whole and in order",
+                    row.run_id,
+                    c.next_step.saturating_sub(1),
+                    row.step
+                );
+                return Err(self.inconsistent(message));
+            }
+            if !self.seen.insert((row.run_id.clone(), row.episode)) {
+                let message = format!(
+                    "run `{}` episode {} was already read; is a trace given twice?",
+                    row.run_id, row.episode
+                );
+                return Err(self.inconsistent(message));
+            }
+            self.cursor = Some(Cursor {
+                run_id: row.run_id.clone(),
+                episode: row.episode,
+                next_step: row.step,
+                next_episode_step: row.episode_step,
+                ended: false,
+                chunks: 0,
+            });
+        }
+        let Some(cursor) = self.cursor.as_mut() else {
+            return Ok(());
+        };
+        cursor.next_step = row.step + 1;
+        cursor.next_episode_step = row.episode_step + 1;
+        let done = row.terminated || row.truncated;
+        let reason = TerminationReason::from_flags(row.terminated, row.truncated);
+        let pending = self
+            .pending
+            .get_or_insert_with(|| Pending::start(&row, cursor.chunks));
+        pending.push(row, obs, action);
+        let full = self
+            .chunk_steps
+            .is_some_and(|n| pending.steps.len() as u64 >= n);
+        if done || full {
+            cursor.ended = done;
+            cursor.chunks += 1;
+            if let Some(p) = self.pending.take() {
+                let e = finish(p, reason, &mut self.rollouts);
+                self.ready.push_back(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why `row` cannot be the next row of the episode at `c`, if it cannot.
+fn gap(c: &Cursor, row: &TraceRow) -> Option<String> {
+    if c.ended {
+        return Some(format!(
+            "run `{}` episode {} has rows after the step that ended it; is a trace given twice, or do two runs share a run id?",
+            c.run_id, c.episode
+        ));
+    }
+    (row.step != c.next_step || row.episode_step != c.next_episode_step).then(|| {
+        format!(
+            "run `{}` episode {}: expected step {} (episode step {}), found step {} (episode step {}); pass each run's trace files whole and in order",
+            c.run_id, c.episode, c.next_step, c.next_episode_step, row.step, row.episode_step
+        )
+    })
+}
+
+impl Pending {
+    fn start(row: &TraceRow, chunk: u64) -> Self {
+        Pending {
+            run_id: row.run_id.clone(),
+            seed: row.seed,
+            algorithm_id: row.algorithm_id.clone(),
+            task: row.task.clone(),
+            episode: row.episode,
+            chunk,
+            first_step: row.step,
+            first_episode_step: row.episode_step,
+            steps: Vec::new(),
+            signals: BTreeMap::new(),
+            regimes: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, row: TraceRow, obs: Vec<f64>, action: Value) {
+        for (name, v) in row.components.iter().chain(&row.payout) {
+            *self.signals.entry(name.clone()).or_insert(0.0) += v;
+        }
+        if !self.regimes.contains(&row.regime) {
+            self.regimes.push(row.regime.clone());
+        }
+        let mut info = BTreeMap::new();
+        info.insert("step".to_string(), Value::from(row.step));
+        info.insert("episode_step".into(), Value::from(row.episode_step));
+        info.insert("regime".into(), Value::from(row.regime));
+        info.insert(
+            "regime_origin".into(),
+            Value::from(row.regime_origin.as_str()),
+        );
+        info.insert("terminated".into(), Value::from(row.terminated));
+        info.insert("truncated".into(), Value::from(row.truncated));
+        info.insert("ceiling".into(), Value::from(row.ceiling));
+        if !row.components.is_empty() {
+            info.insert("components".into(), Value::from_iter(row.components));
+        }
+        if !row.payout.is_empty() {
+            info.insert("payout".into(), Value::from_iter(row.payout));
+        }
+        self.steps.push(Step {
+            id: format!("{}:{}", row.run_id, row.step),
+            input: Value::from(obs),
+            output: Value::Null,
+            action,
+            reward: row.reward,
+            done: row.terminated || row.truncated,
+            mc_return: 0.0,
+            advantage: None,
+            metadata: info,
+        });
+    }
+}
+
+fn finish(
+    mut p: Pending,
+    reason: TerminationReason,
+    rollouts: &mut HashMap<String, u64>,
+) -> Episode {
+    let next = rollouts.entry(p.task.clone()).or_insert(0);
+    let rollout_idx = *next;
+    *next += 1;
+    let mut to_go = 0.0;
+    for s in p.steps.iter_mut().rev() {
+        to_go += s.reward;
+        s.mc_return = to_go;
+    }
+    let reward: f64 = p.steps.iter().map(|s| s.reward).sum();
+    let n = p.steps.len() as u64;
+    let task = Value::from(p.task.as_str());
+    let trajectory = Trajectory {
+        uid: format!("{}:{}:{}", p.run_id, p.episode, p.first_step),
+        name: AGENT_NAME.into(),
+        task: task.clone(),
+        steps: p.steps,
+        reward,
+        signals: p.signals,
+        metadata: BTreeMap::from([("algorithm_id".into(), Value::from(p.algorithm_id.as_str()))]),
+    };
+    let metadata = BTreeMap::from([
+        ("run_id".to_string(), Value::from(p.run_id.as_str())),
+        ("seed".into(), Value::from(p.seed)),
+        ("algorithm_id".into(), Value::from(p.algorithm_id)),
+        ("env_episode".into(), Value::from(p.episode)),
+        ("chunk".into(), Value::from(p.chunk)),
+        ("first_step".into(), Value::from(p.first_step)),
+        (
+            "last_step".into(),
+            Value::from(p.first_step + n.saturating_sub(1)),
+        ),
+        (
+            "first_episode_step".into(),
+            Value::from(p.first_episode_step),
+        ),
+        ("regimes".into(), Value::from(p.regimes)),
+    ]);
+    Episode {
+        id: Episode::make_id(&p.task, rollout_idx),
+        task,
+        termination_reason: reason,
+        is_correct: false,
+        session_id: Some(p.run_id),
+        trajectories: vec![trajectory],
+        artifacts: BTreeMap::new(),
+        metrics: BTreeMap::from([("steps".to_string(), n as f64), ("reward".into(), reward)]),
+        metadata,
+    }
+}
+
+impl Iterator for EpisodeReader {
+    type Item = Result<Episode, EpisodeError>;
+
+    /// The next episode; after an error the reader stops.
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(e) = self.ready.pop_front() {
+                return Some(Ok(e));
+            }
+            if self.stopped {
+                return None;
+            }
+            match self.next_row() {
+                Some(Ok(row)) => {
+                    if let Err(e) = self.take_row(row) {
+                        self.stopped = true;
+                        self.ready.clear();
+                        return Some(Err(e));
+                    }
+                }
+                Some(Err(e)) => {
+                    self.stopped = true;
+                    self.ready.clear();
+                    return Some(Err(e));
+                }
+                None => {
+                    self.stopped = true;
+                    if let Some(p) = self.pending.take() {
+                        let e = finish(p, TerminationReason::Unknown, &mut self.rollouts);
+                        self.ready.push_back(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How [`export`] cuts and scores episodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExportOptions {
+    /// Cut each episode into chunks of at most this many steps (off): for a persistent
+    /// world, whose run is one long episode.
+    pub chunk_steps: Option<u64>,
+    /// Estimate advantages per group and broadcast them to the steps (off: `advantage`
+    /// stays null).
+    pub advantage: Option<AdvantageEstimator>,
+}
+
+/// One advantage group in an [`ExportSummary`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GroupSummary {
+    /// Trajectories in the group.
+    pub trajectories: u64,
+    /// Their mean reward.
+    pub mean_reward: f64,
+}
+
+/// What an export wrote.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExportSummary {
+    /// Trace files read.
+    pub traces: usize,
+    /// Episodes written.
+    pub episodes: u64,
+    /// Steps written, over all episodes.
+    pub steps: u64,
+    /// Episodes per termination reason (every reason present, 0 included).
+    pub reasons: BTreeMap<TerminationReason, u64>,
+    /// Per group key `"{task_id}:{name}"`.
+    pub groups: BTreeMap<String, GroupSummary>,
+    /// The estimator used, if any.
+    pub advantage: Option<AdvantageEstimator>,
+    /// Torn trace tails met (their complete rows were exported).
+    pub torn_tails: Vec<TornTail>,
+}
+
+/// Groups listed by name in the summary paragraph; the rest are counted.
+const GROUPS_SHOWN: usize = 4;
+
+impl fmt::Display for ExportSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural =
+            |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        write!(
+            f,
+            "{} ({}) from {}: ",
+            plural(self.episodes, "episode", "episodes"),
+            plural(self.steps, "step", "steps"),
+            plural(self.traces as u64, "trace", "traces"),
+        )?;
+        let reasons: Vec<String> = TerminationReason::ALL
+            .iter()
+            .map(|r| format!("{} {r}", self.reasons.get(r).copied().unwrap_or(0)))
+            .collect();
+        write!(
+            f,
+            "{}; {}",
+            reasons.join(", "),
+            plural(self.groups.len() as u64, "group", "groups")
+        )?;
+        let shown: Vec<String> = self
+            .groups
+            .iter()
+            .take(GROUPS_SHOWN)
+            .map(|(key, g)| {
+                format!(
+                    "{key} ({}, mean reward {:.4})",
+                    plural(g.trajectories, "trajectory", "trajectories"),
+                    g.mean_reward
+                )
+            })
+            .collect();
+        if !shown.is_empty() {
+            write!(f, ": {}", shown.join(", "))?;
+            if self.groups.len() > GROUPS_SHOWN {
+                write!(f, " and {} more", self.groups.len() - GROUPS_SHOWN)?;
+            }
+        }
+        match self.advantage {
+            Some(a) => write!(f, "; advantages: {a}.")?,
+            None => write!(f, "; no advantages (pass --advantage to estimate them).")?,
+        }
+        for torn in &self.torn_tails {
+            write!(f, " Warning: {torn}.")?;
+        }
+        Ok(())
+    }
+}
+
+/// Exports the episodes of `traces` to `out` as JSON Lines, one [`Episode`] per line.
+///
+/// With an advantage estimator the traces are read twice: once for the trajectory rewards
+/// of every group, once to write. Either way only one episode's steps are in memory. The
+/// lines go to `out` with `.partial` appended and the file is renamed to `out` once
+/// complete, so a failed export never leaves a half-written file under the name asked
+/// for, nor destroys one already there.
+///
+/// # Errors
+///
+/// No trace given, `out` is one of the traces, a trace cannot be read, lacks the `obs` and
+/// `action` columns (run without `--record-transitions`) or has runs out of order, or
+/// `out` cannot be written.
+pub fn export<P: AsRef<Path>>(
+    traces: &[P],
+    out: &Path,
+    options: &ExportOptions,
+) -> Result<ExportSummary, EpisodeError> {
+    if traces.is_empty() {
+        return Err(EpisodeError::InvalidArgument(
+            "no trace given; pass one or more trace files written with --record-transitions".into(),
+        ));
+    }
+    if let Ok(out_abs) = std::fs::canonicalize(out)
+        && traces
+            .iter()
+            .any(|t| std::fs::canonicalize(t).is_ok_and(|t| t == out_abs))
+    {
+        return Err(EpisodeError::InvalidArgument(format!(
+            "{}: the output file is one of the input traces; choose another --out",
+            out.display()
+        )));
+    }
+    let advantages = match options.advantage {
+        Some(estimator) => {
+            let mut groups = GroupedRewards::default();
+            for episode in EpisodeReader::open(traces, options.chunk_steps)? {
+                groups.push_episode(&episode?);
+            }
+            Some(groups.advantages(estimator))
+        }
+        None => None,
+    };
+    let mut partial = out.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    match write_episodes(traces, &partial, options, advantages.as_deref()) {
+        Ok(summary) => {
+            std::fs::rename(&partial, out).map_err(|e| EpisodeError::io(out, e))?;
+            Ok(summary)
+        }
+        Err(e) => {
+            // Best effort: the error being returned matters more than a leftover file.
+            let _ = std::fs::remove_file(&partial);
+            Err(e)
+        }
+    }
+}
+
+fn write_episodes<P: AsRef<Path>>(
+    traces: &[P],
+    path: &Path,
+    options: &ExportOptions,
+    advantages: Option<&[f64]>,
+) -> Result<ExportSummary, EpisodeError> {
+    let mut reader = EpisodeReader::open(traces, options.chunk_steps)?;
+    let file = File::create(path).map_err(|e| EpisodeError::io(path, e))?;
+    let mut out = BufWriter::new(file);
+    let mut groups = GroupedRewards::default();
+    let mut summary = ExportSummary {
+        traces: traces.len(),
+        reasons: TerminationReason::ALL.iter().map(|&r| (r, 0)).collect(),
+        advantage: options.advantage,
+        ..ExportSummary::default()
+    };
+    let mut next_advantage = advantages.map(|a| a.iter());
+    for episode in &mut reader {
+        let mut episode = episode?;
+        if let Some(next) = next_advantage.as_mut() {
+            for t in &mut episode.trajectories {
+                let a = next.next().ok_or(EpisodeError::TracesChanged)?;
+                t.broadcast_advantage(*a);
+            }
+        }
+        groups.push_episode(&episode);
+        summary.episodes += 1;
+        summary.steps += episode
+            .trajectories
+            .iter()
+            .map(|t| t.steps.len() as u64)
+            .sum::<u64>();
+        *summary
+            .reasons
+            .entry(episode.termination_reason)
+            .or_insert(0) += 1;
+        serde_json::to_writer(&mut out, &episode).map_err(|e| EpisodeError::io(path, e.into()))?;
+        out.write_all(b"\n")
+            .map_err(|e| EpisodeError::io(path, e))?;
+    }
+    if next_advantage.is_some_and(|mut rest| rest.next().is_some()) {
+        return Err(EpisodeError::TracesChanged);
+    }
+    out.flush().map_err(|e| EpisodeError::io(path, e))?;
+    summary.groups = groups
+        .totals()
+        .into_iter()
+        .map(|(key, n, sum)| {
+            let g = GroupSummary {
+                trajectories: n,
+                mean_reward: sum / n.max(1) as f64,
+            };
+            (key.to_string(), g)
+        })
+        .collect();
+    summary.torn_tails = reader.torn_tails().to_vec();
+    Ok(summary)
+}
+
+/// Reads an episodes file written by [`export`], one [`Episode`] per line, streaming.
+///
+/// # Errors
+///
+/// The file cannot be opened; each item is an error when a line cannot be read or is not
+/// an episode (naming the file and line).
+pub fn read_episodes(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<Episode, EpisodeError>>, EpisodeError> {
+    let file = File::open(path).map_err(|e| EpisodeError::io(path, e))?;
+    let path = path.to_path_buf();
+    Ok(BufReader::new(file)
+        .lines()
+        .zip(1u64..)
+        .filter_map(move |(line, number)| match line {
+            Err(e) => Some(Err(EpisodeError::io(&path, e))),
+            Ok(text) if text.trim().is_empty() => None,
+            Ok(text) => Some(
+                serde_json::from_str(&text).map_err(|e| EpisodeError::Parse {
+                    path: path.clone(),
+                    line: number,
+                    message: e.to_string(),
+                }),
+            ),
+        }))
+}
