@@ -25,6 +25,8 @@ struct Cli {
 enum Command {
     /// Run an agent in a world and write its trace.
     Run(RunArgs),
+    /// Export a trace's experience as rLLM episodes (Episode > Trajectory > Step).
+    Episodes(perennial::episodes::EpisodesArgs),
     /// List the shipped world files.
     Worlds,
     /// Validate a world file.
@@ -105,6 +107,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(args),
+        Command::Episodes(args) => perennial::episodes::run_cli(&args)
+            .map(|summary| println!("{summary}"))
+            .map_err(Failure::input),
         Command::Worlds => worlds(),
         Command::Check { world_file } => check(&world_file),
     };
