@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
-use perennial::agents::RandomAgent;
+use perennial::agents::{ActorCritic, ActorCriticParams, BalanceAgent, RandomAgent};
 use perennial::env::Env;
 use perennial::harness::{Agent, Harness, HarnessConfig, RunSummary};
 use perennial::prelude::*;
@@ -43,7 +43,7 @@ const DEFAULT_WORLD: &str = "worlds/cartpole-drift.toml";
 struct RunArgs {
     /// World definition file [default: worlds/cartpole-drift.toml].
     world_file: Option<PathBuf>,
-    /// Agent: random.
+    /// Agent: random, actor-critic, or one of the world's own (balance for CartPole).
     #[arg(long)]
     agent: Option<String>,
     /// Step budget [default: the world file's, else 100000].
@@ -196,26 +196,66 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     );
     let world = WorldFile::load(&path).map_err(Failure::input)?;
     match world.world.clone() {
-        WorldKind::CartPole(params) => run_env(CartPole::new(params), &world, &args),
+        WorldKind::CartPole(params) => run_env(
+            CartPole::new(params),
+            &world,
+            &args,
+            (&["balance"], cartpole_agents),
+        ),
     }
 }
 
-fn make_agent<E>(name: &str, env: &E, seed: u64) -> Result<Box<dyn Agent<E>>, Failure>
-where
-    E: Env<Action = usize>,
-{
+/// A world's own agents, by name, besides the ones every discrete world has.
+type WorldAgents<E> = fn(&str, &E, u64) -> Option<Box<dyn Agent<E>>>;
+
+fn cartpole_agents(name: &str, _env: &CartPole, _seed: u64) -> Option<Box<dyn Agent<CartPole>>> {
     match name {
-        "random" => Ok(Box::new(RandomAgent::new(
-            env.spec().action_space.clone(),
-            seed,
-        ))),
-        other => Err(Failure::input(format!(
-            "unknown agent `{other}`; use: random"
-        ))),
+        "balance" => Some(Box::new(BalanceAgent::default())),
+        _ => None,
     }
 }
 
-fn run_env<E>(env: E, world: &WorldFile, args: &RunArgs) -> Result<(), Failure>
+fn make_agent<E>(
+    name: &str,
+    env: &E,
+    seed: u64,
+    world_agents: (&[&str], WorldAgents<E>),
+) -> Result<Box<dyn Agent<E>>, Failure>
+where
+    E: Env<Action = usize> + 'static,
+{
+    let spec = env.spec();
+    match name {
+        "random" => Ok(Box::new(RandomAgent::new(spec.action_space.clone(), seed))),
+        "actor-critic" => {
+            let Space::Discrete { n } = spec.action_space else {
+                return Err(Failure::input("actor-critic needs a Discrete action space"));
+            };
+            let dim = spec.observation_space.len();
+            Ok(Box::new(ActorCritic::new(
+                dim,
+                n,
+                ActorCriticParams::default(),
+                seed,
+            )))
+        }
+        other => (world_agents.1)(other, env, seed).ok_or_else(|| {
+            let mut names = vec!["random", "actor-critic"];
+            names.extend(world_agents.0);
+            Failure::input(format!(
+                "unknown agent `{other}` for this world; use one of: {}",
+                names.join(", ")
+            ))
+        }),
+    }
+}
+
+fn run_env<E>(
+    env: E,
+    world: &WorldFile,
+    args: &RunArgs,
+    world_agents: (&[&str], WorldAgents<E>),
+) -> Result<(), Failure>
 where
     E: Env<Action = usize> + Shiftable + 'static,
 {
@@ -235,7 +275,7 @@ where
     if config.window_steps == 0 {
         return Err(Failure::input("--window-steps must be at least 1"));
     }
-    let agent = make_agent(&agent_name, &env, seed)?;
+    let agent = make_agent(&agent_name, &env, seed, world_agents)?;
     let scheduler = world
         .scheduler(perennial::seed::derive(
             seed,

@@ -1,0 +1,42 @@
+//! The baseline agents do what they claim: the learner beats random, the controller balances.
+
+use perennial::agents::{ActorCritic, ActorCriticParams, BalanceAgent, RandomAgent};
+use perennial::harness::{Agent, Harness, HarnessConfig};
+use perennial::prelude::*;
+
+/// Mean reward per episode over the episodes that ended in the last `tail` steps.
+fn mean_episode_return<A: Agent<CartPole>>(agent: A, seed: u64, steps: u64) -> f64 {
+    let config = HarnessConfig {
+        steps,
+        auto_reset: true,
+        window_steps: 128,
+        ..HarnessConfig::default()
+    };
+    let env = CartPole::new(CartPoleParams::default());
+    let summary = Harness::new(env, agent, seed).config(config).run().unwrap();
+    summary.total_reward / summary.episodes_ended.max(1) as f64
+}
+
+#[test]
+fn actor_critic_beats_random_on_cartpole_on_several_seeds() {
+    for seed in [1, 2, 3] {
+        let space = Space::Discrete { n: 2 };
+        let random = mean_episode_return(RandomAgent::new(space, seed), seed, 40_000);
+        let learner = mean_episode_return(
+            ActorCritic::new(4, 2, ActorCriticParams::default(), seed),
+            seed,
+            40_000,
+        );
+        eprintln!("seed {seed}: random {random:.1} learner {learner:.1}");
+        assert!(
+            learner > 2.0 * random,
+            "seed {seed}: learner {learner:.1} vs random {random:.1}"
+        );
+    }
+}
+
+#[test]
+fn balance_controller_keeps_the_pole_up() {
+    let mean = mean_episode_return(BalanceAgent::default(), 0, 20_000);
+    assert!(mean > 150.0, "{mean}");
+}
