@@ -345,6 +345,18 @@ impl Env for CartPole {
         })
     }
 
+    fn save_state(&self) -> Result<serde_json::Value, EnvError> {
+        serde_json::to_value(self).map_err(|e| EnvError::World(format!("saving CartPole: {e}")))
+    }
+
+    fn load_state(&mut self, state: serde_json::Value) -> Result<(), EnvError> {
+        let mut loaded: CartPole = serde_json::from_value(state)
+            .map_err(|e| EnvError::World(format!("not a CartPole state: {e}")))?;
+        loaded.recompute_derived();
+        *self = loaded;
+        Ok(())
+    }
+
     fn ceiling(&self) -> Option<Ceiling> {
         let best = if self.params.sutton_barto_reward {
             0.0

@@ -67,19 +67,53 @@ pub trait Env {
     fn ceiling(&self) -> Option<Ceiling> {
         None
     }
+
+    /// Everything needed to continue this world exactly where it is (state, parameters,
+    /// random streams), for checkpoints. The default says the world has no checkpoints.
+    ///
+    /// # Errors
+    ///
+    /// [`EnvError::World`] when the world cannot be saved.
+    fn save_state(&self) -> Result<serde_json::Value, EnvError> {
+        Err(EnvError::World(format!(
+            "world `{}` does not support checkpoints; implement Env::save_state and Env::load_state",
+            self.spec().id
+        )))
+    }
+
+    /// Restores what [`Env::save_state`] saved; afterwards the world continues exactly as
+    /// the saved one would have.
+    ///
+    /// # Errors
+    ///
+    /// [`EnvError::World`] when the state does not belong to this world.
+    fn load_state(&mut self, state: serde_json::Value) -> Result<(), EnvError> {
+        let _ = state;
+        Err(EnvError::World(format!(
+            "world `{}` does not support checkpoints; implement Env::save_state and Env::load_state",
+            self.spec().id
+        )))
+    }
 }
 
 /// An observation: a flat vector of `f32` as far as traces and generic agents are concerned.
-pub trait Observation: Clone + fmt::Debug {
+pub trait Observation: Clone + fmt::Debug + Serialize + DeserializeOwned {
     /// The observation as a flat slice.
     fn as_slice(&self) -> &[f32];
 }
 
-impl<const N: usize> Observation for [f32; N] {
-    fn as_slice(&self) -> &[f32] {
-        self
-    }
+/// Fixed-size observations, for the array lengths serde supports.
+macro_rules! array_observations {
+    ($($n:literal)*) => {$(
+        impl Observation for [f32; $n] {
+            fn as_slice(&self) -> &[f32] {
+                self
+            }
+        }
+    )*};
 }
+
+array_observations!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
 
 impl Observation for Vec<f32> {
     fn as_slice(&self) -> &[f32] {

@@ -8,8 +8,11 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 use perennial::agents::{ActorCritic, ActorCriticParams, BalanceAgent, RandomAgent};
 use perennial::env::Env;
-use perennial::harness::{Agent, Harness, HarnessConfig, RunSummary};
+use perennial::harness::{
+    Agent, Checkpoint, CheckpointPlan, Harness, HarnessConfig, RunSummary, StopReason,
+};
 use perennial::prelude::*;
+use perennial::seed::Stream;
 use perennial::trace::{self, RunIdentity, TraceFormat};
 use perennial::world_file::{WorldFile, WorldKind};
 
@@ -73,6 +76,16 @@ struct RunArgs {
     /// Write no trace (for timing).
     #[arg(long, conflicts_with = "trace")]
     no_trace: bool,
+    /// Write a checkpoint every N steps (atomically), to continue a killed run with --resume.
+    #[arg(long, value_name = "N")]
+    checkpoint_every: Option<u64>,
+    /// Checkpoint file [default: runs/<run-id>.ckpt.json].
+    #[arg(long, requires = "checkpoint_every")]
+    checkpoint: Option<PathBuf>,
+    /// Continue the run saved in this checkpoint: the trace is cut back to the checkpoint's
+    /// step and appended to; every other flag comes from the checkpoint.
+    #[arg(long, value_name = "CHECKPOINT", conflicts_with_all = ["world_file", "agent", "steps", "seed", "window_steps", "auto_reset", "trace", "run_id", "record_transitions", "no_trace", "checkpoint_every"])]
+    resume: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -188,21 +201,106 @@ fn worlds() -> Result<(), Failure> {
     Ok(())
 }
 
+/// Everything `perennial run` decided from its flags and the world file; stored in
+/// checkpoints so `--resume` continues the same run.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct RunPlan {
+    world_file: PathBuf,
+    agent: String,
+    seed: u64,
+    config: HarnessConfig,
+    run_id: Option<String>,
+    format: TraceFormat,
+    trace: Option<PathBuf>,
+    no_trace: bool,
+    checkpoint: Option<(PathBuf, u64)>,
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 fn run(args: RunArgs) -> Result<(), Failure> {
-    let path = locate(
-        args.world_file
-            .as_deref()
-            .unwrap_or(Path::new(DEFAULT_WORLD)),
-    );
-    let world = WorldFile::load(&path).map_err(Failure::input)?;
+    let (plan, resume) = match &args.resume {
+        Some(ckpt_path) => {
+            let ckpt = Checkpoint::read(ckpt_path).map_err(Failure::input)?;
+            let plan: RunPlan = serde_json::from_value(ckpt.meta.clone()).map_err(|e| {
+                Failure::input(format!(
+                    "{}: this checkpoint was not written by `perennial run` ({e})",
+                    ckpt_path.display()
+                ))
+            })?;
+            (plan, Some(ckpt))
+        }
+        None => (plan_from_args(&args)?, None),
+    };
+    let world = WorldFile::load(&plan.world_file).map_err(Failure::input)?;
     match world.world.clone() {
         WorldKind::CartPole(params) => run_env(
             CartPole::new(params),
             &world,
-            &args,
+            &plan,
+            resume,
             (&["balance"], cartpole_agents),
         ),
     }
+}
+
+fn plan_from_args(args: &RunArgs) -> Result<RunPlan, Failure> {
+    let world_file = absolute(&locate(
+        args.world_file
+            .as_deref()
+            .unwrap_or(Path::new(DEFAULT_WORLD)),
+    ));
+    let world = WorldFile::load(&world_file).map_err(Failure::input)?;
+    let d = &world.harness;
+    let config = HarnessConfig {
+        window_steps: args.window_steps.or(d.window_steps).unwrap_or(256),
+        auto_reset: args.auto_reset.or(d.auto_reset).unwrap_or(false),
+        steps: args.steps.or(d.steps).unwrap_or(100_000),
+        record_transitions: args.record_transitions,
+    };
+    if config.window_steps == 0 {
+        return Err(Failure::input("--window-steps must be at least 1"));
+    }
+    if args.checkpoint_every == Some(0) {
+        return Err(Failure::input("--checkpoint-every must be at least 1"));
+    }
+    let format = match args.format {
+        FormatArg::Jsonl => TraceFormat::Jsonl,
+        FormatArg::Csv => TraceFormat::Csv,
+    };
+    Ok(RunPlan {
+        world_file,
+        agent: args
+            .agent
+            .clone()
+            .or_else(|| d.agent.clone())
+            .unwrap_or_else(|| "random".into()),
+        seed: args.seed.or(d.seed).unwrap_or(0),
+        config,
+        run_id: args.run_id.clone(),
+        format,
+        trace: args.trace.clone().map(|p| absolute(&p)),
+        no_trace: args.no_trace,
+        checkpoint: args.checkpoint_every.map(|every| {
+            (
+                args.checkpoint
+                    .clone()
+                    .map(|p| absolute(&p))
+                    .unwrap_or_default(),
+                every,
+            )
+        }),
+    })
+}
+
+fn ensure_parent(p: &Path) -> Result<(), Failure> {
+    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
+    }
+    Ok(())
 }
 
 /// A world's own agents, by name, besides the ones every discrete world has.
@@ -253,94 +351,118 @@ where
 fn run_env<E>(
     env: E,
     world: &WorldFile,
-    args: &RunArgs,
+    plan: &RunPlan,
+    resume: Option<Checkpoint>,
     world_agents: (&[&str], WorldAgents<E>),
 ) -> Result<(), Failure>
 where
     E: Env<Action = usize> + Shiftable + 'static,
 {
-    let d = &world.harness;
-    let seed = args.seed.or(d.seed).unwrap_or(0);
-    let agent_name = args
-        .agent
-        .clone()
-        .or_else(|| d.agent.clone())
-        .unwrap_or_else(|| "random".into());
-    let config = HarnessConfig {
-        window_steps: args.window_steps.or(d.window_steps).unwrap_or(256),
-        auto_reset: args.auto_reset.or(d.auto_reset).unwrap_or(false),
-        steps: args.steps.or(d.steps).unwrap_or(100_000),
-        record_transitions: args.record_transitions,
-    };
-    if config.window_steps == 0 {
-        return Err(Failure::input("--window-steps must be at least 1"));
-    }
-    let agent = make_agent(&agent_name, &env, seed, world_agents)?;
-    let scheduler = world
-        .scheduler(perennial::seed::derive(
-            seed,
-            perennial::seed::Stream::Scheduler,
-            0,
-        ))
-        .map_err(Failure::input)?;
+    let agent = make_agent(&plan.agent, &env, plan.seed, world_agents)?;
     let components = env.spec().components.clone();
     let payouts = env.spec().payouts.clone();
-    let mut harness = Harness::new(env, agent, seed)
-        .scheduler(scheduler)
-        .config(config.clone());
-    if let Some(id) = &args.run_id {
-        harness = harness.run_id(id.clone());
-    }
-    let identity: RunIdentity = harness.identity().clone();
-    let format = match args.format {
-        FormatArg::Jsonl => TraceFormat::Jsonl,
-        FormatArg::Csv => TraceFormat::Csv,
-    };
-    let trace_path = if args.no_trace {
-        None
-    } else {
-        let ext = match format {
-            TraceFormat::Jsonl => "jsonl",
-            TraceFormat::Csv => "csv",
-        };
-        let p = args
-            .trace
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("runs").join(format!("{}.{ext}", identity.run_id)));
-        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
+    let record = plan.config.record_transitions;
+    let (mut harness, plan) = match resume {
+        None => {
+            let scheduler = world
+                .scheduler(perennial::seed::derive(plan.seed, Stream::Scheduler, 0))
+                .map_err(Failure::input)?;
+            let mut harness = Harness::new(env, agent, plan.seed)
+                .scheduler(scheduler)
+                .config(plan.config.clone());
+            if let Some(id) = &plan.run_id {
+                harness = harness.run_id(id.clone());
+            }
+            // Default paths depend on the run id, known only now; the resolved plan is what
+            // checkpoints store, so a resumed run writes to the same files.
+            let run_id = harness.identity().run_id.clone();
+            let default =
+                |ext: &str| absolute(&PathBuf::from("runs").join(format!("{run_id}.{ext}")));
+            let ext = match plan.format {
+                TraceFormat::Jsonl => "jsonl",
+                TraceFormat::Csv => "csv",
+            };
+            let resolved = RunPlan {
+                trace: (!plan.no_trace).then(|| plan.trace.clone().unwrap_or_else(|| default(ext))),
+                checkpoint: plan.checkpoint.as_ref().map(|(p, every)| {
+                    (
+                        p.clone()
+                            .filter_empty()
+                            .unwrap_or_else(|| default("ckpt.json")),
+                        *every,
+                    )
+                }),
+                ..plan.clone()
+            };
+            if let Some(p) = &resolved.trace {
+                ensure_parent(p)?;
+                let id = harness.identity().clone();
+                let sink = trace::create(p, plan.format, &id, &components, &payouts, record)
+                    .map_err(Failure::input)?;
+                harness = harness.trace(sink);
+            }
+            (harness, resolved)
         }
-        let sink = trace::create(
-            &p,
-            format,
-            &identity,
-            &components,
-            &payouts,
-            config.record_transitions,
-        )
-        .map_err(Failure::input)?;
-        harness = harness.trace(sink);
-        Some(p)
+        Some(ckpt) => {
+            let sink = match (&plan.trace, ckpt.trace_bytes) {
+                (Some(p), Some(bytes)) => Some(
+                    trace::append(
+                        p,
+                        plan.format,
+                        &ckpt.identity,
+                        &components,
+                        &payouts,
+                        record,
+                        bytes,
+                    )
+                    .map_err(Failure::input)?,
+                ),
+                _ => None,
+            };
+            (
+                Harness::resume(env, agent, ckpt, sink).map_err(Failure::input)?,
+                plan.clone(),
+            )
+        }
     };
-    if std::io::stderr().is_terminal() {
-        let bar = indicatif::ProgressBar::new(config.steps);
+    if let Some((path, every)) = &plan.checkpoint {
+        ensure_parent(path)?;
+        let meta = serde_json::to_value(&plan).map_err(Failure::run)?;
+        harness = harness.checkpoint(CheckpointPlan {
+            path: path.to_path_buf(),
+            every: *every,
+            meta,
+        });
+    }
+    let identity = harness.identity().clone();
+    let started = Instant::now();
+    let result = if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(plan.config.steps);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
+        bar.set_position(harness.steps_done());
         let b = bar.clone();
-        harness = harness.on_progress(move |n| b.set_position(n));
-        let started = Instant::now();
-        let result = harness.run();
+        let result = harness.on_progress(move |n| b.set_position(n)).run();
         bar.finish_and_clear();
-        report(result, started, &identity, world, trace_path.as_deref())
+        result
     } else {
-        let started = Instant::now();
-        let result = harness.run();
-        report(result, started, &identity, world, trace_path.as_deref())
+        harness.run()
+    };
+    report(result, started, &identity, world, &plan)
+}
+
+/// `Option<PathBuf>` from a path that may be empty (no path given).
+trait FilterEmpty {
+    fn filter_empty(self) -> Option<PathBuf>;
+}
+
+impl FilterEmpty for PathBuf {
+    fn filter_empty(self) -> Option<PathBuf> {
+        (!self.as_os_str().is_empty()).then_some(self)
     }
 }
 
@@ -349,7 +471,7 @@ fn report(
     started: Instant,
     identity: &RunIdentity,
     world: &WorldFile,
-    trace_path: Option<&Path>,
+    plan: &RunPlan,
 ) -> Result<(), Failure> {
     let summary = result.map_err(Failure::run)?;
     let secs = started.elapsed().as_secs_f64();
@@ -365,9 +487,8 @@ fn report(
         summary.episodes_ended,
         summary.shifts,
         match summary.stop {
-            perennial::harness::StopReason::Budget => "step budget spent",
-            perennial::harness::StopReason::EpisodeEnded =>
-                "the env ended the episode (auto_reset off)",
+            StopReason::Budget => "step budget spent",
+            StopReason::EpisodeEnded => "the env ended the episode (auto_reset off)",
         }
     );
     println!(
@@ -375,10 +496,7 @@ fn report(
         summary.total_reward,
         summary.total_reward / summary.steps.max(1) as f64
     );
-    println!(
-        "time       {secs:.2} s   {:.0} steps/s",
-        summary.steps as f64 / secs.max(1e-9)
-    );
+    println!("time       {secs:.2} s for this invocation");
     println!();
     println!("{:<20} {:>10} {:>14}", "regime", "steps", "mean reward");
     for (label, s) in &summary.labels {
@@ -390,10 +508,16 @@ fn report(
             );
         }
     }
-    if let Some(p) = trace_path {
+    if let Some(p) = &plan.trace {
         println!();
         println!("trace      {}", p.display());
         println!("score it:  perennial eval {}", p.display());
+    }
+    if let Some((p, every)) = &plan.checkpoint {
+        println!(
+            "checkpoint {} (every {every} steps; continue with --resume)",
+            p.display()
+        );
     }
     Ok(())
 }

@@ -212,4 +212,6 @@ where
     fn update(&mut self, window: &Window<E::Obs, usize>) {
         self.learn(window);
     }
+
+    crate::serde_agent_state!();
 }

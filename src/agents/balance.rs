@@ -9,7 +9,7 @@ use crate::harness::Agent;
 /// from most starts; it is the upper reference for CartPole experiments. Under heavier
 /// gravity or a longer pole its fixed gain is no longer right, which is the point of a
 /// regime experiment.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct BalanceAgent {
     /// Weight of the angular velocity against the angle (0.5).
     pub gain: f32,
@@ -29,4 +29,6 @@ impl Agent<CartPole> for BalanceAgent {
     fn act(&mut self, obs: &[f32; 4]) -> usize {
         usize::from(obs[2] + self.gain * obs[3] > 0.0)
     }
+
+    crate::serde_agent_state!();
 }

@@ -10,7 +10,7 @@ use crate::seed::{self, Stream};
 ///
 /// Its generator is the run's agent stream (`seed::rng(seed, Stream::Agent)`), so it does
 /// not disturb the world's random events.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RandomAgent {
     space: Space,
     rng: ChaCha8Rng,
@@ -42,4 +42,6 @@ impl<E: Env + ?Sized> Agent<E> for RandomAgent {
         E::Action::sample(&self.space, &mut self.rng)
             .expect("the random agent's action type cannot be sampled from this action space")
     }
+
+    crate::serde_agent_state!();
 }

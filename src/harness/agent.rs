@@ -26,6 +26,48 @@ pub trait Agent<E: Env + ?Sized> {
     fn update(&mut self, window: &Window<E::Obs, E::Action>) {
         let _ = window;
     }
+
+    /// Everything needed to continue this agent exactly (weights, random stream), for
+    /// checkpoints. The default says the agent has no checkpoints.
+    ///
+    /// # Errors
+    ///
+    /// A message saying why the agent cannot be saved.
+    fn save_state(&self) -> Result<serde_json::Value, String> {
+        Err(format!(
+            "agent `{}` does not support checkpoints; implement Agent::save_state and Agent::load_state",
+            self.algorithm_id()
+        ))
+    }
+
+    /// Restores what [`Agent::save_state`] saved.
+    ///
+    /// # Errors
+    ///
+    /// A message saying why the state does not fit this agent.
+    fn load_state(&mut self, state: serde_json::Value) -> Result<(), String> {
+        let _ = state;
+        Err(format!(
+            "agent `{}` does not support checkpoints",
+            self.algorithm_id()
+        ))
+    }
+}
+
+/// Implements the checkpoint hooks of [`Agent`] with serde, for agents whose whole state
+/// is their serde form.
+#[macro_export]
+macro_rules! serde_agent_state {
+    () => {
+        fn save_state(&self) -> Result<serde_json::Value, String> {
+            serde_json::to_value(self).map_err(|e| e.to_string())
+        }
+
+        fn load_state(&mut self, state: serde_json::Value) -> Result<(), String> {
+            *self = serde_json::from_value(state).map_err(|e| e.to_string())?;
+            Ok(())
+        }
+    };
 }
 
 /// The steps of one rollout window, in order.
@@ -33,7 +75,7 @@ pub trait Agent<E: Env + ?Sized> {
 /// `obs[i]` is the observation the agent acted on with `actions[i]`; `next_obs[i]` the
 /// observation that step produced (for a step that ended an episode, the final observation
 /// of that episode, not the first of the next).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Window<O, A> {
     /// Global step index of the window's first step.
     pub start_step: u64,
@@ -107,5 +149,13 @@ impl<E: Env + ?Sized, A: Agent<E> + ?Sized> Agent<E> for Box<A> {
 
     fn update(&mut self, window: &Window<E::Obs, E::Action>) {
         (**self).update(window)
+    }
+
+    fn save_state(&self) -> Result<serde_json::Value, String> {
+        (**self).save_state()
+    }
+
+    fn load_state(&mut self, state: serde_json::Value) -> Result<(), String> {
+        (**self).load_state(state)
     }
 }

@@ -13,8 +13,10 @@
 //! `seed::derive(seed, Stream::World, k)`; the scheduler and the agent get their own streams.
 
 mod agent;
+mod checkpoint;
 mod run;
 
 pub use crate::trace::RunIdentity;
 pub use agent::{Agent, Window};
+pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
 pub use run::{Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StopReason};

@@ -6,6 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::agent::{Agent, Window};
+use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
 use crate::env::{Env, EnvError, Observation};
 use crate::regime::{Conditions, RegimeError, Scheduler, Shiftable, apply_conditions};
 use crate::seed::{self, Stream};
@@ -100,6 +101,8 @@ pub enum HarnessError {
     },
     /// The trace could not be written.
     Trace(TraceError),
+    /// A checkpoint could not be written or resumed.
+    Checkpoint(String),
 }
 
 impl fmt::Display for HarnessError {
@@ -117,6 +120,7 @@ impl fmt::Display for HarnessError {
             ),
             HarnessError::Regime { step, source } => write!(f, "step {step}: {source}"),
             HarnessError::Trace(e) => write!(f, "writing the trace: {e}"),
+            HarnessError::Checkpoint(msg) => write!(f, "checkpoint: {msg}"),
         }
     }
 }
@@ -127,7 +131,7 @@ impl std::error::Error for HarnessError {
             HarnessError::Env { source, .. } => Some(source),
             HarnessError::Regime { source, .. } => Some(source),
             HarnessError::Trace(e) => Some(e),
-            HarnessError::NonFiniteReward { .. } => None,
+            HarnessError::NonFiniteReward { .. } | HarnessError::Checkpoint(_) => None,
         }
     }
 }
@@ -166,6 +170,7 @@ pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
     sink: Option<Box<dyn TraceSink>>,
     progress: Option<Progress>,
     state: RunState<E::Obs, E::Action>,
+    checkpoint: Option<CheckpointPlan>,
 }
 
 /// Steps between two progress callbacks.
@@ -190,7 +195,101 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             sink: None,
             progress: None,
             state: RunState::default(),
+            checkpoint: None,
         }
+    }
+
+    /// A harness that continues the run saved in `checkpoint`, with a freshly built `env`
+    /// and `agent` of the same kinds (their saved states are loaded into them) and `sink`
+    /// reopened at the checkpoint's trace length (see [`crate::trace::append`]).
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Checkpoint`] when a saved part does not fit the env or agent.
+    pub fn resume(
+        mut env: E,
+        mut agent: A,
+        checkpoint: Checkpoint,
+        sink: Option<Box<dyn TraceSink>>,
+    ) -> Result<Self, HarnessError> {
+        let bad = |what: &str, e: String| {
+            HarnessError::Checkpoint(format!("the saved {what} does not fit: {e}"))
+        };
+        env.load_state(checkpoint.env)
+            .map_err(|e| bad("world", e.to_string()))?;
+        agent
+            .load_state(checkpoint.agent)
+            .map_err(|e| bad("agent", e))?;
+        let obs: Option<E::Obs> = serde_json::from_value(checkpoint.obs)
+            .map_err(|e| bad("observation", e.to_string()))?;
+        let window: Window<E::Obs, E::Action> =
+            serde_json::from_value(checkpoint.window).map_err(|e| bad("window", e.to_string()))?;
+        Ok(Harness {
+            env,
+            agent,
+            scheduler: checkpoint.scheduler,
+            config: checkpoint.config,
+            identity: checkpoint.identity,
+            sink,
+            progress: None,
+            state: RunState {
+                step: checkpoint.step,
+                episode: checkpoint.episode,
+                episode_step: checkpoint.episode_step,
+                obs,
+                window,
+                baseline: checkpoint.baseline,
+                summary: checkpoint.summary,
+                label_totals: checkpoint.label_totals,
+                stopped: checkpoint.stopped,
+            },
+            checkpoint: None,
+        })
+    }
+
+    /// Writes a checkpoint every `plan.every` steps (see [`Checkpoint`]).
+    pub fn checkpoint(mut self, plan: CheckpointPlan) -> Self {
+        self.checkpoint = Some(plan);
+        self
+    }
+
+    /// Steps done so far.
+    pub fn steps_done(&self) -> u64 {
+        self.state.step
+    }
+
+    fn write_checkpoint(&mut self) -> Result<(), HarnessError> {
+        let Some(plan) = self.checkpoint.as_ref() else {
+            return Ok(());
+        };
+        let trace_bytes = match self.sink.as_mut() {
+            Some(sink) => Some(sink.sync()?),
+            None => None,
+        };
+        let ckpt_err = |e: String| HarnessError::Checkpoint(e);
+        let value = |v: Result<serde_json::Value, serde_json::Error>| {
+            v.map_err(|e| ckpt_err(e.to_string()))
+        };
+        let ckpt = Checkpoint {
+            version: CHECKPOINT_VERSION,
+            meta: plan.meta.clone(),
+            identity: self.identity.clone(),
+            config: self.config.clone(),
+            step: self.state.step,
+            episode: self.state.episode,
+            episode_step: self.state.episode_step,
+            obs: value(serde_json::to_value(&self.state.obs))?,
+            window: value(serde_json::to_value(&self.state.window))?,
+            baseline: self.state.baseline.clone(),
+            summary: self.state.summary.clone(),
+            label_totals: self.state.label_totals.clone(),
+            stopped: self.state.stopped,
+            scheduler: self.scheduler.clone(),
+            env: self.env.save_state().map_err(|e| ckpt_err(e.to_string()))?,
+            agent: self.agent.save_state().map_err(ckpt_err)?,
+            trace_bytes,
+        };
+        ckpt.write(&plan.path).map_err(ckpt_err)
     }
 
     /// Sets the regime scheduler.
@@ -466,6 +565,11 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 )));
             } else {
                 st.obs = Some(t.observation);
+            }
+            if let Some(plan) = &self.checkpoint
+                && self.state.step.is_multiple_of(plan.every.max(1))
+            {
+                self.write_checkpoint()?;
             }
         }
         Ok(self.state.step < self.config.steps)

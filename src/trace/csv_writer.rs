@@ -1,14 +1,11 @@
 //! The CSV trace writer: maps flattened into `c.<name>` and `p.<name>` columns.
 
-use std::io::Write;
-use std::path::Path;
-
 use super::row::{RowRecord, RunIdentity};
 use super::{RowBuffer, TraceError, TraceSink};
 
 /// Writes rows as CSV with a header line.
-pub struct CsvWriter<W: Write> {
-    out: RowBuffer<W>,
+pub(crate) struct CsvWriter {
+    out: RowBuffer,
     identity: [String; 4],
     record_transitions: bool,
     payout_count: usize,
@@ -62,22 +59,22 @@ fn fmt_f64(v: f64) -> String {
     }
 }
 
-impl<W: Write> CsvWriter<W> {
-    /// A writer to `out` (named `path` in errors); writes the header at once.
+impl CsvWriter {
+    /// A writer to `out`; writes the header at once when the file is `fresh`.
     ///
     /// # Errors
     ///
     /// The header cannot be written.
-    pub fn new(
-        out: W,
-        path: &Path,
+    pub(crate) fn new(
+        out: RowBuffer,
         identity: &RunIdentity,
         components: &[String],
         payouts: &[String],
         record_transitions: bool,
+        fresh: bool,
     ) -> Result<Self, TraceError> {
         let mut w = CsvWriter {
-            out: RowBuffer::new(out, path),
+            out,
             identity: [
                 identity.run_id.clone(),
                 identity.seed.to_string(),
@@ -88,8 +85,10 @@ impl<W: Write> CsvWriter<W> {
             payout_count: payouts.len(),
             fields: Vec::new(),
         };
-        w.fields = header(components, payouts, record_transitions);
-        w.emit()?;
+        if fresh {
+            w.fields = header(components, payouts, record_transitions);
+            w.emit()?;
+        }
         Ok(w)
     }
 
@@ -105,7 +104,7 @@ impl<W: Write> CsvWriter<W> {
     }
 }
 
-impl<W: Write> TraceSink for CsvWriter<W> {
+impl TraceSink for CsvWriter {
     fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
         self.fields.clear();
         self.fields.extend(self.identity.iter().cloned());
@@ -139,5 +138,9 @@ impl<W: Write> TraceSink for CsvWriter<W> {
 
     fn flush(&mut self) -> Result<(), TraceError> {
         self.out.flush()
+    }
+
+    fn sync(&mut self) -> Result<u64, TraceError> {
+        self.out.sync()
     }
 }

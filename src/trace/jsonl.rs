@@ -1,8 +1,5 @@
 //! The JSON Lines trace writer: one object per line, columns in DESIGN order.
 
-use std::io::Write;
-use std::path::Path;
-
 use super::row::{RowRecord, RunIdentity};
 use super::{RowBuffer, TraceError, TraceSink};
 
@@ -10,8 +7,8 @@ use super::{RowBuffer, TraceError, TraceSink};
 ///
 /// The run's constant columns and the component keys are rendered once, so a row costs a
 /// handful of number formats; strings are escaped by `serde_json`.
-pub struct JsonlWriter<W: Write> {
-    out: RowBuffer<W>,
+pub(crate) struct JsonlWriter {
+    out: RowBuffer,
     prefix: Vec<u8>,
     component_keys: Vec<Vec<u8>>,
     payout_keys: Vec<Vec<u8>>,
@@ -25,11 +22,10 @@ fn json_string(s: &str) -> Vec<u8> {
     serde_json::to_vec(s).unwrap_or_default()
 }
 
-impl<W: Write> JsonlWriter<W> {
-    /// A writer to `out` (named `path` in errors) for a run with these reward term names.
-    pub fn new(
-        out: W,
-        path: &Path,
+impl JsonlWriter {
+    /// A writer to `out` for a run with these reward term names.
+    pub(crate) fn new(
+        out: RowBuffer,
         identity: &RunIdentity,
         components: &[String],
         payouts: &[String],
@@ -50,7 +46,7 @@ impl<W: Write> JsonlWriter<W> {
             k
         };
         JsonlWriter {
-            out: RowBuffer::new(out, path),
+            out,
             prefix,
             component_keys: components.iter().map(key).collect(),
             payout_keys: payouts.iter().map(key).collect(),
@@ -85,7 +81,7 @@ fn push_map(buf: &mut Vec<u8>, keys: &[Vec<u8>], values: &[f64]) {
     buf.push(b'}');
 }
 
-impl<W: Write> TraceSink for JsonlWriter<W> {
+impl TraceSink for JsonlWriter {
     fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
         if row.regime != self.last_regime {
             self.last_regime = row.regime.to_string();
@@ -146,5 +142,9 @@ impl<W: Write> TraceSink for JsonlWriter<W> {
 
     fn flush(&mut self) -> Result<(), TraceError> {
         self.out.flush()
+    }
+
+    fn sync(&mut self) -> Result<u64, TraceError> {
+        self.out.sync()
     }
 }

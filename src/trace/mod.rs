@@ -15,17 +15,19 @@
 //! their cells.
 
 mod csv_writer;
+use csv_writer::CsvWriter;
+use jsonl::JsonlWriter;
 mod error;
 mod jsonl;
 mod reader;
 mod row;
 
-pub use csv_writer::CsvWriter;
 pub use error::{TornTail, TraceError};
-pub use jsonl::JsonlWriter;
 pub use reader::{TraceFormat, TraceReader};
 pub use row::{RowRecord, RunIdentity, TraceRow};
 
+use std::fs::File;
+use std::io::Write;
 use std::path::Path;
 
 /// Where trace rows go.
@@ -43,6 +45,17 @@ pub trait TraceSink {
     ///
     /// An I/O error of the underlying file.
     fn flush(&mut self) -> Result<(), TraceError>;
+
+    /// Flushes and makes the file durable (fsync), returning its length in bytes: the
+    /// position a checkpoint records. Sinks without a file return 0.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error of the underlying file.
+    fn sync(&mut self) -> Result<u64, TraceError> {
+        self.flush()?;
+        Ok(0)
+    }
 }
 
 /// A sink that drops every row: a run with tracing off.
@@ -67,6 +80,10 @@ impl<S: TraceSink + ?Sized> TraceSink for Box<S> {
     fn flush(&mut self) -> Result<(), TraceError> {
         (**self).flush()
     }
+
+    fn sync(&mut self) -> Result<u64, TraceError> {
+        (**self).sync()
+    }
 }
 
 /// Creates a trace file for `format`, with the run's identity and reward term names.
@@ -82,43 +99,112 @@ pub fn create(
     payouts: &[String],
     record_transitions: bool,
 ) -> Result<Box<dyn TraceSink>, TraceError> {
-    let file = std::fs::File::create(path).map_err(|e| TraceError::io(path, e))?;
+    let file = File::create(path).map_err(|e| TraceError::io(path, e))?;
+    let out = RowBuffer::new(file, path, 0);
+    open_sink(
+        out,
+        format,
+        identity,
+        components,
+        payouts,
+        record_transitions,
+        true,
+    )
+}
+
+/// Reopens a trace to continue a run from a checkpoint: the file is cut back to
+/// `at_byte` (the length the checkpoint recorded, so rows written after the checkpoint are
+/// dropped and will be written again) and rows are appended from there.
+///
+/// # Errors
+///
+/// The file cannot be opened, is shorter than `at_byte`, or cannot be cut.
+pub fn append(
+    path: &Path,
+    format: TraceFormat,
+    identity: &RunIdentity,
+    components: &[String],
+    payouts: &[String],
+    record_transitions: bool,
+    at_byte: u64,
+) -> Result<Box<dyn TraceSink>, TraceError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| TraceError::io(path, e))?;
+    let len = file.metadata().map_err(|e| TraceError::io(path, e))?.len();
+    if len < at_byte {
+        return Err(TraceError::io(
+            path,
+            std::io::Error::other(format!(
+                "the trace holds {len} bytes but the checkpoint recorded {at_byte}; it is not the trace this checkpoint belongs to"
+            )),
+        ));
+    }
+    file.set_len(at_byte).map_err(|e| TraceError::io(path, e))?;
+    let mut file = file;
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(at_byte))
+        .map_err(|e| TraceError::io(path, e))?;
+    let out = RowBuffer::new(file, path, at_byte);
+    open_sink(
+        out,
+        format,
+        identity,
+        components,
+        payouts,
+        record_transitions,
+        at_byte == 0,
+    )
+}
+
+fn open_sink(
+    out: RowBuffer,
+    format: TraceFormat,
+    identity: &RunIdentity,
+    components: &[String],
+    payouts: &[String],
+    record_transitions: bool,
+    fresh: bool,
+) -> Result<Box<dyn TraceSink>, TraceError> {
     Ok(match format {
         TraceFormat::Jsonl => Box::new(JsonlWriter::new(
-            file,
-            path,
+            out,
             identity,
             components,
             payouts,
             record_transitions,
         )),
         TraceFormat::Csv => Box::new(CsvWriter::new(
-            file,
-            path,
+            out,
             identity,
             components,
             payouts,
             record_transitions,
+            fresh,
         )?),
     })
 }
 
 /// Whole-row output buffering shared by the writers: rows are appended to a buffer and the
 /// buffer goes to the file only as whole rows.
-struct RowBuffer<W: std::io::Write> {
-    out: W,
+struct RowBuffer {
+    out: File,
     buf: Vec<u8>,
     path: std::path::PathBuf,
+    /// Bytes handed to the file so far (its length once flushed).
+    written: u64,
 }
 
 const FLUSH_BYTES: usize = 1 << 16;
 
-impl<W: std::io::Write> RowBuffer<W> {
-    fn new(out: W, path: &Path) -> Self {
+impl RowBuffer {
+    fn new(out: File, path: &Path, written: u64) -> Self {
         RowBuffer {
             out,
             buf: Vec::with_capacity(FLUSH_BYTES * 2),
             path: path.to_path_buf(),
+            written,
         }
     }
 
@@ -134,6 +220,7 @@ impl<W: std::io::Write> RowBuffer<W> {
         self.out
             .write_all(&self.buf)
             .map_err(|e| TraceError::io(&self.path, e))?;
+        self.written += self.buf.len() as u64;
         self.buf.clear();
         Ok(())
     }
@@ -142,14 +229,21 @@ impl<W: std::io::Write> RowBuffer<W> {
         self.drain()?;
         self.out.flush().map_err(|e| TraceError::io(&self.path, e))
     }
+
+    fn sync(&mut self) -> Result<u64, TraceError> {
+        self.flush()?;
+        self.out
+            .sync_data()
+            .map_err(|e| TraceError::io(&self.path, e))?;
+        Ok(self.written)
+    }
 }
 
-impl<W: std::io::Write> Drop for RowBuffer<W> {
+impl Drop for RowBuffer {
     fn drop(&mut self) {
         // Best effort: an error here has nowhere to go, and every row written before the
         // last explicit flush is already in the file.
         let _ = self.drain();
-        let _ = self.out.flush();
     }
 }
 
