@@ -3,6 +3,7 @@
 
 pub mod cartpole;
 pub mod env;
+pub mod morpheus;
 pub mod regime;
 pub mod reward;
 pub mod seed;
