@@ -79,7 +79,22 @@ fn same_seed_and_actions_give_bit_identical_transitions() {
     a.reset(3);
     b.reset(3);
     let acts = actions(4, a.config().action_count(), 2_000);
-    assert_eq!(run(&mut a, &acts), run(&mut b, &acts));
+    let (ta, tb) = (run(&mut a, &acts), run(&mut b, &acts));
+    assert_eq!(ta, tb);
+    let Space::Box { low, high, .. } = &a.spec().observation_space else {
+        panic!("a box observation");
+    };
+    for (_, obs, ..) in &ta {
+        assert_eq!(obs.len(), low.len());
+        for ((v, lo), hi) in obs
+            .iter()
+            .map(|b| f32::from_bits(*b) as f64)
+            .zip(low)
+            .zip(high)
+        {
+            assert!(*lo <= v && v <= *hi, "{lo} <= {v} <= {hi}");
+        }
+    }
     let mut c = env();
     c.reset(4);
     assert_ne!(run(&mut c, &acts[..200]), run(&mut a, &acts[..200]));

@@ -33,8 +33,8 @@ pub enum Op {
         /// Carrier index.
         carrier: u32,
     },
-    /// Halve the remaining lead time of the oldest unexpedited purchase order of `sku`, for
-    /// `expedite_fee`; rejected when there is none.
+    /// Halve the remaining lead time of the oldest unexpedited purchase order of `sku` still
+    /// before its arrival time, for `expedite_fee`; rejected when there is none.
     Expedite {
         /// SKU index.
         sku: u32,

@@ -103,3 +103,44 @@ pub fn signal_bounds(
         (0.0, s * cfg.max_open_orders_per_sku as f64),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cash_bounds_widen_with_the_clock_and_the_price_peak() {
+        let (cfg, k) = (MorpheusConfig::default(), MorpheusConditions::default());
+        let mut tracker = Tracker::default();
+        let early = signal_bounds(&cfg, &k, 0, &tracker)[9];
+        for hour in 0..100 {
+            tracker.record(&cfg, &k, hour);
+        }
+        let late = signal_bounds(&cfg, &k, 100, &tracker)[9];
+        assert!(late.0 < early.0 && late.1 > early.1);
+        let mut dear = k.clone();
+        dear.price = 3.0;
+        tracker.record(&cfg, &dear, 100);
+        let after = signal_bounds(&cfg, &k, 101, &tracker)[9];
+        assert!(
+            after.1 > 2.0 * late.1,
+            "revenue earned at the peak price still counts"
+        );
+    }
+
+    #[test]
+    fn every_bound_is_finite_and_ordered() {
+        let cfg = MorpheusConfig::default().scaled(10);
+        let bounds = signal_bounds(
+            &cfg,
+            &MorpheusConditions::default(),
+            1_000_000,
+            &Tracker::default(),
+        );
+        assert!(
+            bounds
+                .iter()
+                .all(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo <= hi)
+        );
+    }
+}

@@ -323,3 +323,44 @@ pub struct ObservationBuffer(pub Vec<f32>);
 /// The operation the agent asked for this step.
 #[derive(Resource, Clone, Copy, Debug, Default, PartialEq)]
 pub struct PendingAction(pub super::Op);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ledger_cash_is_opening_plus_entries() {
+        let mut l = Ledger::new(100.0);
+        l.earn(30.0);
+        l.pay(CostKind::Holding, 12.5);
+        l.pay(CostKind::Shipping, 0.0);
+        assert_eq!((l.cash, l.entries_sum, l.entries), (117.5, 17.5, 2));
+        assert_eq!(l.costs.holding, 12.5);
+    }
+
+    #[test]
+    fn failure_log_keeps_the_latest_events_and_every_count() {
+        let mut engine = FailureEngine::default();
+        for start in 0..10 {
+            let event = FailureEvent {
+                kind: FailureKind::ALL[start as usize % 5],
+                target: None,
+                start,
+                duration: 1,
+            };
+            engine.record(event, 4);
+        }
+        assert_eq!(engine.log.len(), 4);
+        assert_eq!(engine.log.front().map(|e| e.start), Some(6));
+        assert_eq!(engine.counts, [2; 5]);
+    }
+
+    #[test]
+    fn world_streams_differ_and_repeat() {
+        use rand::Rng;
+        let mut a = WorldRng::new(1);
+        let mut b = WorldRng::new(1);
+        assert_eq!(a.demand.next_u64(), b.demand.next_u64());
+        assert_ne!(a.failures.next_u64(), a.carriers.next_u64());
+    }
+}

@@ -141,6 +141,30 @@ pub struct MorpheusSnapshot {
     pub shipments: Vec<Shipment>,
 }
 
+/// Non-negative counts, 0/1 flags, cash (any sign), goodwill and the clock's sin/cos.
+fn observation_space(cfg: &MorpheusConfig) -> Space {
+    let len = cfg.observation_len();
+    let flags = 4 * cfg.skus..4 * cfg.skus + cfg.docks + cfg.carriers;
+    let base = flags.end;
+    let mut low = vec![0.0; len];
+    let mut high = vec![f64::INFINITY; len];
+    for i in flags {
+        high[i] = 1.0;
+    }
+    low[base + 1] = f64::NEG_INFINITY;
+    high[base + 2] = 1.0;
+    for i in [base + 3, base + 4] {
+        low[i] = -1.0;
+        high[i] = 1.0;
+    }
+    high[base + 6] = 1.0;
+    Space::Box {
+        low,
+        high,
+        dtype: crate::env::Dtype::F32,
+    }
+}
+
 fn collect<T: Component + Clone>(world: &World) -> Vec<T> {
     world
         .try_query::<&T>()
@@ -161,11 +185,7 @@ impl Morpheus {
         let bound = reward.bind(&SIGNAL_NAMES).map_err(MorpheusError::Reward)?;
         let spec = EnvSpec {
             id: config.task.clone(),
-            observation_space: Space::Box {
-                low: vec![-1e9; config.observation_len()],
-                high: vec![1e9; config.observation_len()],
-                dtype: crate::env::Dtype::F32,
-            },
+            observation_space: observation_space(&config),
             action_space: Space::Discrete {
                 n: config.action_count(),
             },
@@ -504,5 +524,27 @@ impl Shiftable for Morpheus {
                 .insert_resource(CurrentConditions(self.conditions.clone()));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::morpheus::default_reward_spec;
+
+    #[test]
+    fn reset_keeps_conditions_and_drops_everything_else() {
+        let mut env = Morpheus::new(MorpheusConfig::default(), default_reward_spec()).unwrap();
+        assert!(env.snapshot().is_none() && env.signals().is_empty());
+        env.set("demand_rate", 2.5).unwrap();
+        env.reset(1);
+        for _ in 0..200 {
+            env.step(&1).unwrap();
+        }
+        assert!(env.counters().unwrap().totals.units_ordered > 0);
+        env.reset(1);
+        let c = env.counters().unwrap();
+        assert_eq!((c.hour, c.totals.units_ordered, c.cash), (0, 0, 10_000.0));
+        assert_eq!(env.get("demand_rate"), Some(2.5));
     }
 }

@@ -83,7 +83,7 @@ pub fn apply_action(
             Op::Expedite { sku } => {
                 match orders
                     .iter_mut()
-                    .filter(|o| o.sku == sku && !o.expedited)
+                    .filter(|o| o.sku == sku && !o.expedited && o.eta > now)
                     .min_by_key(|o| o.id)
                 {
                     Some(mut order) => {
