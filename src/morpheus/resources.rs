@@ -320,6 +320,11 @@ pub struct Signals(pub Vec<f64>);
 #[derive(Resource, Clone, Debug, Default, PartialEq)]
 pub struct ObservationBuffer(pub Vec<f32>);
 
+/// Open customer orders by id, oldest first, so the outbound stage walks them in order
+/// without sorting. Rebuilt from the orders themselves when a snapshot is restored.
+#[derive(Resource, Clone, Debug, Default, PartialEq)]
+pub struct OrderBook(pub Vec<(u64, bevy_ecs::entity::Entity)>);
+
 /// The operation the agent asked for this step.
 #[derive(Resource, Clone, Copy, Debug, Default, PartialEq)]
 pub struct PendingAction(pub super::Op);

@@ -12,7 +12,7 @@ use super::conditions::{MorpheusConditions, PARAMETERS};
 use super::config::MorpheusConfig;
 use super::resources::{
     Clock, Costs, CurrentConditions, Dispatch, FailureEngine, FailureEvent, Goodwill, Ids, Ledger,
-    ObservationBuffer, PendingAction, Settings, Signals, Stats, TotalStats, WorldRng,
+    ObservationBuffer, OrderBook, PendingAction, Settings, Signals, Stats, TotalStats, WorldRng,
 };
 use super::systems::{build_schedule, write_observation};
 use super::{MorpheusError, Op, SIGNAL_NAMES};
@@ -257,7 +257,13 @@ impl Morpheus {
         world.spawn_batch(snapshot.carriers);
         world.spawn_batch(snapshot.purchase_orders);
         world.spawn_batch(snapshot.trailers);
-        world.spawn_batch(snapshot.orders);
+        let mut book: Vec<_> = snapshot
+            .orders
+            .into_iter()
+            .map(|o| (o.id, world.spawn(o).id()))
+            .collect();
+        book.sort_unstable();
+        world.insert_resource(OrderBook(book));
         world.spawn_batch(snapshot.shipments);
         env.sim = Some(Sim::start(
             world,
@@ -376,6 +382,7 @@ impl Morpheus {
             carrier: (cfg.carriers.saturating_sub(1) / 2) as u32,
         });
         world.insert_resource(Ids::default());
+        world.insert_resource(OrderBook::default());
         let mut stats = Stats::default();
         stats.total.initial_stock = cfg.skus as u64 * cfg.initial_stock;
         world.insert_resource(stats);

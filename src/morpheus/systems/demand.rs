@@ -7,7 +7,7 @@ use rand::RngExt;
 
 use crate::morpheus::components::{CustomerOrder, Sku};
 use crate::morpheus::resources::{
-    Clock, CurrentConditions, Goodwill, Ids, Settings, Stats, WorldRng,
+    Clock, CurrentConditions, Goodwill, Ids, OrderBook, Settings, Stats, WorldRng,
 };
 
 /// The smallest `k <= cap` with `P(X <= k) > u` for `X ~ Poisson(lambda)`: one uniform
@@ -50,6 +50,7 @@ pub fn generate_demand(
     mut rng: ResMut<WorldRng>,
     mut stats: ResMut<Stats>,
     mut ids: ResMut<Ids>,
+    mut book: ResMut<OrderBook>,
     skus: Query<&Sku>,
     orders: Query<&CustomerOrder>,
     mut commands: Commands,
@@ -93,7 +94,7 @@ pub fn generate_demand(
             goodwill.0 = (goodwill.0 - cfg.goodwill_lost_hit).max(cfg.goodwill_floor);
             continue;
         }
-        commands.spawn(CustomerOrder {
+        let entity = commands.spawn(CustomerOrder {
             id: ids.next_order,
             sku: id as u32,
             units: placed,
@@ -101,6 +102,7 @@ pub fn generate_demand(
             due: now + cfg.promise_hours,
             allocated: false,
         });
+        book.0.push((ids.next_order, entity.id()));
         ids.next_order += 1;
     }
 }

@@ -5,7 +5,8 @@ use rand::RngExt;
 
 use crate::morpheus::components::{Carrier, CustomerOrder, Shipment, Sku};
 use crate::morpheus::resources::{
-    Clock, CostKind, CurrentConditions, Dispatch, Goodwill, Ledger, Settings, Stats, WorldRng,
+    Clock, CostKind, CurrentConditions, Dispatch, Goodwill, Ledger, OrderBook, Settings, Stats,
+    WorldRng,
 };
 
 /// Delivers every shipment whose time has come: books revenue at today's prices, counts
@@ -54,14 +55,7 @@ pub fn deliver_shipments(
     stats.total.late_orders += late;
 }
 
-/// Scratch space for [`dispatch_orders`], kept between steps to avoid allocating.
-#[derive(Default)]
-pub struct DispatchScratch {
-    queue: Vec<(u64, Entity)>,
-    stock: Vec<(u64, u64)>,
-}
-
-/// Walks open orders oldest first: cancels those too far past due (lost sales), reserves
+/// Walks the order book oldest first: cancels those too far past due (lost sales), reserves
 /// stock for the rest, and ships reserved orders on the chosen carrier while pick and
 /// carrier capacity last (nothing ships when the carrier does not show up).
 #[expect(
@@ -77,11 +71,12 @@ pub fn dispatch_orders(
     mut ledger: ResMut<Ledger>,
     mut stats: ResMut<Stats>,
     mut goodwill: ResMut<Goodwill>,
-    mut orders: Query<(Entity, &mut CustomerOrder)>,
+    mut book: ResMut<OrderBook>,
+    mut orders: Query<&mut CustomerOrder>,
     mut skus: Query<&mut Sku>,
     carriers: Query<&Carrier>,
     mut commands: Commands,
-    mut scratch: Local<DispatchScratch>,
+    mut stock: Local<Vec<(u64, u64)>>,
 ) {
     let (cfg, k, now) = (&settings.0, &conditions.0, clock.hour);
     let carrier = carriers
@@ -96,7 +91,6 @@ pub fn dispatch_orders(
         ),
         None => (0, 0, 0.0, 0.0),
     };
-    let DispatchScratch { queue, stock } = &mut *scratch;
     stock.clear();
     stock.resize(cfg.skus, (0, 0));
     for s in &skus {
@@ -104,16 +98,13 @@ pub fn dispatch_orders(
             *slot = (s.on_hand, s.reserved);
         }
     }
-    queue.clear();
-    queue.extend(orders.iter().map(|(e, o)| (o.id, e)));
-    queue.sort_unstable();
     let (mut shipped_units, mut lost_orders) = (0u64, 0u64);
-    for &(_, entity) in queue.iter() {
-        let Ok((_, mut order)) = orders.get_mut(entity) else {
-            continue;
+    book.0.retain(|&(_, entity)| {
+        let Ok(mut order) = orders.get_mut(entity) else {
+            return false;
         };
         let Some((on_hand, reserved)) = stock.get_mut(order.sku as usize) else {
-            continue;
+            return true;
         };
         if now >= order.due.saturating_add(cfg.cancel_after_hours) {
             if order.allocated {
@@ -123,36 +114,38 @@ pub fn dispatch_orders(
             stats.total.lost_units += order.units;
             lost_orders += 1;
             commands.entity(entity).despawn();
-            continue;
+            return false;
         }
         if !order.allocated && *on_hand - *reserved >= order.units {
             order.allocated = true;
             *reserved += order.units;
         }
-        if order.allocated && order.units <= capacity {
-            capacity -= order.units;
-            *on_hand -= order.units;
-            *reserved -= order.units;
-            let arrive: f64 = rng.carriers.random();
-            let length: f64 = rng.carriers.random();
-            let delay = if arrive < on_time {
-                0
-            } else {
-                1 + (length * cfg.carrier_delay_max_hours as f64) as u64
-            };
-            commands.spawn(Shipment {
-                order: order.id,
-                sku: order.sku,
-                units: order.units,
-                unit_price: cfg.sku_price(order.sku as usize),
-                due: order.due,
-                eta: now + transit + delay,
-            });
-            commands.entity(entity).despawn();
-            shipped_units += order.units;
-            stats.hour.orders_shipped += 1;
+        if !(order.allocated && order.units <= capacity) {
+            return true;
         }
-    }
+        capacity -= order.units;
+        *on_hand -= order.units;
+        *reserved -= order.units;
+        let arrive: f64 = rng.carriers.random();
+        let length: f64 = rng.carriers.random();
+        let delay = if arrive < on_time {
+            0
+        } else {
+            1 + (length * cfg.carrier_delay_max_hours as f64) as u64
+        };
+        commands.spawn(Shipment {
+            order: order.id,
+            sku: order.sku,
+            units: order.units,
+            unit_price: cfg.sku_price(order.sku as usize),
+            due: order.due,
+            eta: now + transit + delay,
+        });
+        commands.entity(entity).despawn();
+        shipped_units += order.units;
+        stats.hour.orders_shipped += 1;
+        false
+    });
     for mut s in &mut skus {
         if let Some(&(on_hand, reserved)) = stock.get(s.id as usize)
             && (s.on_hand, s.reserved) != (on_hand, reserved)
