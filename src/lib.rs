@@ -6,6 +6,7 @@ pub mod cartpole;
 pub mod env;
 pub mod episodes;
 pub mod harness;
+pub mod morpheus;
 pub mod regime;
 pub mod reward;
 pub mod seed;

@@ -1,0 +1,217 @@
+//! MORPHEUS: a persistent enterprise world (inbound warehouse, outbound logistics) that never resets itself.
+//!
+//! A warehouse buys SKUs from suppliers, receives them as trailers through dock doors,
+//! and ships customer orders through carriers, while a failure engine breaks docks,
+//! delays suppliers, keeps carriers away, takes the system down and spikes demand. The
+//! world is a `bevy_ecs` [`World`](bevy_ecs::world::World) stepped by a single-threaded
+//! `Schedule` whose stages are fixed by the [`Phase`] sets. **One step is one simulated
+//! hour.** There is no terminal state: consequences compound (backlog carries over, late
+//! and lost orders erode goodwill and with it future demand, cash limits what can be
+//! bought), and only an optional `horizon` makes the env truncate.
+//!
+//! # `reset(seed)` DESTROYS THE WORLD
+//!
+//! **`reset(seed)` drops the ECS world and its schedule and builds new ones from `seed`.**
+//! Stock, orders, trailers, shipments, cash, goodwill, the failure log, every counter and
+//! every random stream start over; nothing survives. It is never a rewind. Conditions set
+//! through [`Shiftable`](crate::regime::Shiftable) are configuration and are kept. To
+//! save and resume a world, use [`Morpheus::snapshot`] and [`Morpheus::restore`].
+//!
+//! # One hour, in order ([`Phase`])
+//!
+//! 1. **Act**: the agent's operation is applied, or rejected when infeasible.
+//! 2. **Disrupt**: every failure slot is drawn: each dock (breakdown), carrier (no-show),
+//!    supplier (delay), the system (outage) and each SKU (demand spike), with per-hour
+//!    probability `rate × failure_rate` and a duration of 1 to the kind's `*_hours`.
+//!    Each injection is a [`FailureEvent`] `{ kind, target, start, duration }` in the
+//!    engine's bounded log, with counts per kind. The agent sees failures only through
+//!    their effects.
+//! 3. **Demand**: per SKU, a Poisson count (truncated at `max_units_per_sku_hour`) with
+//!    mean `base × demand_rate × (1 + a·sin(2π(h − 6)/24)) × spike × goodwill` becomes
+//!    one customer order due `promise_hours` later, or is lost when the SKU already has
+//!    `max_open_orders_per_sku` open orders.
+//! 4. **Inbound**: purchase orders whose lead time (`× lead_time`) has elapsed, unless
+//!    their supplier is delayed, become trailers in the yard; working dock doors unload
+//!    `dock_unload_rate × dock_capacity` units each, first come first served; trailers
+//!    waiting past `detention_free_hours` pay detention.
+//! 5. **Outbound**: shipments due are delivered (revenue at today's price; late ones pay
+//!    `late_penalty` and cost goodwill, on-time ones restore a little); then open
+//!    orders, oldest first, are cancelled when `cancel_after_hours` past due (lost sales),
+//!    reserve stock, and ship on the chosen carrier within pick and carrier capacity,
+//!    on time with the carrier's probability `× carrier_reliability`, else 1 to
+//!    `carrier_delay_max_hours` late. A carrier that does not show up ships nothing.
+//! 6. **Ledger**: holding cost on stock on hand.
+//! 7. **Report**: signals, clock, observation.
+//!
+//! Exogenous randomness does not depend on the agent: demand draws exactly one uniform
+//! per SKU per hour and failures two per slot per hour, each from its own ChaCha8 stream
+//! derived from the reset seed; carrier outcomes (which depend on what ships) have a
+//! third stream. Two agents on one seed meet the same market demand and the same
+//! failure events.
+//!
+//! # Actions: `Discrete(1 + S·B + C + S + D)`
+//!
+//! With `S` SKUs, `B` reorder buckets, `C` carriers, `D` docks (default 48 actions):
+//!
+//! | index | operation | infeasible (rejected) when |
+//! |---|---|---|
+//! | `0` | no-op | never |
+//! | `1 + s·B + b` | reorder `reorder_quantities[b]` units of SKU `s`, paid now | cash cannot pay |
+//! | `1 + S·B + c` | use carrier `c` for the outbound waves | never |
+//! | `1 + S·B + C + s` | expedite SKU `s`'s oldest purchase order (halve its remaining lead time, `expedite_fee`) | none in transit |
+//! | `1 + S·B + C + S + d` | repair dock `d` (`repair_cost`) | the dock works |
+//!
+//! During a system outage every operation but the no-op is rejected. A rejected
+//! operation changes nothing and counts in `rejected_actions`. An index outside the
+//! space is [`EnvError::InvalidAction`](crate::env::EnvError) and leaves the world
+//! unchanged. [`Op::decode`] gives the typed operation.
+//!
+//! # Observation: `Vec<f32>` of length `4S + D + C + 7`
+//!
+//! | range | content |
+//! |---|---|
+//! | `[0, S)` | units on hand per SKU / `stock_scale` |
+//! | `[S, 2S)` | units reserved per SKU / `stock_scale` |
+//! | `[2S, 3S)` | pipeline per SKU (purchase orders in transit + trailers in the yard) / `stock_scale` |
+//! | `[3S, 4S)` | backlog per SKU (units on open orders) / `stock_scale` |
+//! | `[4S, 4S+D)` | dock door works (1) or is broken (0) |
+//! | `[4S+D, 4S+D+C)` | carrier is available (1) or absent (0) |
+//! | `4S+D+C` | trailers in the yard / `D` |
+//! | `+1` | cash / opening cash |
+//! | `+2` | goodwill |
+//! | `+3`, `+4` | sin and cos of 2π·hour-of-day/24 |
+//! | `+5` | recent failures (event count with a one-day exponential decay) |
+//! | `+6` | 1 if the last action was rejected |
+//!
+//! The regime label is not in it.
+//!
+//! # Signals ([`signal_names`])
+//!
+//! Per step: `orders_shipped` (orders loaded on a carrier), `orders_delivered`,
+//! `late_orders` (delivered after due), `lost_sales` (units lost to overflow or
+//! cancellation), `failure_events`, `rejected_actions` (0 or 1), `revenue`,
+//! `holding_cost`, `ledger_delta` (cash change), `ledger_balance` (cash), `backlog`
+//! (open orders). [`default_reward_spec`] pays throughput and charges service failures
+//! and holding every step, and settles `ledger_balance` at episode end.
+//!
+//! # Ceiling
+//!
+//! [`Env::ceiling`](crate::env::Env::ceiling) bounds each signal over *every* action
+//! sequence under the conditions in force, then lets the reward specification pick each
+//! term's best end ([`BoundSpec::ceiling`](crate::reward::BoundSpec::ceiling)). With
+//! `ship = min(pick_capacity, carrier_capacity)`, transit window
+//! `W = max transit + carrier_delay_max_hours − min transit + 1`, highest price `p`,
+//! highest unit cost `c`, largest reorder `q`, and `n = hour + 1` steps:
+//!
+//! - `orders_shipped ≤ ship` (an order is at least one unit);
+//! - `orders_delivered, late_orders ≤ ship·W` (a delivery hour collects shipments from
+//!   at most `W` shipping hours);
+//! - `revenue ≤ ship·W·p·price`; `lost_sales ≤ 2·S·max_units_per_sku_hour` (one new
+//!   order and one cancellation per SKU per hour); `failure_events ≤ D + C + P + 1 + S`;
+//!   `backlog ≤ S·max_open_orders_per_sku`;
+//! - `holding_cost ≤ (S·initial_stock + q·n)·c·holding_rate·holding_cost·cost_multiplier`
+//!   (one reorder per step at most);
+//! - one step's costs are at most holding + detention (`n` trailers at most) + shipping
+//!   + the dearest single operation + late penalties, which bounds `ledger_delta` below;
+//! - `ledger_balance ≤ opening_cash + ship·n·p·peak_price`, where `peak_price` is the
+//!   highest price multiplier in force at any step since reset, and `≥ opening_cash −`
+//!   the sum of every past step's cost bound.
+//!
+//! The bounds use `hour + 1`, so one ceiling holds for the step just taken and for the
+//! next; it grows with the clock only through holding cost and the cash bounds.
+
+mod action;
+mod bounds;
+mod conditions;
+mod config;
+mod world;
+
+pub mod components;
+pub mod resources;
+pub mod systems;
+
+use std::fmt;
+
+pub use action::Op;
+pub use bounds::Tracker;
+pub use conditions::{MorpheusConditions, PARAMETERS};
+pub use config::{ConfigError, MorpheusConfig};
+pub use resources::{FailureEvent, FailureKind};
+pub use systems::Phase;
+pub use world::{Counters, Morpheus, MorpheusSnapshot};
+
+use crate::reward::{RewardError, RewardSpec, Term, When};
+
+/// The signal names, in the order of [`Morpheus::signals`].
+pub const SIGNAL_NAMES: [&str; 11] = [
+    "orders_shipped",
+    "orders_delivered",
+    "late_orders",
+    "lost_sales",
+    "failure_events",
+    "rejected_actions",
+    "revenue",
+    "holding_cost",
+    "ledger_delta",
+    "ledger_balance",
+    "backlog",
+];
+
+/// The signals a reward specification can read, in [`Morpheus::signals`] order.
+pub fn signal_names() -> &'static [&'static str] {
+    &SIGNAL_NAMES
+}
+
+/// The default reward: `+1` per order shipped, `−1` per late order, `−0.2` per unit of
+/// lost sales, `−0.1 ×` holding cost and `−0.5` per rejected action every step, and a
+/// settlement of `0.001 × ledger_balance` on the episode's last step.
+///
+/// # Examples
+///
+/// ```
+/// use perennial::morpheus::{default_reward_spec, signal_names};
+///
+/// let spec = default_reward_spec();
+/// assert!(spec.bind(signal_names()).is_ok());
+/// ```
+pub fn default_reward_spec() -> RewardSpec {
+    let term = |name: &str, signal: &str, weight: f64, when: When| Term {
+        name: name.into(),
+        signal: signal.into(),
+        weight,
+        when,
+    };
+    RewardSpec {
+        terms: vec![
+            term("shipped", "orders_shipped", 1.0, When::Step),
+            term("late", "late_orders", -1.0, When::Step),
+            term("lost", "lost_sales", -0.2, When::Step),
+            term("holding", "holding_cost", -0.1, When::Step),
+            term("rejected", "rejected_actions", -0.5, When::Step),
+            term("settlement", "ledger_balance", 0.001, When::EpisodeEnd),
+        ],
+    }
+}
+
+/// Why a MORPHEUS world could not be built.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MorpheusError {
+    /// A configuration field is invalid.
+    Config(ConfigError),
+    /// The reward specification does not fit the world's signals.
+    Reward(RewardError),
+    /// A snapshot does not fit the layout it is restored under.
+    Snapshot(String),
+}
+
+impl fmt::Display for MorpheusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MorpheusError::Config(e) => write!(f, "invalid morpheus config: {e}"),
+            MorpheusError::Reward(e) => write!(f, "invalid morpheus reward: {e}"),
+            MorpheusError::Snapshot(msg) => write!(f, "snapshot cannot be restored: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for MorpheusError {}

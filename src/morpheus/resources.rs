@@ -1,0 +1,371 @@
+//! World-wide state: clock, ledger, conditions, failure engine, random streams, counters.
+
+use std::collections::VecDeque;
+
+use bevy_ecs::prelude::Resource;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::conditions::MorpheusConditions;
+use super::config::MorpheusConfig;
+use crate::seed;
+
+/// The layout, as a resource the systems read.
+#[derive(Resource, Clone, Debug)]
+pub struct Settings(pub MorpheusConfig);
+
+/// The conditions in force, as a resource the systems read.
+#[derive(Resource, Clone, Debug)]
+pub struct CurrentConditions(pub MorpheusConditions);
+
+/// Simulated time: one step is one hour.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Clock {
+    /// Hours since reset; the hour the next step simulates.
+    pub hour: u64,
+}
+
+impl Clock {
+    /// Hour of the day, `0..24`.
+    pub fn hour_of_day(&self) -> u64 {
+        self.hour % 24
+    }
+}
+
+/// What a ledger cost entry pays for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CostKind {
+    /// Purchase orders.
+    Purchases,
+    /// Stock on hand.
+    Holding,
+    /// Trailers waiting in the yard.
+    Detention,
+    /// Carrier charges.
+    Shipping,
+    /// Expedite fees.
+    Expedite,
+    /// Dock repairs.
+    Repair,
+    /// Late-delivery penalties.
+    LatePenalties,
+}
+
+/// Costs booked since reset, by category (currency, positive).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Costs {
+    /// Purchase orders.
+    pub purchases: f64,
+    /// Stock on hand.
+    pub holding: f64,
+    /// Trailers waiting in the yard.
+    pub detention: f64,
+    /// Carrier charges.
+    pub shipping: f64,
+    /// Expedite fees.
+    pub expedite: f64,
+    /// Dock repairs.
+    pub repair: f64,
+    /// Late-delivery penalties.
+    pub late_penalties: f64,
+}
+
+/// The financial ledger. `cash == opening + entries_sum` up to rounding.
+#[derive(Resource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// Cash at reset.
+    pub opening: f64,
+    /// Cash now.
+    pub cash: f64,
+    /// Sum of every entry (revenue positive, costs negative).
+    pub entries_sum: f64,
+    /// Number of entries booked.
+    pub entries: u64,
+    /// Revenue booked since reset.
+    pub revenue: f64,
+    /// Costs booked since reset, by category.
+    pub costs: Costs,
+    /// Cash at the start of the current step.
+    pub hour_start_cash: f64,
+}
+
+impl Ledger {
+    /// A ledger holding `opening` cash and no entries.
+    pub fn new(opening: f64) -> Self {
+        Ledger {
+            opening,
+            cash: opening,
+            hour_start_cash: opening,
+            ..Ledger::default()
+        }
+    }
+
+    /// Books revenue (ignored when zero).
+    pub fn earn(&mut self, amount: f64) {
+        if amount != 0.0 {
+            self.cash += amount;
+            self.entries_sum += amount;
+            self.entries += 1;
+            self.revenue += amount;
+        }
+    }
+
+    /// Books a cost (ignored when zero).
+    pub fn pay(&mut self, kind: CostKind, amount: f64) {
+        if amount == 0.0 {
+            return;
+        }
+        self.cash -= amount;
+        self.entries_sum -= amount;
+        self.entries += 1;
+        let c = &mut self.costs;
+        *match kind {
+            CostKind::Purchases => &mut c.purchases,
+            CostKind::Holding => &mut c.holding,
+            CostKind::Detention => &mut c.detention,
+            CostKind::Shipping => &mut c.shipping,
+            CostKind::Expedite => &mut c.expedite,
+            CostKind::Repair => &mut c.repair,
+            CostKind::LatePenalties => &mut c.late_penalties,
+        } += amount;
+    }
+}
+
+/// The kinds of failure the engine injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// A dock door stops unloading.
+    DockBreakdown,
+    /// A carrier does not collect its wave.
+    CarrierNoShow,
+    /// Nothing a supplier sends arrives.
+    SupplierDelay,
+    /// The warehouse system is down: every action is rejected.
+    SystemOutage,
+    /// One SKU's demand is multiplied.
+    DemandSpike,
+}
+
+impl FailureKind {
+    /// Every kind, in count order.
+    pub const ALL: [FailureKind; 5] = [
+        FailureKind::DockBreakdown,
+        FailureKind::CarrierNoShow,
+        FailureKind::SupplierDelay,
+        FailureKind::SystemOutage,
+        FailureKind::DemandSpike,
+    ];
+
+    /// Snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::DockBreakdown => "dock_breakdown",
+            FailureKind::CarrierNoShow => "carrier_no_show",
+            FailureKind::SupplierDelay => "supplier_delay",
+            FailureKind::SystemOutage => "system_outage",
+            FailureKind::DemandSpike => "demand_spike",
+        }
+    }
+}
+
+/// One injected failure.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailureEvent {
+    /// What failed.
+    pub kind: FailureKind,
+    /// Id of the dock, carrier, supplier or SKU hit; `None` for a system outage.
+    pub target: Option<u32>,
+    /// Hour it started.
+    pub start: u64,
+    /// Hours it lasts.
+    pub duration: u64,
+}
+
+/// The failure engine's state: the outage in force, a bounded log and counts per kind.
+#[derive(Resource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailureEngine {
+    /// Hour until which the system is down (exclusive).
+    pub outage_until: u64,
+    /// The most recent events, oldest first, at most `failure_log_len` of them.
+    pub log: VecDeque<FailureEvent>,
+    /// Events since reset, per kind in [`FailureKind::ALL`] order.
+    pub counts: [u64; 5],
+    /// Events with a one-day exponential decay: the observation's "recent failures".
+    pub recent: f64,
+}
+
+impl FailureEngine {
+    /// Records an event, dropping the oldest beyond `capacity`.
+    pub fn record(&mut self, event: FailureEvent, capacity: usize) {
+        if self.log.len() >= capacity {
+            self.log.pop_front();
+        }
+        self.log.push_back(event);
+        if let Some(i) = FailureKind::ALL.iter().position(|k| *k == event.kind) {
+            self.counts[i] += 1;
+        }
+    }
+}
+
+/// The world's random streams, all derived from the `reset` seed. Separate streams keep
+/// exogenous events independent of what the agent does.
+#[derive(Resource, Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorldRng {
+    /// Demand: exactly one draw per SKU per hour.
+    pub demand: ChaCha8Rng,
+    /// Failures: exactly two draws per failure slot per hour.
+    pub failures: ChaCha8Rng,
+    /// Carrier outcomes: two draws per shipment (depends on the agent, so kept apart).
+    pub carriers: ChaCha8Rng,
+}
+
+impl WorldRng {
+    /// The streams of a world reset with `seed`.
+    pub fn new(seed: u64) -> Self {
+        let base = seed::rng(seed, seed::Stream::World);
+        let stream = |n: u64| {
+            let mut r = base.clone();
+            r.set_stream(16 + n);
+            r
+        };
+        WorldRng {
+            demand: stream(0),
+            failures: stream(1),
+            carriers: stream(2),
+        }
+    }
+}
+
+/// Customer goodwill in `[goodwill_floor, 1]`; it multiplies demand.
+#[derive(Resource, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Goodwill(pub f64);
+
+/// Operational choices that persist between steps.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Dispatch {
+    /// Carrier collecting the outbound waves.
+    pub carrier: u32,
+}
+
+/// Id counters for entities created during the run.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ids {
+    /// Next purchase-order id.
+    pub next_po: u64,
+    /// Next customer-order id.
+    pub next_order: u64,
+}
+
+/// What happened during one step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HourStats {
+    /// Customer orders loaded onto a carrier.
+    pub orders_shipped: u64,
+    /// Shipments delivered.
+    pub orders_delivered: u64,
+    /// Shipments delivered after their due hour.
+    pub late_orders: u64,
+    /// Units of demand lost (overflow or cancellation).
+    pub lost_units: u64,
+    /// Failures injected.
+    pub failure_events: u64,
+    /// Whether the action was valid but infeasible.
+    pub rejected: bool,
+    /// Revenue booked.
+    pub revenue: f64,
+    /// Holding cost booked.
+    pub holding_cost: f64,
+}
+
+/// Counters since reset, for conservation checks and rate measurements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TotalStats {
+    /// Units of stock at reset.
+    pub initial_stock: u64,
+    /// Units on purchase orders placed.
+    pub units_ordered: u64,
+    /// Units unloaded at the docks.
+    pub units_received: u64,
+    /// Units loaded onto carriers.
+    pub units_shipped: u64,
+    /// Units of demand the market offered (before goodwill): exogenous.
+    pub demand_offered: u64,
+    /// Units of demand customers placed (after goodwill).
+    pub demand_realised: u64,
+    /// Units of demand lost.
+    pub lost_units: u64,
+    /// Orders delivered.
+    pub orders_delivered: u64,
+    /// Orders delivered late.
+    pub late_orders: u64,
+    /// Actions rejected as infeasible.
+    pub rejected_actions: u64,
+}
+
+/// Per-step and cumulative counters.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// The current (or last) step.
+    pub hour: HourStats,
+    /// Since reset.
+    pub total: TotalStats,
+}
+
+/// The signal values of the last step, in [`signal_names`](super::signal_names) order.
+#[derive(Resource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Signals(pub Vec<f64>);
+
+/// The observation after the last step.
+#[derive(Resource, Clone, Debug, Default, PartialEq)]
+pub struct ObservationBuffer(pub Vec<f32>);
+
+/// Open customer orders by id, oldest first, so the outbound stage walks them in order
+/// without sorting. Rebuilt from the orders themselves when a snapshot is restored.
+#[derive(Resource, Clone, Debug, Default, PartialEq)]
+pub struct OrderBook(pub Vec<(u64, bevy_ecs::entity::Entity)>);
+
+/// The operation the agent asked for this step.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq)]
+pub struct PendingAction(pub super::Op);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ledger_cash_is_opening_plus_entries() {
+        let mut l = Ledger::new(100.0);
+        l.earn(30.0);
+        l.pay(CostKind::Holding, 12.5);
+        l.pay(CostKind::Shipping, 0.0);
+        assert_eq!((l.cash, l.entries_sum, l.entries), (117.5, 17.5, 2));
+        assert_eq!(l.costs.holding, 12.5);
+    }
+
+    #[test]
+    fn failure_log_keeps_the_latest_events_and_every_count() {
+        let mut engine = FailureEngine::default();
+        for start in 0..10 {
+            let event = FailureEvent {
+                kind: FailureKind::ALL[start as usize % 5],
+                target: None,
+                start,
+                duration: 1,
+            };
+            engine.record(event, 4);
+        }
+        assert_eq!(engine.log.len(), 4);
+        assert_eq!(engine.log.front().map(|e| e.start), Some(6));
+        assert_eq!(engine.counts, [2; 5]);
+    }
+
+    #[test]
+    fn world_streams_differ_and_repeat() {
+        use rand::Rng;
+        let mut a = WorldRng::new(1);
+        let mut b = WorldRng::new(1);
+        assert_eq!(a.demand.next_u64(), b.demand.next_u64());
+        assert_ne!(a.failures.next_u64(), a.carriers.next_u64());
+    }
+}

@@ -1,0 +1,116 @@
+//! Stage `Act`: the hour's counters are cleared and the agent's operation is applied.
+
+use bevy_ecs::prelude::{Commands, Query, Res, ResMut};
+
+use crate::morpheus::Op;
+use crate::morpheus::components::{Dock, PurchaseOrder, Sku, Supplier};
+use crate::morpheus::resources::{
+    Clock, CostKind, CurrentConditions, Dispatch, FailureEngine, HourStats, Ids, Ledger,
+    PendingAction, Settings, Stats,
+};
+
+/// Clears the hour's counters and notes the cash the hour starts with.
+pub fn begin_hour(mut stats: ResMut<Stats>, mut ledger: ResMut<Ledger>) {
+    stats.hour = HourStats::default();
+    ledger.hour_start_cash = ledger.cash;
+}
+
+/// Applies the agent's operation, or counts it as rejected when it is infeasible now.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a system declares every resource it touches"
+)]
+pub fn apply_action(
+    action: Res<PendingAction>,
+    settings: Res<Settings>,
+    conditions: Res<CurrentConditions>,
+    clock: Res<Clock>,
+    engine: Res<FailureEngine>,
+    mut ledger: ResMut<Ledger>,
+    mut stats: ResMut<Stats>,
+    mut dispatch: ResMut<Dispatch>,
+    mut ids: ResMut<Ids>,
+    skus: Query<&Sku>,
+    suppliers: Query<&Supplier>,
+    mut orders: Query<&mut PurchaseOrder>,
+    mut docks: Query<&mut Dock>,
+    mut commands: Commands,
+) {
+    let op = action.0;
+    if op == Op::Noop {
+        return;
+    }
+    let (cfg, k, now) = (&settings.0, &conditions.0, clock.hour);
+    let up = now >= engine.outage_until;
+    let done = up
+        && match op {
+            Op::Noop => true,
+            Op::Reorder { sku, bucket } => {
+                let item = skus.iter().find(|s| s.id == sku);
+                let units = cfg.reorder_quantities.get(bucket as usize).copied();
+                match (item, units) {
+                    (Some(item), Some(units)) => {
+                        let cost = units as f64 * item.unit_cost * k.cost_multiplier;
+                        if ledger.cash < cost {
+                            false
+                        } else {
+                            let lead = suppliers
+                                .iter()
+                                .find(|p| p.id == item.supplier)
+                                .map_or(cfg.lead_time_hours, |p| p.lead_time_hours);
+                            ledger.pay(CostKind::Purchases, cost);
+                            commands.spawn(PurchaseOrder {
+                                id: ids.next_po,
+                                sku,
+                                supplier: item.supplier,
+                                units,
+                                placed: now,
+                                eta: now.saturating_add((lead * k.lead_time).ceil() as u64),
+                                expedited: false,
+                            });
+                            ids.next_po += 1;
+                            stats.total.units_ordered += units;
+                            true
+                        }
+                    }
+                    _ => false,
+                }
+            }
+            Op::ChooseCarrier { carrier } => {
+                dispatch.carrier = carrier;
+                true
+            }
+            Op::Expedite { sku } => {
+                match orders
+                    .iter_mut()
+                    .filter(|o| o.sku == sku && !o.expedited && o.eta > now)
+                    .min_by_key(|o| o.id)
+                {
+                    Some(mut order) => {
+                        order.eta = now + order.eta.saturating_sub(now) / 2;
+                        order.expedited = true;
+                        ledger.pay(CostKind::Expedite, cfg.expedite_fee * k.cost_multiplier);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            Op::RepairDock { dock } => {
+                match docks
+                    .iter_mut()
+                    .find(|d| d.id == dock && d.down_until > now)
+                {
+                    Some(mut d) => {
+                        d.down_until = now;
+                        ledger.pay(CostKind::Repair, cfg.repair_cost * k.cost_multiplier);
+                        true
+                    }
+                    None => false,
+                }
+            }
+        };
+    if !done {
+        stats.hour.rejected = true;
+        stats.total.rejected_actions += 1;
+    }
+}

@@ -1,0 +1,129 @@
+//! Stage `Report`: signals are published, the clock advances, the observation is written.
+
+use std::f64::consts::TAU;
+
+use bevy_ecs::prelude::{Local, Query, Res, ResMut};
+
+use crate::morpheus::components::{Carrier, CustomerOrder, Dock, PurchaseOrder, Sku, Trailer};
+use crate::morpheus::resources::{
+    Clock, FailureEngine, Goodwill, Ledger, ObservationBuffer, Settings, Signals, Stats,
+};
+
+/// Publishes the hour's signal values, in `signal_names()` order.
+pub fn record_signals(
+    ledger: Res<Ledger>,
+    stats: Res<Stats>,
+    orders: Query<&CustomerOrder>,
+    mut signals: ResMut<Signals>,
+) {
+    let h = &stats.hour;
+    signals.0.clear();
+    signals.0.extend_from_slice(&[
+        h.orders_shipped as f64,
+        h.orders_delivered as f64,
+        h.late_orders as f64,
+        h.lost_units as f64,
+        h.failure_events as f64,
+        f64::from(u8::from(h.rejected)),
+        h.revenue,
+        h.holding_cost,
+        ledger.cash - ledger.hour_start_cash,
+        ledger.cash,
+        orders.iter().count() as f64,
+    ]);
+}
+
+/// Moves the clock to the next hour.
+pub fn advance_clock(mut clock: ResMut<Clock>) {
+    clock.hour += 1;
+}
+
+/// Per-SKU scratch space for [`write_observation`], kept between steps.
+#[derive(Default)]
+pub struct ObservationScratch {
+    pipeline: Vec<u64>,
+    backlog: Vec<u64>,
+}
+
+/// Writes the observation the agent sees before the next hour (layout in the module docs).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a system declares every resource it touches"
+)]
+pub fn write_observation(
+    settings: Res<Settings>,
+    clock: Res<Clock>,
+    ledger: Res<Ledger>,
+    goodwill: Res<Goodwill>,
+    engine: Res<FailureEngine>,
+    stats: Res<Stats>,
+    skus: Query<&Sku>,
+    purchase_orders: Query<&PurchaseOrder>,
+    trailers: Query<&Trailer>,
+    orders: Query<&CustomerOrder>,
+    docks: Query<&Dock>,
+    carriers: Query<&Carrier>,
+    mut out: ResMut<ObservationBuffer>,
+    mut scratch: Local<ObservationScratch>,
+) {
+    let (cfg, now) = (&settings.0, clock.hour);
+    let (s, d, c) = (cfg.skus, cfg.docks, cfg.carriers);
+    let scale = cfg.stock_scale;
+    let ObservationScratch { pipeline, backlog } = &mut *scratch;
+    pipeline.clear();
+    pipeline.resize(s, 0);
+    backlog.clear();
+    backlog.resize(s, 0);
+    let add = |v: &mut Vec<u64>, sku: u32, units: u64| {
+        if let Some(x) = v.get_mut(sku as usize) {
+            *x += units;
+        }
+    };
+    for po in &purchase_orders {
+        add(pipeline, po.sku, po.units);
+    }
+    let mut yard = 0usize;
+    for t in &trailers {
+        add(pipeline, t.sku, t.units_left);
+        yard += 1;
+    }
+    for o in &orders {
+        add(backlog, o.sku, o.units);
+    }
+    let obs = &mut out.0;
+    obs.clear();
+    obs.resize(cfg.observation_len(), 0.0);
+    let mut put = |i: usize, v: f64| {
+        if let Some(x) = obs.get_mut(i) {
+            *x = v as f32;
+        }
+    };
+    for sku in &skus {
+        let i = sku.id as usize;
+        put(i, sku.on_hand as f64 / scale);
+        put(s + i, sku.reserved as f64 / scale);
+    }
+    for i in 0..s {
+        put(2 * s + i, pipeline[i] as f64 / scale);
+        put(3 * s + i, backlog[i] as f64 / scale);
+    }
+    for dock in &docks {
+        put(
+            4 * s + dock.id as usize,
+            f64::from(u8::from(dock.down_until <= now)),
+        );
+    }
+    for carrier in &carriers {
+        let up = carrier.absent_until <= now;
+        put(4 * s + d + carrier.id as usize, f64::from(u8::from(up)));
+    }
+    let base = 4 * s + d + c;
+    let angle = TAU * clock.hour_of_day() as f64 / 24.0;
+    put(base, yard as f64 / d as f64);
+    put(base + 1, ledger.cash / ledger.opening);
+    put(base + 2, goodwill.0);
+    put(base + 3, angle.sin());
+    put(base + 4, angle.cos());
+    put(base + 5, engine.recent);
+    put(base + 6, f64::from(u8::from(stats.hour.rejected)));
+}

@@ -1,0 +1,557 @@
+//! `Morpheus`: the enterprise world as an [`Env`], with its ECS world and schedule.
+
+use bevy_ecs::prelude::{Component, Schedule, World};
+use bevy_ecs::system::RunSystemOnce;
+use serde::{Deserialize, Serialize};
+
+use super::bounds::{Tracker, signal_bounds};
+use super::components::{
+    Carrier, CustomerOrder, Dock, PurchaseOrder, Shipment, Sku, Supplier, Trailer,
+};
+use super::conditions::{MorpheusConditions, PARAMETERS};
+use super::config::MorpheusConfig;
+use super::resources::{
+    Clock, Costs, CurrentConditions, Dispatch, FailureEngine, FailureEvent, Goodwill, Ids, Ledger,
+    ObservationBuffer, OrderBook, PendingAction, Settings, Signals, Stats, TotalStats, WorldRng,
+};
+use super::systems::{build_schedule, write_observation};
+use super::{MorpheusError, Op, SIGNAL_NAMES};
+use crate::env::{Env, EnvError, EnvSpec, Space, Transition};
+use crate::regime::{ParamInfo, RegimeError, Shiftable};
+use crate::reward::{BoundSpec, Breakdown, Ceiling, RewardSpec};
+
+/// The persistent enterprise world. See the [module docs](super) for the dynamics, the
+/// action table, the observation layout, the signals and the ceiling.
+///
+/// **`reset(seed)` destroys the ECS world** (every entity, resource, random stream and
+/// counter) and builds a new one from `seed`; the conditions set through [`Shiftable`]
+/// are kept.
+///
+/// # Examples
+///
+/// ```
+/// use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
+/// use perennial::prelude::*;
+///
+/// let mut env = Morpheus::new(MorpheusConfig::default(), default_reward_spec()).unwrap();
+/// let obs = env.reset(7);
+/// assert_eq!(obs.len(), MorpheusConfig::default().observation_len());
+/// let t = env.step(&0).unwrap();
+/// assert!(!t.terminated && !t.truncated);
+/// assert!(t.reward <= env.ceiling().unwrap().step);
+/// env.set("demand_rate", 2.0).unwrap();
+/// assert!(env.step(&1).is_ok(), "a shift ends nothing");
+/// ```
+pub struct Morpheus {
+    config: MorpheusConfig,
+    conditions: MorpheusConditions,
+    bound: BoundSpec,
+    spec: EnvSpec,
+    sim: Option<Sim>,
+    breakdown: Breakdown,
+}
+
+/// One world's life, from a reset to the next.
+struct Sim {
+    world: World,
+    schedule: Schedule,
+    episode_step: u64,
+    ended: bool,
+    tracker: Tracker,
+}
+
+/// Counters of the current world, for conservation checks and rate measurements.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Hours simulated since reset.
+    pub hour: u64,
+    /// Cumulative counters (units ordered, received, shipped, demand, losses...).
+    pub totals: TotalStats,
+    /// Units on the shelves now (reserved included).
+    pub stock_on_hand: u64,
+    /// Units on hand reserved for open orders.
+    pub stock_reserved: u64,
+    /// Units on purchase orders in transit or in trailers in the yard.
+    pub units_in_pipeline: u64,
+    /// Open customer orders.
+    pub open_orders: u64,
+    /// Shipments on their way to customers.
+    pub shipments_in_transit: u64,
+    /// Failures injected since reset, per kind in `FailureKind::ALL` order.
+    pub failure_counts: [u64; 5],
+    /// Cash at reset.
+    pub opening_cash: f64,
+    /// Cash now.
+    pub cash: f64,
+    /// Sum of every ledger entry since reset.
+    pub ledger_entries_sum: f64,
+    /// Revenue booked since reset.
+    pub revenue: f64,
+    /// Costs booked since reset, by category.
+    pub costs: Costs,
+    /// Customer goodwill now.
+    pub goodwill: f64,
+}
+
+/// Everything a world is, for checkpoints: restore it with [`Morpheus::restore`] and it
+/// continues bit for bit. Entities are listed in storage order, which restoring keeps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MorpheusSnapshot {
+    /// Conditions in force.
+    pub conditions: MorpheusConditions,
+    /// Steps taken in the episode.
+    pub episode_step: u64,
+    /// Whether the episode has ended.
+    pub ended: bool,
+    /// What the ceiling remembers about the run.
+    pub tracker: Tracker,
+    /// Simulated time.
+    pub clock: Clock,
+    /// The ledger.
+    pub ledger: Ledger,
+    /// The failure engine.
+    pub failures: FailureEngine,
+    /// The random streams.
+    pub rng: WorldRng,
+    /// Customer goodwill.
+    pub goodwill: Goodwill,
+    /// Carrier choice.
+    pub dispatch: Dispatch,
+    /// Id counters.
+    pub ids: Ids,
+    /// Counters.
+    pub stats: Stats,
+    /// Last step's signal values.
+    pub signals: Vec<f64>,
+    /// SKUs.
+    pub skus: Vec<Sku>,
+    /// Suppliers.
+    pub suppliers: Vec<Supplier>,
+    /// Dock doors.
+    pub docks: Vec<Dock>,
+    /// Carriers.
+    pub carriers: Vec<Carrier>,
+    /// Purchase orders in transit.
+    pub purchase_orders: Vec<PurchaseOrder>,
+    /// Trailers in the yard.
+    pub trailers: Vec<Trailer>,
+    /// Open customer orders.
+    pub orders: Vec<CustomerOrder>,
+    /// Shipments in transit.
+    pub shipments: Vec<Shipment>,
+}
+
+/// Non-negative counts, 0/1 flags, cash (any sign), goodwill and the clock's sin/cos.
+fn observation_space(cfg: &MorpheusConfig) -> Space {
+    let len = cfg.observation_len();
+    let flags = 4 * cfg.skus..4 * cfg.skus + cfg.docks + cfg.carriers;
+    let base = flags.end;
+    let mut low = vec![0.0; len];
+    let mut high = vec![f64::INFINITY; len];
+    for i in flags {
+        high[i] = 1.0;
+    }
+    low[base + 1] = f64::NEG_INFINITY;
+    high[base + 2] = 1.0;
+    for i in [base + 3, base + 4] {
+        low[i] = -1.0;
+        high[i] = 1.0;
+    }
+    high[base + 6] = 1.0;
+    Space::Box {
+        low,
+        high,
+        dtype: crate::env::Dtype::F32,
+    }
+}
+
+fn collect<T: Component + Clone>(world: &World) -> Vec<T> {
+    world
+        .try_query::<&T>()
+        .map(|mut q| q.iter(world).cloned().collect())
+        .unwrap_or_default()
+}
+
+impl Morpheus {
+    /// A world with this layout and reward specification. Call [`Env::reset`] before the
+    /// first step.
+    ///
+    /// # Errors
+    ///
+    /// [`MorpheusError::Config`] naming the bad field, or [`MorpheusError::Reward`] when a
+    /// term reads a signal this world does not expose.
+    pub fn new(config: MorpheusConfig, reward: RewardSpec) -> Result<Self, MorpheusError> {
+        config.validate().map_err(MorpheusError::Config)?;
+        let bound = reward.bind(&SIGNAL_NAMES).map_err(MorpheusError::Reward)?;
+        let spec = EnvSpec {
+            id: config.task.clone(),
+            observation_space: observation_space(&config),
+            action_space: Space::Discrete {
+                n: config.action_count(),
+            },
+            persistent: true,
+            components: bound.component_names().to_vec(),
+            payouts: bound.payout_names().to_vec(),
+        };
+        Ok(Morpheus {
+            config,
+            conditions: MorpheusConditions::default(),
+            bound,
+            spec,
+            sim: None,
+            breakdown: Breakdown::default(),
+        })
+    }
+
+    /// Rebuilds a world from a snapshot taken with [`Morpheus::snapshot`] under the same
+    /// layout. The restored world continues exactly as the original would.
+    ///
+    /// # Errors
+    ///
+    /// As [`Morpheus::new`], or [`MorpheusError::Snapshot`] when the snapshot does not fit
+    /// the layout.
+    pub fn restore(
+        config: MorpheusConfig,
+        reward: RewardSpec,
+        snapshot: MorpheusSnapshot,
+    ) -> Result<Self, MorpheusError> {
+        let mut env = Morpheus::new(config, reward)?;
+        let cfg = &env.config;
+        let sizes = [
+            ("skus", snapshot.skus.len(), cfg.skus),
+            ("suppliers", snapshot.suppliers.len(), cfg.suppliers),
+            ("docks", snapshot.docks.len(), cfg.docks),
+            ("carriers", snapshot.carriers.len(), cfg.carriers),
+            ("signals", snapshot.signals.len(), SIGNAL_NAMES.len()),
+        ];
+        for (what, got, want) in sizes {
+            if got != want {
+                return Err(MorpheusError::Snapshot(format!(
+                    "it holds {got} {what} but the layout has {want}; restore with the config the snapshot was taken under"
+                )));
+            }
+        }
+        for p in &PARAMETERS {
+            let v = snapshot.conditions.get(p.name).unwrap_or(f64::NAN);
+            env.conditions
+                .set(p.name, v)
+                .map_err(|e| MorpheusError::Snapshot(e.to_string()))?;
+        }
+        let mut world = World::new();
+        world.insert_resource(Settings(env.config.clone()));
+        world.insert_resource(CurrentConditions(env.conditions.clone()));
+        world.insert_resource(snapshot.clock);
+        world.insert_resource(snapshot.ledger);
+        world.insert_resource(snapshot.failures);
+        world.insert_resource(snapshot.rng);
+        world.insert_resource(snapshot.goodwill);
+        world.insert_resource(snapshot.dispatch);
+        world.insert_resource(snapshot.ids);
+        world.insert_resource(snapshot.stats);
+        world.insert_resource(Signals(snapshot.signals));
+        world.insert_resource(ObservationBuffer::default());
+        world.insert_resource(PendingAction::default());
+        world.spawn_batch(snapshot.skus);
+        world.spawn_batch(snapshot.suppliers);
+        world.spawn_batch(snapshot.docks);
+        world.spawn_batch(snapshot.carriers);
+        world.spawn_batch(snapshot.purchase_orders);
+        world.spawn_batch(snapshot.trailers);
+        let mut book: Vec<_> = snapshot
+            .orders
+            .into_iter()
+            .map(|o| (o.id, world.spawn(o).id()))
+            .collect();
+        book.sort_unstable();
+        world.insert_resource(OrderBook(book));
+        world.spawn_batch(snapshot.shipments);
+        env.sim = Some(Sim::start(
+            world,
+            snapshot.episode_step,
+            snapshot.ended,
+            snapshot.tracker,
+        ));
+        Ok(env)
+    }
+
+    /// The whole state of the current world, or `None` before the first reset.
+    pub fn snapshot(&self) -> Option<MorpheusSnapshot> {
+        let sim = self.sim.as_ref()?;
+        let w = &sim.world;
+        Some(MorpheusSnapshot {
+            conditions: self.conditions.clone(),
+            episode_step: sim.episode_step,
+            ended: sim.ended,
+            tracker: sim.tracker,
+            clock: *w.get_resource::<Clock>()?,
+            ledger: w.get_resource::<Ledger>()?.clone(),
+            failures: w.get_resource::<FailureEngine>()?.clone(),
+            rng: w.get_resource::<WorldRng>()?.clone(),
+            goodwill: *w.get_resource::<Goodwill>()?,
+            dispatch: *w.get_resource::<Dispatch>()?,
+            ids: *w.get_resource::<Ids>()?,
+            stats: *w.get_resource::<Stats>()?,
+            signals: w.get_resource::<Signals>()?.0.clone(),
+            skus: collect(w),
+            suppliers: collect(w),
+            docks: collect(w),
+            carriers: collect(w),
+            purchase_orders: collect(w),
+            trailers: collect(w),
+            orders: collect(w),
+            shipments: collect(w),
+        })
+    }
+
+    /// The layout.
+    pub fn config(&self) -> &MorpheusConfig {
+        &self.config
+    }
+
+    /// The conditions in force.
+    pub fn conditions(&self) -> &MorpheusConditions {
+        &self.conditions
+    }
+
+    /// The last step's signal values, in [`signal_names`](super::signal_names) order
+    /// (empty before the first reset).
+    pub fn signals(&self) -> &[f64] {
+        self.sim
+            .as_ref()
+            .and_then(|s| s.world.get_resource::<Signals>())
+            .map_or(&[], |s| &s.0)
+    }
+
+    /// Counters of the current world, or `None` before the first reset.
+    pub fn counters(&self) -> Option<Counters> {
+        let w = &self.sim.as_ref()?.world;
+        let ledger = w.get_resource::<Ledger>()?;
+        let engine = w.get_resource::<FailureEngine>()?;
+        let skus = collect::<Sku>(w);
+        let pipeline = collect::<PurchaseOrder>(w)
+            .iter()
+            .map(|p| p.units)
+            .sum::<u64>()
+            + collect::<Trailer>(w)
+                .iter()
+                .map(|t| t.units_left)
+                .sum::<u64>();
+        Some(Counters {
+            hour: w.get_resource::<Clock>()?.hour,
+            totals: w.get_resource::<Stats>()?.total,
+            stock_on_hand: skus.iter().map(|s| s.on_hand).sum(),
+            stock_reserved: skus.iter().map(|s| s.reserved).sum(),
+            units_in_pipeline: pipeline,
+            open_orders: collect::<CustomerOrder>(w).len() as u64,
+            shipments_in_transit: collect::<Shipment>(w).len() as u64,
+            failure_counts: engine.counts,
+            opening_cash: ledger.opening,
+            cash: ledger.cash,
+            ledger_entries_sum: ledger.entries_sum,
+            revenue: ledger.revenue,
+            costs: ledger.costs.clone(),
+            goodwill: w.get_resource::<Goodwill>()?.0,
+        })
+    }
+
+    /// The failure engine's log (most recent last), empty before the first reset.
+    pub fn failure_log(&self) -> Vec<FailureEvent> {
+        self.sim
+            .as_ref()
+            .and_then(|s| s.world.get_resource::<FailureEngine>())
+            .map(|e| e.log.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// The operation an action index stands for under this layout.
+    pub fn decode(&self, action: usize) -> Option<Op> {
+        Op::decode(action, &self.config)
+    }
+
+    fn build_world(&self, seed: u64) -> World {
+        let cfg = &self.config;
+        let mut world = World::new();
+        world.insert_resource(Settings(cfg.clone()));
+        world.insert_resource(CurrentConditions(self.conditions.clone()));
+        world.insert_resource(Clock::default());
+        world.insert_resource(Ledger::new(cfg.opening_cash));
+        world.insert_resource(FailureEngine::default());
+        world.insert_resource(WorldRng::new(seed));
+        world.insert_resource(Goodwill(1.0));
+        world.insert_resource(Dispatch {
+            carrier: (cfg.carriers.saturating_sub(1) / 2) as u32,
+        });
+        world.insert_resource(Ids::default());
+        world.insert_resource(OrderBook::default());
+        let mut stats = Stats::default();
+        stats.total.initial_stock = cfg.skus as u64 * cfg.initial_stock;
+        world.insert_resource(stats);
+        let mut signals = vec![0.0; SIGNAL_NAMES.len()];
+        signals[9] = cfg.opening_cash;
+        world.insert_resource(Signals(signals));
+        world.insert_resource(ObservationBuffer::default());
+        world.insert_resource(PendingAction::default());
+        world.spawn_batch((0..cfg.skus).map(|i| {
+            let price = cfg.sku_price(i);
+            Sku {
+                id: i as u32,
+                on_hand: cfg.initial_stock,
+                reserved: 0,
+                price,
+                unit_cost: price * cfg.unit_cost_ratio,
+                base_demand: cfg.sku_demand(i),
+                supplier: (i % cfg.suppliers) as u32,
+                spike_until: 0,
+            }
+        }));
+        world.spawn_batch((0..cfg.suppliers).map(|j| Supplier {
+            id: j as u32,
+            lead_time_hours: cfg.supplier_lead_time(j),
+            delayed_until: 0,
+        }));
+        world.spawn_batch((0..cfg.docks).map(|d| Dock {
+            id: d as u32,
+            down_until: 0,
+        }));
+        world.spawn_batch((0..cfg.carriers).map(|c| Carrier {
+            id: c as u32,
+            cost_per_unit: cfg.carrier_cost(c),
+            on_time: cfg.carrier_on_time(c),
+            transit_hours: cfg.carrier_transit(c),
+            capacity: cfg.carrier_capacity,
+            absent_until: 0,
+        }));
+        world
+    }
+
+    fn observation(&self) -> Vec<f32> {
+        self.sim
+            .as_ref()
+            .and_then(|s| s.world.get_resource::<ObservationBuffer>())
+            .map(|o| o.0.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Sim {
+    fn start(mut world: World, episode_step: u64, ended: bool, tracker: Tracker) -> Self {
+        // Cannot fail: the world was just built with every resource the system reads.
+        let _ = world.run_system_once(write_observation);
+        Sim {
+            world,
+            schedule: build_schedule(),
+            episode_step,
+            ended,
+            tracker,
+        }
+    }
+}
+
+impl Env for Morpheus {
+    type Obs = Vec<f32>;
+    type Action = usize;
+
+    fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    /// **Destroys the ECS world** and builds a new one from `seed`: fresh entities,
+    /// resources, random streams and counters. The conditions in force are kept.
+    fn reset(&mut self, seed: u64) -> Vec<f32> {
+        self.sim = None;
+        let world = self.build_world(seed);
+        self.sim = Some(Sim::start(world, 0, false, Tracker::default()));
+        self.observation()
+    }
+
+    fn step(&mut self, action: &usize) -> Result<Transition<Vec<f32>>, EnvError> {
+        let Some(sim) = self.sim.as_mut() else {
+            return Err(EnvError::NotReset);
+        };
+        if sim.ended {
+            return Err(EnvError::EpisodeEnded);
+        }
+        let Some(op) = Op::decode(*action, &self.config) else {
+            return Err(EnvError::InvalidAction {
+                action: action.to_string(),
+                space: format!("Discrete({})", self.config.action_count()),
+            });
+        };
+        let hour = sim.world.resource::<Clock>().hour;
+        sim.world.resource_mut::<PendingAction>().0 = op;
+        sim.schedule.run(&mut sim.world);
+        sim.tracker.record(&self.config, &self.conditions, hour);
+        sim.episode_step += 1;
+        let truncated = self.config.horizon.is_some_and(|h| sim.episode_step >= h);
+        sim.ended = truncated;
+        let signals = &sim.world.resource::<Signals>().0;
+        let reward = self.bound.evaluate(signals, truncated, &mut self.breakdown);
+        if !reward.is_finite() {
+            return Err(EnvError::World(format!(
+                "reward {reward} at hour {hour} is not finite; check the reward weights and the config's prices"
+            )));
+        }
+        Ok(Transition {
+            observation: self.observation(),
+            reward,
+            terminated: false,
+            truncated,
+            breakdown: Some(self.breakdown.clone()),
+        })
+    }
+
+    /// The ceiling under the conditions in force, valid for the step just taken and for
+    /// the next one (see the module docs for the derivation).
+    fn ceiling(&self) -> Option<Ceiling> {
+        let (hour, tracker) = match &self.sim {
+            Some(sim) => (
+                sim.world.get_resource::<Clock>().map_or(0, |c| c.hour),
+                sim.tracker,
+            ),
+            None => (0, Tracker::default()),
+        };
+        let bounds = signal_bounds(&self.config, &self.conditions, hour, &tracker);
+        Some(self.bound.ceiling(&bounds))
+    }
+}
+
+impl Shiftable for Morpheus {
+    fn parameters(&self) -> Vec<ParamInfo> {
+        PARAMETERS.to_vec()
+    }
+
+    fn get(&self, name: &str) -> Option<f64> {
+        self.conditions.get(name)
+    }
+
+    fn set(&mut self, name: &str, value: f64) -> Result<(), RegimeError> {
+        self.conditions.set(name, value)?;
+        if let Some(sim) = self.sim.as_mut() {
+            sim.world
+                .insert_resource(CurrentConditions(self.conditions.clone()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::morpheus::default_reward_spec;
+
+    #[test]
+    fn reset_keeps_conditions_and_drops_everything_else() {
+        let mut env = Morpheus::new(MorpheusConfig::default(), default_reward_spec()).unwrap();
+        assert!(env.snapshot().is_none() && env.signals().is_empty());
+        env.set("demand_rate", 2.5).unwrap();
+        env.reset(1);
+        for _ in 0..200 {
+            env.step(&1).unwrap();
+        }
+        assert!(env.counters().unwrap().totals.units_ordered > 0);
+        env.reset(1);
+        let c = env.counters().unwrap();
+        assert_eq!((c.hour, c.totals.units_ordered, c.cash), (0, 0, 10_000.0));
+        assert_eq!(env.get("demand_rate"), Some(2.5));
+    }
+}
