@@ -6,7 +6,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
-use perennial::agents::{ActorCritic, ActorCriticParams, BalanceAgent, RandomAgent};
+use perennial::agents::{
+    ActorCritic, ActorCriticParams, AdaptiveBaseStock, AdaptiveParams, BalanceAgent, BaseStockAgent,
+    BaseStockParams, RandomAgent,
+};
+use perennial::morpheus::{self, Morpheus};
 use perennial::env::Env;
 use perennial::harness::{
     Agent, Checkpoint, CheckpointPlan, Harness, HarnessConfig, RunSummary, StopReason,
@@ -40,13 +44,14 @@ enum Command {
 }
 
 /// The world file `perennial run` uses when none is given.
-const DEFAULT_WORLD: &str = "worlds/cartpole-drift.toml";
+const DEFAULT_WORLD: &str = "worlds/warehouse.toml";
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// World definition file [default: worlds/cartpole-drift.toml].
+    /// World definition file [default: worlds/warehouse.toml].
     world_file: Option<PathBuf>,
-    /// Agent: random, actor-critic, or one of the world's own (balance for CartPole).
+    /// Agent: random, actor-critic, or one of the world's own (balance for CartPole,
+    /// base-stock and adaptive-base-stock for the enterprise world).
     #[arg(long)]
     agent: Option<String>,
     /// Step budget [default: the world file's, else 100000].
@@ -243,6 +248,11 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             resume,
             (&["balance"], cartpole_agents),
         ),
+        WorldKind::Morpheus(config) => {
+            let reward = world.reward_spec().unwrap_or_else(morpheus::default_reward_spec);
+            let env = Morpheus::new(*config, reward).map_err(Failure::input)?;
+            run_env(env, &world, &plan, resume, (&["base-stock", "adaptive-base-stock"], morpheus_agents))
+        }
     }
 }
 
@@ -309,6 +319,14 @@ type WorldAgents<E> = fn(&str, &E, u64) -> Option<Box<dyn Agent<E>>>;
 fn cartpole_agents(name: &str, _env: &CartPole, _seed: u64) -> Option<Box<dyn Agent<CartPole>>> {
     match name {
         "balance" => Some(Box::new(BalanceAgent::default())),
+        _ => None,
+    }
+}
+
+fn morpheus_agents(name: &str, env: &Morpheus, seed: u64) -> Option<Box<dyn Agent<Morpheus>>> {
+    match name {
+        "base-stock" => Some(Box::new(BaseStockAgent::new(env.config(), BaseStockParams::default()))),
+        "adaptive-base-stock" => Some(Box::new(AdaptiveBaseStock::new(env.config(), AdaptiveParams::default(), seed))),
         _ => None,
     }
 }

@@ -50,6 +50,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::cartpole::{CartPole, CartPoleParams};
+use crate::morpheus::{self, Morpheus, MorpheusConfig};
 use crate::regime::{
     ParamInfo, Plan, Regime, RegimeError, Scheduler, Shiftable, validate_conditions,
 };
@@ -104,11 +105,13 @@ pub struct HarnessDefaults {
 pub enum WorldKind {
     /// Gymnasium's CartPole-v1 (see [`crate::cartpole`]).
     CartPole(CartPoleParams),
+    /// The persistent enterprise world (see [`crate::morpheus`]).
+    Morpheus(Box<MorpheusConfig>),
 }
 
 impl WorldKind {
     /// The kind names a world file may use.
-    pub const NAMES: &'static [&'static str] = &["cartpole"];
+    pub const NAMES: &'static [&'static str] = &["cartpole", "morpheus"];
 }
 
 /// A loaded and validated world file.
@@ -312,6 +315,21 @@ impl WorldFile {
                 check_params(&ctx, &env, world_def.params.as_ref())?;
                 (WorldKind::CartPole(params), env.parameters())
             }
+            "morpheus" => {
+                let config: MorpheusConfig = ctx.params(world_def.params.as_ref())?;
+                config.validate().map_err(|e| {
+                    let span = world_def
+                        .params
+                        .as_ref()
+                        .and_then(|t| ctx.find_key(t.span().start, e.field))
+                        .or_else(|| world_def.params.as_ref().map(|t| t.span()));
+                    ctx.err(span, Some(&format!("world.params.{}", e.field)), e.message.clone())
+                })?;
+                let env = Morpheus::new(config.clone(), morpheus::default_reward_spec()).map_err(|e| {
+                    ctx.err(world_def.params.as_ref().map(|t| t.span()), Some("world.params"), e.to_string())
+                })?;
+                (WorldKind::Morpheus(Box::new(config)), env.parameters())
+            }
             other => {
                 return Err(ctx.err(
                     Some(world_def.kind.span()),
@@ -357,6 +375,17 @@ impl WorldFile {
     pub fn kind(&self) -> &'static str {
         match self.world {
             WorldKind::CartPole(_) => "cartpole",
+            WorldKind::Morpheus(_) => "morpheus",
+        }
+    }
+
+    /// The reward specification the world runs with: the file's, else the world's default
+    /// (none for CartPole, whose reward is Gymnasium's).
+    pub fn reward_spec(&self) -> Option<RewardSpec> {
+        match (&self.reward, &self.world) {
+            (Some(r), _) => Some(r.clone()),
+            (None, WorldKind::Morpheus(_)) => Some(morpheus::default_reward_spec()),
+            (None, WorldKind::CartPole(_)) => None,
         }
     }
 
@@ -607,6 +636,7 @@ fn reward(
     };
     let signals: &[&str] = match world {
         WorldKind::CartPole(_) => &[],
+        WorldKind::Morpheus(_) => morpheus::signal_names(),
     };
     spec.bind(signals).map_err(|e| {
         let at = match &e {

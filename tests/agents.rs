@@ -1,6 +1,7 @@
 //! The baseline agents do what they claim: the learner beats random, the controller balances.
 
-use perennial::agents::{ActorCritic, ActorCriticParams, BalanceAgent, RandomAgent};
+use perennial::agents::{ActorCritic, ActorCriticParams, BalanceAgent, BaseStockAgent, BaseStockParams, RandomAgent};
+use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::prelude::*;
 
@@ -39,4 +40,36 @@ fn actor_critic_beats_random_on_cartpole_on_several_seeds() {
 fn balance_controller_keeps_the_pole_up() {
     let mean = mean_episode_return(BalanceAgent::default(), 0, 20_000);
     assert!(mean > 150.0, "{mean}");
+}
+
+fn warehouse_mean_reward<A: Agent<Morpheus>>(agent: A, seed: u64, steps: u64) -> f64 {
+    let env = Morpheus::new(MorpheusConfig::default(), default_reward_spec()).unwrap();
+    let config = HarnessConfig {
+        steps,
+        ..HarnessConfig::default()
+    };
+    let summary = Harness::new(env, agent, seed).config(config).run().unwrap();
+    summary.total_reward / summary.steps as f64
+}
+
+#[test]
+fn actor_critic_beats_random_on_the_warehouse_on_several_seeds() {
+    let cfg = MorpheusConfig::default();
+    let space = Space::Discrete { n: cfg.action_count() };
+    let dim = cfg.observation_len();
+    for seed in [1, 2, 3] {
+        let random = warehouse_mean_reward(RandomAgent::new(space.clone(), seed), seed, 30_000);
+        let learner = warehouse_mean_reward(ActorCritic::new(dim, cfg.action_count(), ActorCriticParams::default(), seed), seed, 30_000);
+        eprintln!("seed {seed}: random {random:.3} learner {learner:.3}");
+        assert!(learner > random + 0.1, "seed {seed}: learner {learner:.3} vs random {random:.3}");
+    }
+}
+
+#[test]
+fn base_stock_beats_random_on_the_warehouse() {
+    let cfg = MorpheusConfig::default();
+    let space = Space::Discrete { n: cfg.action_count() };
+    let random = warehouse_mean_reward(RandomAgent::new(space, 4), 4, 20_000);
+    let base = warehouse_mean_reward(BaseStockAgent::new(&cfg, BaseStockParams::default()), 4, 20_000);
+    assert!(base > random + 2.0, "base-stock {base:.3} vs random {random:.3}");
 }

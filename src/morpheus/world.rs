@@ -45,6 +45,7 @@ use crate::reward::{BoundSpec, Breakdown, Ceiling, RewardSpec};
 pub struct Morpheus {
     config: MorpheusConfig,
     conditions: MorpheusConditions,
+    reward: RewardSpec,
     bound: BoundSpec,
     spec: EnvSpec,
     sim: Option<Sim>,
@@ -196,6 +197,7 @@ impl Morpheus {
         Ok(Morpheus {
             config,
             conditions: MorpheusConditions::default(),
+            reward,
             bound,
             spec,
             sim: None,
@@ -453,6 +455,19 @@ impl Env for Morpheus {
 
     fn spec(&self) -> &EnvSpec {
         &self.spec
+    }
+
+    fn save_state(&self) -> Result<serde_json::Value, EnvError> {
+        let snapshot = self.snapshot().ok_or(EnvError::NotReset)?;
+        serde_json::to_value(snapshot).map_err(|e| EnvError::World(format!("saving the world: {e}")))
+    }
+
+    fn load_state(&mut self, state: serde_json::Value) -> Result<(), EnvError> {
+        let snapshot: MorpheusSnapshot = serde_json::from_value(state)
+            .map_err(|e| EnvError::World(format!("not a saved enterprise world: {e}")))?;
+        *self = Morpheus::restore(self.config.clone(), self.reward.clone(), snapshot)
+            .map_err(|e| EnvError::World(e.to_string()))?;
+        Ok(())
     }
 
     /// **Destroys the ECS world** and builds a new one from `seed`: fresh entities,

@@ -1,0 +1,233 @@
+//! Base-stock (reorder-point) policies for the enterprise world: fixed, and one that tunes itself on every window.
+
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::harness::{Agent, Window};
+use crate::seed::{self, Stream};
+use crate::morpheus::{Morpheus, MorpheusConfig};
+
+/// Settings of [`BaseStockAgent`], in hours of expected demand.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BaseStockParams {
+    /// Reorder when a SKU's inventory position covers fewer hours than this (36).
+    pub reorder_hours: f64,
+    /// Order up to this many hours of demand (96).
+    pub target_hours: f64,
+}
+
+impl Default for BaseStockParams {
+    fn default() -> Self {
+        BaseStockParams {
+            reorder_hours: 36.0,
+            target_hours: 96.0,
+        }
+    }
+}
+
+/// The classic operations baseline: repair a broken dock first; otherwise, when a SKU's
+/// inventory position (on hand + in the pipeline − backlog) falls below its reorder point,
+/// order the reorder size closest to what brings it up to the target; otherwise do nothing.
+///
+/// It reads only the observation (whose layout the enterprise world documents) and the
+/// layout's public settings (SKU count, reorder sizes, base demand); it never sees the
+/// regime, so a demand or lead-time shift leaves its fixed points wrong. It never learns.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BaseStockAgent {
+    params: BaseStockParams,
+    skus: usize,
+    docks: usize,
+    carriers: usize,
+    buckets: Vec<u64>,
+    stock_scale: f64,
+    demand: Vec<f64>,
+}
+
+impl BaseStockAgent {
+    /// A policy for a world with this layout.
+    pub fn new(config: &MorpheusConfig, params: BaseStockParams) -> Self {
+        BaseStockAgent {
+            params,
+            skus: config.skus,
+            docks: config.docks,
+            carriers: config.carriers,
+            buckets: config.reorder_quantities.clone(),
+            stock_scale: config.stock_scale,
+            demand: (0..config.skus)
+                .map(|i| config.base_demand * (0.5 + 0.5 * (i % 3) as f64))
+                .collect(),
+        }
+    }
+
+    fn choose(&self, obs: &[f32]) -> usize {
+        let (s, b) = (self.skus, self.buckets.len());
+        let at = |i: usize| obs.get(i).map_or(0.0, |&v| f64::from(v));
+        for d in 0..self.docks {
+            if at(4 * s + d) < 0.5 {
+                return 1 + s * b + self.carriers + s + d;
+            }
+        }
+        let mut worst: Option<(usize, f64, f64)> = None;
+        for i in 0..s {
+            let position = (at(i) + at(2 * s + i) - at(3 * s + i)) * self.stock_scale;
+            let cover = position / self.demand[i].max(1e-9);
+            if cover < self.params.reorder_hours && worst.is_none_or(|(_, c, _)| cover < c) {
+                worst = Some((i, cover, position));
+            }
+        }
+        let Some((sku, _, position)) = worst else {
+            return 0;
+        };
+        let need = self.params.target_hours * self.demand[sku] - position;
+        let bucket = (0..b)
+            .min_by(|&x, &y| {
+                let dx = (self.buckets[x] as f64 - need).abs();
+                let dy = (self.buckets[y] as f64 - need).abs();
+                dx.total_cmp(&dy)
+            })
+            .unwrap_or(0);
+        1 + sku * b + bucket
+    }
+}
+
+impl Agent<Morpheus> for BaseStockAgent {
+    fn algorithm_id(&self) -> &str {
+        "base-stock"
+    }
+
+    fn act(&mut self, obs: &Vec<f32>) -> usize {
+        self.choose(obs)
+    }
+
+    crate::serde_agent_state!();
+}
+
+/// Settings of [`AdaptiveBaseStock`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdaptiveParams {
+    /// Where the search starts (deliberately poor by default: 4 and 8 hours of cover).
+    pub start: BaseStockParams,
+    /// Size of the log-scale perturbation tried in each pair of windows (0.25).
+    pub sigma: f64,
+    /// Log-scale step taken towards the better of the two (0.08).
+    pub step: f64,
+}
+
+impl Default for AdaptiveParams {
+    fn default() -> Self {
+        AdaptiveParams {
+            start: BaseStockParams {
+                reorder_hours: 4.0,
+                target_hours: 8.0,
+            },
+            sigma: 0.25,
+            step: 0.08,
+        }
+    }
+}
+
+/// A base-stock policy that learns its own reorder point and target, window by window.
+///
+/// The policy is [`BaseStockAgent`]'s, with two parameters in log space: the reorder point
+/// and the target's ratio to it. Learning is antithetic random search: for a pair of
+/// windows it perturbs the parameters by `+σε` and then `−σε` (ε a random unit direction
+/// from the agent stream), compares the two windows' mean rewards, and steps the
+/// parameters by `step` along ε towards the better one. It never stops, so when a regime
+/// shift moves the best stock levels it follows them. It reads the same observation as the
+/// fixed policy and never sees the regime.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AdaptiveBaseStock {
+    policy: BaseStockAgent,
+    params: AdaptiveParams,
+    /// log(reorder_hours), log(target_hours / reorder_hours)
+    theta: [f64; 2],
+    direction: [f64; 2],
+    /// Mean reward of the `+σε` window, while the `−σε` window runs.
+    plus_reward: Option<f64>,
+    rng: ChaCha8Rng,
+}
+
+impl AdaptiveBaseStock {
+    /// A learner for a world with this layout, for the run seeded with `seed`.
+    pub fn new(config: &MorpheusConfig, params: AdaptiveParams, seed: u64) -> Self {
+        let start = params.start.clone();
+        let theta = [
+            start.reorder_hours.max(1e-3).ln(),
+            (start.target_hours / start.reorder_hours.max(1e-3)).max(1.0).ln(),
+        ];
+        let mut agent = AdaptiveBaseStock {
+            policy: BaseStockAgent::new(config, start),
+            params,
+            theta,
+            direction: [0.0; 2],
+            plus_reward: None,
+            rng: seed::rng(seed, Stream::Agent),
+        };
+        agent.new_direction();
+        agent.apply(1.0);
+        agent
+    }
+
+    /// The reorder point and target (hours of demand) it has learned so far.
+    pub fn learned(&self) -> BaseStockParams {
+        let [r, g] = self.theta;
+        BaseStockParams {
+            reorder_hours: r.exp(),
+            target_hours: (r + g.max(0.0)).exp(),
+        }
+    }
+
+    fn new_direction(&mut self) {
+        let a: f64 = self.rng.random::<f64>() * std::f64::consts::TAU;
+        self.direction = [a.cos(), a.sin()];
+    }
+
+    /// Sets the acting policy to `theta + sign · σ · direction`.
+    fn apply(&mut self, sign: f64) {
+        let s = sign * self.params.sigma;
+        let r = self.theta[0] + s * self.direction[0];
+        let g = (self.theta[1] + s * self.direction[1]).max(0.0);
+        self.policy.params = BaseStockParams {
+            reorder_hours: r.exp(),
+            target_hours: (r + g).exp(),
+        };
+    }
+}
+
+impl Agent<Morpheus> for AdaptiveBaseStock {
+    fn algorithm_id(&self) -> &str {
+        "adaptive-base-stock"
+    }
+
+    fn act(&mut self, obs: &Vec<f32>) -> usize {
+        self.policy.choose(obs)
+    }
+
+    fn update(&mut self, window: &Window<Vec<f32>, usize>) {
+        if window.is_empty() {
+            return;
+        }
+        let mean = window.rewards.iter().sum::<f64>() / window.len() as f64;
+        match self.plus_reward.take() {
+            None => {
+                self.plus_reward = Some(mean);
+                self.apply(-1.0);
+            }
+            Some(plus) => {
+                let towards = if plus > mean { 1.0 } else if plus < mean { -1.0 } else { 0.0 };
+                for (t, d) in self.theta.iter_mut().zip(self.direction) {
+                    *t += towards * self.params.step * d;
+                }
+                self.theta[0] = self.theta[0].clamp(0.0, 8.0);
+                self.theta[1] = self.theta[1].clamp(0.0, 4.0);
+                self.new_direction();
+                self.apply(1.0);
+            }
+        }
+    }
+
+    crate::serde_agent_state!();
+}
