@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod cartpole;
 pub mod env;
+pub mod eval;
 pub mod harness;
 pub mod regime;
 pub mod reward;

@@ -23,7 +23,7 @@ mod row;
 pub use csv_writer::CsvWriter;
 pub use error::{TornTail, TraceError};
 pub use jsonl::JsonlWriter;
-pub use reader::{TraceFormat, TraceReader};
+pub use reader::{Located, RowRef, Terms, TraceFormat, TraceReader};
 pub use row::{RowRecord, RunIdentity, TraceRow};
 
 use std::path::Path;

@@ -1,9 +1,13 @@
 //! The streaming trace reader: one or many files, constant memory, tolerant of a torn tail.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 use super::error::{TornTail, TraceError};
 use super::row::TraceRow;
@@ -56,6 +60,7 @@ pub struct TraceReader {
     current: Option<OpenFile>,
     torn: Vec<TornTail>,
     line: Vec<u8>,
+    csv_row: Option<TraceRow>,
     failed: bool,
 }
 
@@ -80,6 +85,7 @@ impl TraceReader {
             current: None,
             torn: Vec::new(),
             line: Vec::with_capacity(512),
+            csv_row: None,
             failed: false,
         }
     }
@@ -89,7 +95,98 @@ impl TraceReader {
         &self.torn
     }
 
-    fn next_row(&mut self) -> Option<Result<TraceRow, TraceError>> {
+    /// The next row, borrowed from the reader: no allocation for a JSON Lines row whose
+    /// strings need no unescaping. Same rows, same errors and same torn-tail handling as
+    /// the owned iterator; `obs` and `action` are checked for presence only.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use perennial::trace::TraceReader;
+    ///
+    /// let mut reader = TraceReader::open(&["runs/a.jsonl"]);
+    /// let mut total = 0.0;
+    /// while let Some(at) = reader.next_ref() {
+    ///     total += at?.row.reward;
+    /// }
+    /// # Ok::<(), perennial::trace::TraceError>(())
+    /// ```
+    pub fn next_ref(&mut self) -> Option<Result<Located<'_>, TraceError>> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            match self.next_line()? {
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+                Ok(line) if line.complete => break,
+                Ok(line) => {
+                    // Only a file's unterminated last line gets here, so parsing it twice
+                    // (to tell a torn tail from a row) costs nothing.
+                    let file = self.current.as_ref()?;
+                    let ok = match file.format {
+                        TraceFormat::Jsonl => {
+                            parse_jsonl_ref(trim_newline(&self.line), &file.path, file.line_no)
+                                .is_ok()
+                        }
+                        TraceFormat::Csv => self.parse_csv_current().is_ok(),
+                    };
+                    if ok {
+                        break;
+                    }
+                    self.tear(line.start);
+                }
+            }
+        }
+        let file = self.current.as_ref()?;
+        let row = match file.format {
+            TraceFormat::Jsonl => {
+                parse_jsonl_ref(trim_newline(&self.line), &file.path, file.line_no)
+            }
+            TraceFormat::Csv => match self.parse_csv_current() {
+                Ok(row) => Ok(RowRef::from_owned(self.csv_row.insert(row))),
+                Err(e) => Err(e),
+            },
+        };
+        if row.is_err() {
+            self.failed = true;
+        }
+        Some(row.map(|row| Located {
+            path: &file.path,
+            line: file.line_no,
+            row,
+        }))
+    }
+
+    fn parse_csv_current(&self) -> Result<TraceRow, TraceError> {
+        let file = self
+            .current
+            .as_ref()
+            .ok_or_else(|| TraceError::parse(Path::new(""), 0, "no open file"))?;
+        parse_csv(
+            trim_newline(&self.line),
+            file.csv_header.as_deref().unwrap_or_default(),
+            &file.path,
+            file.line_no,
+        )
+    }
+
+    /// Records the current file's unterminated last line as torn and moves to the next file.
+    fn tear(&mut self, byte_offset: u64) {
+        if let Some(file) = self.current.take() {
+            self.torn.push(TornTail {
+                path: file.path,
+                line: file.line_no,
+                byte_offset,
+            });
+        }
+    }
+
+    /// Reads the next data line of the current or next file into `self.line`, skipping
+    /// blank lines and taking in a CSV header.
+    fn next_line(&mut self) -> Option<Result<LineRead, TraceError>> {
         loop {
             if self.current.is_none() {
                 let path = self.pending.next()?;
@@ -122,46 +219,213 @@ impl TraceReader {
             let complete = self.line.last() == Some(&b'\n');
             let text = trim_newline(&self.line);
             if text.iter().all(u8::is_ascii_whitespace) {
-                if complete {
-                    continue;
+                if !complete {
+                    self.current = None;
                 }
-                self.current = None;
                 continue;
             }
-            let parsed = match file.format {
-                TraceFormat::Jsonl => parse_jsonl(text, &file.path, file.line_no),
-                TraceFormat::Csv if file.csv_header.is_none() && file.line_no == 1 => {
-                    match csv_fields(text) {
-                        Ok(h) if complete => {
-                            file.csv_header = Some(h);
-                            continue;
-                        }
-                        Ok(_) | Err(_) => Err(TraceError::parse(
+            if file.format == TraceFormat::Csv && file.csv_header.is_none() && file.line_no == 1 {
+                match csv_fields(text) {
+                    Ok(h) if complete => file.csv_header = Some(h),
+                    _ if !complete => self.tear(start),
+                    _ => {
+                        return Some(Err(TraceError::parse(
                             &file.path,
                             file.line_no,
                             "the CSV header line is incomplete",
-                        )),
+                        )));
                     }
                 }
-                TraceFormat::Csv => parse_csv(
-                    text,
-                    file.csv_header.as_deref().unwrap_or_default(),
-                    &file.path,
-                    file.line_no,
-                ),
+                continue;
+            }
+            return Some(Ok(LineRead { complete, start }));
+        }
+    }
+
+    fn next_row(&mut self) -> Option<Result<TraceRow, TraceError>> {
+        loop {
+            let line = match self.next_line()? {
+                Ok(line) => line,
+                Err(e) => return Some(Err(e)),
+            };
+            let file = self.current.as_ref()?;
+            let parsed = match file.format {
+                TraceFormat::Jsonl => {
+                    parse_jsonl(trim_newline(&self.line), &file.path, file.line_no)
+                }
+                TraceFormat::Csv => self.parse_csv_current(),
             };
             match parsed {
-                Err(_) if !complete => {
-                    self.torn.push(TornTail {
-                        path: file.path.clone(),
-                        line: file.line_no,
-                        byte_offset: start,
-                    });
-                    self.current = None;
-                }
+                Err(_) if !line.complete => self.tear(line.start),
                 other => return Some(other),
             }
         }
+    }
+}
+
+/// Where the line just read sits.
+struct LineRead {
+    /// The line ends with its newline.
+    complete: bool,
+    /// Byte offset of its start.
+    start: u64,
+}
+
+/// A row borrowed from [`TraceReader::next_ref`], with the file and line it came from.
+#[derive(Debug)]
+pub struct Located<'a> {
+    /// The file.
+    pub path: &'a Path,
+    /// 1-based line number.
+    pub line: u64,
+    /// The row.
+    pub row: RowRef<'a>,
+}
+
+/// The trace columns of one row, borrowed from the line they were read from.
+///
+/// The fields mean what [`TraceRow`]'s fields mean; the maps keep the file's order.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowRef<'a> {
+    /// Unique per run.
+    #[serde(borrow)]
+    pub run_id: Cow<'a, str>,
+    /// Run seed.
+    pub seed: u64,
+    /// The agent's id.
+    #[serde(borrow)]
+    pub algorithm_id: Cow<'a, str>,
+    /// World or task id.
+    #[serde(borrow)]
+    pub task: Cow<'a, str>,
+    /// Global step index.
+    pub step: u64,
+    /// Env episode index.
+    pub episode: u64,
+    /// Step index within the episode.
+    pub episode_step: u64,
+    /// Total reward of the step.
+    pub reward: f64,
+    /// Per-step reward terms.
+    #[serde(borrow)]
+    pub components: Terms<'a>,
+    /// Episode-end terms.
+    #[serde(borrow)]
+    pub payout: Terms<'a>,
+    /// Label in force.
+    #[serde(borrow)]
+    pub regime: Cow<'a, str>,
+    /// Why that label is in force.
+    pub regime_origin: Origin,
+    /// The env said terminal.
+    pub terminated: bool,
+    /// The env imposed a cutoff.
+    pub truncated: bool,
+    /// Configuration-specific upper bound for this step's reward.
+    pub ceiling: Option<f64>,
+    #[serde(default, rename = "obs")]
+    _obs: Option<IgnoredAny>,
+    #[serde(default, rename = "action")]
+    _action: Option<IgnoredAny>,
+}
+
+impl<'a> RowRef<'a> {
+    fn from_owned(row: &'a TraceRow) -> Self {
+        let terms = |m: &'a BTreeMap<String, f64>| {
+            Terms(
+                m.iter()
+                    .map(|(k, &v)| (Cow::Borrowed(k.as_str()), v))
+                    .collect(),
+            )
+        };
+        RowRef {
+            run_id: Cow::Borrowed(&row.run_id),
+            seed: row.seed,
+            algorithm_id: Cow::Borrowed(&row.algorithm_id),
+            task: Cow::Borrowed(&row.task),
+            step: row.step,
+            episode: row.episode,
+            episode_step: row.episode_step,
+            reward: row.reward,
+            components: terms(&row.components),
+            payout: terms(&row.payout),
+            regime: Cow::Borrowed(&row.regime),
+            regime_origin: row.regime_origin,
+            terminated: row.terminated,
+            truncated: row.truncated,
+            ceiling: row.ceiling,
+            _obs: row.obs.as_ref().map(|_| IgnoredAny),
+            _action: row.action.as_ref().map(|_| IgnoredAny),
+        }
+    }
+
+    /// The reward without episode-end payouts: `reward - sum(payout)`.
+    pub fn reward_without_payout(&self) -> f64 {
+        self.reward - self.payout.sum()
+    }
+}
+
+/// A name -> value map of reward terms, borrowed and in file order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Terms<'a>(Vec<(Cow<'a, str>, f64)>);
+
+impl Terms<'_> {
+    /// The `(name, value)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.0.iter().map(|(k, v)| (k.as_ref(), *v))
+    }
+
+    /// The sum of the values.
+    pub fn sum(&self) -> f64 {
+        self.0.iter().map(|(_, v)| v).sum()
+    }
+
+    /// True when there is no term.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Terms<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MapVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for MapVisitor<'a> {
+            type Value = Terms<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of term names to numbers")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Terms<'a>, M::Error> {
+                let mut terms = Vec::new();
+                while let Some((Name(k), v)) = map.next_entry::<Name<'a>, f64>()? {
+                    terms.push((k, v));
+                }
+                Ok(Terms(terms))
+            }
+        }
+        deserializer.deserialize_map(MapVisitor(std::marker::PhantomData))
+    }
+}
+
+/// A map key, borrowed when the text needs no unescaping.
+struct Name<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Name<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StrVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for StrVisitor<'a> {
+            type Value = Name<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a term name")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Name<'a>, E> {
+                Ok(Name(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Name<'a>, E> {
+                Ok(Name(Cow::Owned(v.to_string())))
+            }
+        }
+        deserializer.deserialize_str(StrVisitor(std::marker::PhantomData))
     }
 }
 
@@ -198,22 +462,41 @@ fn parse_jsonl(text: &[u8], path: &Path, line: u64) -> Result<TraceRow, TraceErr
     Ok(row)
 }
 
+fn parse_jsonl_ref<'a>(text: &'a [u8], path: &Path, line: u64) -> Result<RowRef<'a>, TraceError> {
+    let row: RowRef<'a> = serde_json::from_slice(text).map_err(|e| {
+        TraceError::parse(
+            path,
+            line,
+            format!("not a valid trace row ({e}); each line must be one JSON object with the trace columns"),
+        )
+    })?;
+    let bad = !row.reward.is_finite()
+        || row.components.iter().any(|(_, v)| !v.is_finite())
+        || row.payout.iter().any(|(_, v)| !v.is_finite())
+        || row.ceiling.is_some_and(|c| !c.is_finite());
+    if bad {
+        return Err(not_finite(path, line, row.step));
+    }
+    Ok(row)
+}
+
 fn check_finite(row: &TraceRow, path: &Path, line: u64) -> Result<(), TraceError> {
     let bad = !row.reward.is_finite()
         || row.components.values().any(|v| !v.is_finite())
         || row.payout.values().any(|v| !v.is_finite())
         || row.ceiling.is_some_and(|c| !c.is_finite());
     if bad {
-        return Err(TraceError::parse(
-            path,
-            line,
-            format!(
-                "step {}: a reward, component, payout or ceiling is not a finite number",
-                row.step
-            ),
-        ));
+        return Err(not_finite(path, line, row.step));
     }
     Ok(())
+}
+
+fn not_finite(path: &Path, line: u64, step: u64) -> TraceError {
+    TraceError::parse(
+        path,
+        line,
+        format!("step {step}: a reward, component, payout or ceiling is not a finite number"),
+    )
 }
 
 fn csv_fields(text: &[u8]) -> Result<Vec<String>, csv::Error> {
