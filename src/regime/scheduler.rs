@@ -128,7 +128,11 @@ impl Scheduler {
                 min_dwell,
                 mean_dwell,
             } => {
-                if labels.is_empty() || *min_dwell == 0 || !(*mean_dwell >= *min_dwell as f64) {
+                if labels.is_empty()
+                    || *min_dwell == 0
+                    || mean_dwell.is_nan()
+                    || *mean_dwell < *min_dwell as f64
+                {
                     return Err(RegimeError::BadPlan(
                         "a stochastic plan needs labels, `min_dwell` >= 1 and `mean_dwell` >= `min_dwell`".into(),
                     ));
