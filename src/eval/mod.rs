@@ -79,13 +79,16 @@
 //!
 //! # Streaming
 //!
-//! Memory is bounded by the number of runs and intervals, not rows: each file is streamed
-//! twice. Pass 1 finds intervals, heads, tails, sums, block statistics and the recovery
-//! crossings (B_k is known when interval k starts). Pass 2 runs only for the intervals
-//! whose adaptation target lies strictly inside them (P_k > H_k) or with more than 20 blocks
-//! (cvar05 then needs ceil(B/20) > 1 lowest block means, kept in a heap of that size while
-//! the interval is replayed); it stops as soon as nothing is left to compute. Pass 2 reads
-//! exactly the rows pass 1 read, so a trace still being written evaluates consistently.
+//! Memory is bounded by the number of runs and intervals, not rows. The files are parsed
+//! once (pass 1): it finds intervals, heads, tails, sums, block statistics and the recovery
+//! crossings (B_k is known when interval k starts), and writes every x_t (8 bytes a row) to
+//! an unnamed temporary file. Pass 2 replays those x_t, exactly as read, for the intervals
+//! whose adaptation target lies strictly inside them (P_k > H_k: the first crossing needs
+//! P_k, known only at e_k) or with more than 20 blocks (cvar05 then needs the
+//! ceil(B/20) > 1 lowest block means, kept in a heap of that size while the interval is
+//! replayed), and stops as soon as nothing is left to compute. Replaying x_t rather than
+//! re-reading the traces costs a few percent of parsing them, and a trace still being
+//! written evaluates consistently.
 //!
 //! # Examples
 //!
@@ -104,6 +107,7 @@ mod error;
 mod plot;
 mod report;
 mod run;
+mod spill;
 mod sum;
 
 use std::collections::{HashMap, HashSet};
@@ -119,6 +123,7 @@ pub use report::{ConfigurationReport, IntervalReport, Report, RunReport};
 
 use crate::trace::TraceReader;
 use run::RunScan;
+use spill::Spill;
 
 /// How to evaluate. Build with `Default` and struct update syntax.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -153,27 +158,24 @@ impl Default for EvalOptions {
 ///
 /// A file cannot be read or has a bad row (missing column, bad value, NaN), a run's steps are
 /// not contiguous, a run's rows resume after another run's in the same file, no file holds a
-/// complete row, or `window` is 0. Each names the file and line. A torn last line is not an
-/// error: it is listed in [`Report::warnings`].
+/// complete row, or `window` is 0. Each names the file and line. The temporary file of x_t
+/// cannot be written or read back ([`EvalError::Io`]). A torn last line is not an error: it
+/// is listed in [`Report::warnings`].
 pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, EvalError> {
     if options.window == 0 {
         return Err(EvalError::InvalidOptions(
             "the smoothing window must be at least 1 step".into(),
         ));
     }
-    let x_of = |row: &crate::trace::RowRef<'_>| {
-        if options.include_payout {
-            row.reward
-        } else {
-            row.reward_without_payout()
-        }
-    };
     let mut runs: Vec<RunScan> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut warnings = Vec::new();
-    let mut file_rows = vec![0u64; paths.len()];
+    // Which run each stretch of rows belonged to, in reading order: at most one entry per
+    // run and file, since a run's rows are contiguous within a file.
+    let mut segments: Vec<(usize, u64)> = Vec::new();
+    let mut spill = Spill::create()?;
 
-    for (path, rows) in paths.iter().zip(&mut file_rows) {
+    for path in paths {
         let mut reader = TraceReader::open(std::slice::from_ref(path));
         let mut current: Option<usize> = None;
         let mut seen_here: HashSet<usize> = HashSet::new();
@@ -196,6 +198,7 @@ pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, Eval
                         });
                     }
                     current = Some(r);
+                    segments.push((r, 0));
                     r
                 }
             };
@@ -209,8 +212,16 @@ pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, Eval
                     found: row.step,
                 });
             }
-            run.push(row, x_of(row));
-            *rows += 1;
+            let x = if options.include_payout {
+                row.reward
+            } else {
+                row.reward_without_payout()
+            };
+            run.push(row, x);
+            spill.push(x)?;
+            if let Some(last) = segments.last_mut() {
+                last.1 += 1;
+            }
         }
         warnings.extend(reader.torn_tails().iter().map(ToString::to_string));
     }
@@ -225,30 +236,17 @@ pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, Eval
         run.finish_pass1();
         pending += run.pending;
     }
-    'files: for (path, &rows) in paths.iter().zip(&file_rows) {
-        if pending == 0 {
-            break;
-        }
-        let mut reader = TraceReader::open(std::slice::from_ref(path));
-        let mut current = usize::MAX;
-        for _ in 0..rows {
-            let Some(at) = reader.next_ref() else {
-                continue 'files;
-            };
-            let row = at?.row;
-            if current == usize::MAX || runs[current].run_id != row.run_id {
-                current = index
-                    .get(row.run_id.as_ref())
-                    .copied()
-                    .unwrap_or(usize::MAX);
-            }
-            let Some(run) = runs.get_mut(current) else {
-                continue;
-            };
-            if run.pending > 0 && run.replay(row.step, x_of(&row)) {
-                pending -= 1;
-                if pending == 0 {
-                    break 'files;
+    if pending > 0 {
+        let mut xs = spill.replay()?;
+        'rows: for (r, rows) in segments {
+            for _ in 0..rows {
+                let x = xs.next()?;
+                let run = &mut runs[r];
+                if run.pending > 0 && run.replay(x) {
+                    pending -= 1;
+                    if pending == 0 {
+                        break 'rows;
+                    }
                 }
             }
         }

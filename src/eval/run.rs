@@ -83,6 +83,7 @@ impl Ord for Block {
 /// Pass 2's position in the run.
 #[derive(Default)]
 struct Replay {
+    step: u64,
     interval: usize,
     block: Sum,
     block_len: usize,
@@ -179,7 +180,10 @@ impl RunScan {
             totals: Vec::new(),
             needs: Vec::new(),
             last_tail: HashMap::new(),
-            replay: Replay::default(),
+            replay: Replay {
+                step: row.step,
+                ..Replay::default()
+            },
             pending: 0,
         }
     }
@@ -352,10 +356,12 @@ impl RunScan {
         self.rolling.clear();
     }
 
-    /// Pass 2: takes the run's next row again. Returns true when this row finished the
-    /// last thing an interval needed.
-    pub(crate) fn replay(&mut self, step: u64, x: f64) -> bool {
+    /// Pass 2: takes the x_t of the run's next row again. Returns true when this row
+    /// finished the last thing an interval needed.
+    pub(crate) fn replay(&mut self, x: f64) -> bool {
         let r = &mut self.replay;
+        let step = r.step;
+        r.step += 1;
         if step > self.intervals[r.interval].end {
             r.interval += 1;
             r.block = Sum::default();

@@ -88,13 +88,12 @@ mod tests {
         for i in 0..1_000_000u64 {
             last = r.push(0.1 * (i % 7) as f64);
         }
-        // The last ten pushes are i = 999_990..=999_999, i % 7 = 1,2,3,4,5,6,0,1,2,3.
-        let fresh: f64 = [1, 2, 3, 4, 5, 6, 0, 1, 2, 3]
-            .iter()
-            .map(|&k| 0.1 * k as f64)
-            .sum::<f64>()
-            / 10.0;
-        assert!((last.unwrap() - fresh).abs() <= f64::EPSILON * 4.0);
+        let mut fresh = Sum::default();
+        for i in 999_990..1_000_000u64 {
+            fresh.add(0.1 * (i % 7) as f64);
+        }
+        let fresh = fresh.value() / 10.0;
+        assert_eq!(last, Some(fresh));
     }
 
     #[test]
