@@ -11,8 +11,24 @@ use serde_json::Value;
 
 const LABELS: [&str; 3] = ["calm", "heavy", "light"];
 
-fn temp_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("perennial-eval-cli-{}-{name}", std::process::id()))
+/// A temp file removed when the test is done with it.
+struct Temp(PathBuf);
+
+impl std::ops::Deref for Temp {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn temp_path(name: &str) -> Temp {
+    Temp(std::env::temp_dir().join(format!("perennial-eval-cli-{}-{name}", std::process::id())))
 }
 
 /// A CartPole run with a random agent, auto-reset on, cycling through three gravity regimes
@@ -75,14 +91,14 @@ fn eval_prints_a_table_json_with_every_design_key_and_an_svg() {
     let trace = temp_path("cartpole.jsonl");
     cartpole_trace(&trace, 7);
 
-    let table = run_cli(&args(vec![trace.clone()])).unwrap();
+    let table = run_cli(&args(vec![trace.to_path_buf()])).unwrap();
     assert!(table.contains("run cartpole-random-seed7"), "{table}");
     for label in LABELS {
         assert!(table.contains(label), "{table}");
     }
     assert!(table.contains("configurations") && table.contains("group task"));
 
-    let mut json_args = args(vec![trace.clone()]);
+    let mut json_args = args(vec![trace.to_path_buf()]);
     json_args.json = true;
     let json: Value = serde_json::from_str(&run_cli(&json_args).unwrap()).unwrap();
     let run = &json["runs"][0];
@@ -161,10 +177,10 @@ fn eval_prints_a_table_json_with_every_design_key_and_an_svg() {
     assert_eq!(json["warnings"], serde_json::json!([]));
 
     let plot = temp_path("cartpole.svg");
-    let mut plot_args = args(vec![trace]);
-    plot_args.plot = Some(plot.clone());
+    let mut plot_args = args(vec![trace.to_path_buf()]);
+    plot_args.plot = Some(plot.to_path_buf());
     run_cli(&plot_args).unwrap();
-    let svg = std::fs::read_to_string(&plot).unwrap();
+    let svg = std::fs::read_to_string(&*plot).unwrap();
     assert!(svg.starts_with("<svg"));
     assert_balanced(&svg);
     for label in LABELS {
@@ -187,7 +203,7 @@ fn several_runs_share_a_plot_and_a_group_and_csv_reads_like_jsonl() {
     cartpole_trace(&b, 2);
     cartpole_trace(&c, 2);
 
-    let mut json_args = args(vec![a.clone(), b.clone()]);
+    let mut json_args = args(vec![a.to_path_buf(), b.to_path_buf()]);
     json_args.json = true;
     let json: Value = serde_json::from_str(&run_cli(&json_args).unwrap()).unwrap();
     assert_eq!(json["runs"].as_array().unwrap().len(), 2);
@@ -199,15 +215,15 @@ fn several_runs_share_a_plot_and_a_group_and_csv_reads_like_jsonl() {
         (Some(1.0), Some(2))
     );
 
-    json_args.traces = vec![c];
+    json_args.traces = vec![c.to_path_buf()];
     let from_csv: Value = serde_json::from_str(&run_cli(&json_args).unwrap()).unwrap();
     assert_eq!(from_csv["runs"][0], json["runs"][1]);
 
     let plot = temp_path("two.svg");
-    let mut plot_args = args(vec![a, b]);
-    plot_args.plot = Some(plot.clone());
+    let mut plot_args = args(vec![a.to_path_buf(), b.to_path_buf()]);
+    plot_args.plot = Some(plot.to_path_buf());
     run_cli(&plot_args).unwrap();
-    let svg = std::fs::read_to_string(&plot).unwrap();
+    let svg = std::fs::read_to_string(&*plot).unwrap();
     assert_balanced(&svg);
     assert_eq!(svg.matches("<polyline").count(), 2);
     assert!(svg.contains("cartpole-random-seed1") && svg.contains("cartpole-random-seed2"));
@@ -216,7 +232,7 @@ fn several_runs_share_a_plot_and_a_group_and_csv_reads_like_jsonl() {
 #[test]
 fn a_missing_trace_is_an_error_naming_the_file() {
     let missing = temp_path("nowhere.jsonl");
-    let err = run_cli(&args(vec![missing.clone()])).unwrap_err();
+    let err = run_cli(&args(vec![missing.to_path_buf()])).unwrap_err();
     assert!(err.to_string().contains(&missing.display().to_string()));
 }
 

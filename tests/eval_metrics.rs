@@ -8,15 +8,31 @@ use serde_json::{Value, json};
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
+/// A temp file removed when the test is done with it.
+struct Temp(PathBuf);
+
+impl std::ops::Deref for Temp {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// A fresh path in the temp dir, unique per process and call.
 fn temp_path(name: &str) -> PathBuf {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     std::env::temp_dir().join(format!("perennial-eval-{}-{n}-{name}", std::process::id()))
 }
 
-fn write(name: &str, text: &str) -> PathBuf {
-    let path = temp_path(name);
-    std::fs::write(&path, text).unwrap();
+fn write(name: &str, text: &str) -> Temp {
+    let path = Temp(temp_path(name));
+    std::fs::write(&*path, text).unwrap();
     path
 }
 
@@ -55,7 +71,7 @@ fn options(window: usize) -> EvalOptions {
 
 fn eval_rows(rows: &[Value], window: usize) -> Report {
     let path = write("trace.jsonl", &jsonl(rows));
-    evaluate(&[path], &options(window)).unwrap()
+    evaluate(std::slice::from_ref(&path), &options(window)).unwrap()
 }
 
 fn only_run(report: &Report) -> &RunReport {
@@ -288,7 +304,7 @@ fn payout_is_included_on_request() {
         include_payout: true,
         ..EvalOptions::default()
     };
-    let report = evaluate(&[path], &options).unwrap();
+    let report = evaluate(std::slice::from_ref(&path), &options).unwrap();
     let i = &only_run(&report).intervals[0];
     assert_eq!((i.head, i.tail, i.adaptation_steps), (1.0, 6.0, 4));
     assert_eq!(i.mean_reward, 3.5);
@@ -352,7 +368,7 @@ fn groups_average_over_seeds_with_a_bootstrap_interval() {
     }
     text.push_str(&jsonl(&other));
     let path = write("groups.jsonl", &text);
-    let report = evaluate(&[path], &options(2)).unwrap();
+    let report = evaluate(std::slice::from_ref(&path), &options(2)).unwrap();
     assert_eq!(report.runs.len(), 4);
     let g: Vec<_> = report
         .groups
@@ -378,13 +394,13 @@ fn a_run_may_span_files_in_step_order() {
     let rows = run_rows("r", &[("a", &[1.0; 6]), ("b", &[2.0; 6])]);
     let first = write("part1.jsonl", &jsonl(&rows[..5]));
     let second = write("part2.jsonl", &jsonl(&rows[5..]));
-    let split = evaluate(&[first, second], &options(3)).unwrap();
+    let split = evaluate(&[first.to_path_buf(), second.to_path_buf()], &options(3)).unwrap();
     let whole = eval_rows(&rows, 3);
     let intervals = |r: &Report| -> Vec<IntervalReport> { only_run(r).intervals.clone() };
     assert_eq!(intervals(&split), intervals(&whole));
 }
 
-fn error_of(name: &str, text: &str) -> (PathBuf, String) {
+fn error_of(name: &str, text: &str) -> (Temp, String) {
     let path = write(name, text);
     let err: EvalError = evaluate(std::slice::from_ref(&path), &options(2)).unwrap_err();
     (path, err.to_string())
@@ -463,7 +479,7 @@ fn no_rows_and_a_zero_window_are_errors() {
     assert!(err.to_string().contains("no complete trace row"), "{err}");
     let path = write("one.jsonl", &jsonl(&run_rows("r", &[("a", &[1.0])])));
     assert!(matches!(
-        evaluate(&[path], &options(0)),
+        evaluate(std::slice::from_ref(&path), &options(0)),
         Err(EvalError::InvalidOptions(_))
     ));
 }
