@@ -61,6 +61,7 @@ pub struct TraceReader {
     torn: Vec<TornTail>,
     line: Vec<u8>,
     csv_row: Option<TraceRow>,
+    prefix: scan::Prefix,
     failed: bool,
 }
 
@@ -86,6 +87,7 @@ impl TraceReader {
             torn: Vec::new(),
             line: Vec::with_capacity(512),
             csv_row: None,
+            prefix: scan::Prefix::default(),
             failed: false,
         }
     }
@@ -127,10 +129,13 @@ impl TraceReader {
                     // (to tell a torn tail from a row) costs nothing.
                     let file = self.current.as_ref()?;
                     let ok = match file.format {
-                        TraceFormat::Jsonl => {
-                            parse_jsonl_ref(trim_newline(&self.line), &file.path, file.line_no)
-                                .is_ok()
-                        }
+                        TraceFormat::Jsonl => parse_jsonl_ref(
+                            trim_newline(&self.line),
+                            &mut self.prefix,
+                            &file.path,
+                            file.line_no,
+                        )
+                        .is_ok(),
                         TraceFormat::Csv => self.parse_csv_current().is_ok(),
                     };
                     if ok {
@@ -142,9 +147,12 @@ impl TraceReader {
         }
         let file = self.current.as_ref()?;
         let row = match file.format {
-            TraceFormat::Jsonl => {
-                parse_jsonl_ref(trim_newline(&self.line), &file.path, file.line_no)
-            }
+            TraceFormat::Jsonl => parse_jsonl_ref(
+                trim_newline(&self.line),
+                &mut self.prefix,
+                &file.path,
+                file.line_no,
+            ),
             TraceFormat::Csv => match self.parse_csv_current() {
                 Ok(row) => Ok(RowRef::from_owned(self.csv_row.insert(row))),
                 Err(e) => Err(e),
@@ -462,8 +470,13 @@ fn parse_jsonl(text: &[u8], path: &Path, line: u64) -> Result<TraceRow, TraceErr
     Ok(row)
 }
 
-fn parse_jsonl_ref<'a>(text: &'a [u8], path: &Path, line: u64) -> Result<RowRef<'a>, TraceError> {
-    if let Some(row) = scan::row(text) {
+fn parse_jsonl_ref<'a>(
+    text: &'a [u8],
+    prefix: &mut scan::Prefix,
+    path: &Path,
+    line: u64,
+) -> Result<RowRef<'a>, TraceError> {
+    if let Some(row) = scan::row(text, prefix) {
         return Ok(row);
     }
     let row: RowRef<'a> = serde_json::from_slice(text).map_err(|e| {
@@ -660,6 +673,19 @@ mod scan {
         text: &'a str,
         b: &'a [u8],
         i: usize,
+        /// Where the last string read lies.
+        last: (usize, usize),
+    }
+
+    /// The identity columns a run repeats on every row, with the bytes they were read from:
+    /// a line that starts with the same bytes has the same values at the same offsets, so
+    /// the scanner skips them.
+    #[derive(Debug, Default)]
+    pub(super) struct Prefix {
+        bytes: Vec<u8>,
+        seed: u64,
+        /// `run_id`, `algorithm_id` and `task`.
+        spans: [(usize, usize); 3],
     }
 
     impl<'a> Scan<'a> {
@@ -686,6 +712,7 @@ mod scan {
                 return None;
             }
             let s = self.text.get(start..self.i)?;
+            self.last = (start, self.i);
             self.i += 1;
             Some(s)
         }
@@ -806,12 +833,13 @@ mod scan {
     ];
 
     /// The row in `text`, or `None` to let serde decide.
-    pub(super) fn row(line: &[u8]) -> Option<RowRef<'_>> {
+    pub(super) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> Option<RowRef<'a>> {
         let text = std::str::from_utf8(line).ok()?;
         let mut s = Scan {
             text,
             b: line,
             i: 0,
+            last: (0, 0),
         };
         let mut seen = 0u16;
         let (mut run_id, mut algorithm_id, mut task, mut regime) = ("", "", "", "");
@@ -821,8 +849,22 @@ mod scan {
         let mut origin = Origin::Initial;
         let (mut terminated, mut truncated) = (false, false);
         let mut ceiling = None;
-        s.byte(b'{')?;
         let mut next = 0;
+        let mut spans = [(0, 0); 3];
+        // True while the columns come in DESIGN order from the line's start.
+        let mut in_order;
+        if !prefix.bytes.is_empty() && line.starts_with(&prefix.bytes) {
+            let span = |k: usize| text.get(prefix.spans[k].0..prefix.spans[k].1);
+            (run_id, algorithm_id, task) = (span(0)?, span(1)?, span(2)?);
+            seed = prefix.seed;
+            seen = 0b1111;
+            next = 4;
+            s.i = prefix.bytes.len();
+            in_order = false;
+        } else {
+            s.byte(b'{')?;
+            in_order = true;
+        }
         loop {
             let key = s.str()?;
             s.byte(b':')?;
@@ -834,12 +876,22 @@ mod scan {
             } else {
                 COLUMNS.iter().position(|c| *c == key)?
             };
+            in_order &= bit == next;
             next = bit + 1;
             match bit {
-                0 => run_id = s.str()?,
+                0 => {
+                    run_id = s.str()?;
+                    spans[0] = s.last;
+                }
                 1 => seed = s.u64()?,
-                2 => algorithm_id = s.str()?,
-                3 => task = s.str()?,
+                2 => {
+                    algorithm_id = s.str()?;
+                    spans[1] = s.last;
+                }
+                3 => {
+                    task = s.str()?;
+                    spans[2] = s.last;
+                }
                 4 => step = s.u64()?,
                 5 => episode = s.u64()?,
                 6 => episode_step = s.u64()?,
@@ -877,6 +929,12 @@ mod scan {
                     break;
                 }
                 _ => return None,
+            }
+            if in_order && bit == 3 {
+                prefix.bytes.clear();
+                prefix.bytes.extend_from_slice(&line[..s.i]);
+                prefix.seed = seed;
+                prefix.spans = spans;
             }
         }
         s.ws();
@@ -917,13 +975,39 @@ mod tests {
 
     #[test]
     fn scanner_reads_writer_rows_exactly_as_serde_does() {
-        let fast = scan::row(ROW.as_bytes()).unwrap();
+        let fast = scan::row(ROW.as_bytes(), &mut scan::Prefix::default()).unwrap();
         assert_eq!(Some(fast.clone()), serde_row(ROW));
         assert!(matches!(fast.run_id, Cow::Borrowed(_)));
         let spaced = ROW.replace(',', " ,\t").replace(':', ": ");
-        assert_eq!(scan::row(spaced.as_bytes()), serde_row(&spaced));
+        let fresh = || scan::Prefix::default();
+        assert_eq!(
+            scan::row(spaced.as_bytes(), &mut fresh()),
+            serde_row(&spaced)
+        );
         let null_ceiling = ROW.replace("13.0", "null");
-        assert_eq!(scan::row(null_ceiling.as_bytes()).unwrap().ceiling, None);
+        let row = scan::row(null_ceiling.as_bytes(), &mut fresh()).unwrap();
+        assert_eq!(row.ceiling, None);
+    }
+
+    #[test]
+    fn scanner_reuses_a_run_prefix_only_while_it_matches() {
+        let mut prefix = scan::Prefix::default();
+        let rows = [
+            ROW.to_string(),
+            ROW.replace(r#""step":12"#, r#""step":13"#),
+            ROW.replace(r#""run_id":"r""#, r#""run_id":"s""#),
+            ROW.replace(r#""task":"t""#, r#""task":"tt""#),
+            ROW.replace(r#""seed":7"#, r#""seed":8"#),
+            ROW.replace(r#"{"run_id":"r","seed":7,"#, r#"{"seed":7,"run_id":"r","#),
+            ROW.to_string(),
+        ];
+        for row in &rows {
+            assert_eq!(
+                scan::row(row.as_bytes(), &mut prefix),
+                serde_row(row),
+                "{row}"
+            );
+        }
     }
 
     #[test]
@@ -942,7 +1026,9 @@ mod tests {
             format!("{ROW} x"),
         ];
         for case in &cases {
-            assert!(scan::row(case.as_bytes()).is_none(), "{case}");
+            let mut prefix = scan::Prefix::default();
+            assert!(scan::row(ROW.as_bytes(), &mut prefix).is_some());
+            assert!(scan::row(case.as_bytes(), &mut prefix).is_none(), "{case}");
         }
         assert!(serde_row(&cases[0]).is_some());
         assert!(serde_row(&cases[7]).is_some());
