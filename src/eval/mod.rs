@@ -86,7 +86,9 @@
 //! whose adaptation target lies strictly inside them (P_k > H_k: the first crossing needs
 //! P_k, known only at e_k) or with more than 20 blocks (cvar05 then needs the
 //! ceil(B/20) > 1 lowest block means, kept in a heap of that size while the interval is
-//! replayed), and stops as soon as nothing is left to compute. Replaying x_t rather than
+//! replayed: one number per 20 W rows of the interval being replayed, freed at its end),
+//! and stops as soon as nothing is left to compute. The plot keeps at most about 2000 points
+//! per run. Replaying x_t rather than
 //! re-reading the traces costs a few percent of parsing them, and a trace still being
 //! written evaluates consistently.
 //!

@@ -18,10 +18,10 @@ pub struct Report {
     pub groups: Vec<Comparison>,
     /// Torn tails met while reading (complete rows before them were used).
     pub warnings: Vec<String>,
-    /// The smoothing window W used.
+    /// The smoothing window W used (not serialized).
     #[serde(skip)]
     pub window: usize,
-    /// Whether x_t included payouts.
+    /// Whether x_t included payouts (not serialized).
     #[serde(skip)]
     pub include_payout: bool,
 }
