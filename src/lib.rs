@@ -5,6 +5,7 @@ pub mod agents;
 pub mod cartpole;
 pub mod env;
 pub mod episodes;
+pub mod eval;
 pub mod harness;
 pub mod morpheus;
 pub mod regime;

@@ -32,6 +32,8 @@ struct Cli {
 enum Command {
     /// Run an agent in a world and write its trace.
     Run(RunArgs),
+    /// Score traces: the six continual-RL metrics per configuration interval.
+    Eval(perennial::eval::EvalArgs),
     /// Export a trace's experience as rLLM episodes (Episode > Trajectory > Step).
     Episodes(perennial::episodes::EpisodesArgs),
     /// List the shipped world files.
@@ -125,6 +127,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(args),
+        Command::Eval(args) => perennial::eval::run_cli(&args)
+            .map(|out| print!("{out}"))
+            .map_err(Failure::input),
         Command::Episodes(args) => perennial::episodes::run_cli(&args)
             .map(|summary| println!("{summary}"))
             .map_err(Failure::input),

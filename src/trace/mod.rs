@@ -23,7 +23,7 @@ mod reader;
 mod row;
 
 pub use error::{TornTail, TraceError};
-pub use reader::{TraceFormat, TraceReader};
+pub use reader::{Located, RowRef, Terms, TraceFormat, TraceReader};
 pub use row::{RowRecord, RunIdentity, TraceRow};
 
 use std::fs::File;

@@ -1,0 +1,303 @@
+//! Across runs: group by (task, algorithm), mean over seeds with a bootstrap confidence interval.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::report::{RunReport, Table, num};
+use super::sum::Sum;
+
+/// A mean over runs with its 95% percentile-bootstrap confidence interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Estimate {
+    /// Mean of the per-run values.
+    pub mean: f64,
+    /// 2.5th percentile of the bootstrap means.
+    pub ci_low: f64,
+    /// 97.5th percentile of the bootstrap means.
+    pub ci_high: f64,
+    /// Runs that had a value (a metric that does not apply to a run is left out).
+    pub n: usize,
+}
+
+/// One label's metrics in a group: per run a single number, then an [`Estimate`] over runs.
+///
+/// Per run, interval metrics are averaged over the label's intervals that have them; a
+/// field is null when no run of the group has a value.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LabelComparison {
+    /// Runs of the group with at least one interval of the label.
+    pub runs: usize,
+    /// The configuration's `mean_reward`.
+    pub mean_reward: Option<Estimate>,
+    /// Mean A_k over the label's intervals.
+    pub adaptation_steps: Option<Estimate>,
+    /// Mean R_k over the label's recovered intervals.
+    pub recovery_steps: Option<Estimate>,
+    /// Fraction of the label's intervals with k >= 1 that recovered.
+    pub recovered_fraction: Option<Estimate>,
+    /// The configuration's `mean_forgetting`.
+    pub forgetting: Option<Estimate>,
+    /// Mean `stability_std` over the label's intervals.
+    pub stability_std: Option<Estimate>,
+    /// Mean `cvar05` over the label's intervals.
+    pub cvar05: Option<Estimate>,
+    /// The configuration's `gap`.
+    pub gap: Option<Estimate>,
+    /// The configuration's `normalized_gap`.
+    pub normalized_gap: Option<Estimate>,
+}
+
+/// The metric names of [`LabelComparison`], in field order.
+pub const METRICS: [&str; 9] = [
+    "mean_reward",
+    "adaptation_steps",
+    "recovery_steps",
+    "recovered_fraction",
+    "forgetting",
+    "stability_std",
+    "cvar05",
+    "gap",
+    "normalized_gap",
+];
+
+impl LabelComparison {
+    /// `(name, estimate)` for each metric, in [`METRICS`] order.
+    pub fn metrics(&self) -> [(&'static str, Option<Estimate>); 9] {
+        let v = [
+            self.mean_reward,
+            self.adaptation_steps,
+            self.recovery_steps,
+            self.recovered_fraction,
+            self.forgetting,
+            self.stability_std,
+            self.cvar05,
+            self.gap,
+            self.normalized_gap,
+        ];
+        std::array::from_fn(|i| (METRICS[i], v[i]))
+    }
+}
+
+/// The runs of one `(task, algorithm_id)` pair, compared label by label.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The task.
+    pub task: String,
+    /// The algorithm.
+    pub algorithm_id: String,
+    /// Number of runs in the group.
+    pub runs: usize,
+    /// Their seeds, in run order.
+    pub seeds: Vec<u64>,
+    /// Their run ids, in run order.
+    pub run_ids: Vec<String>,
+    /// Per label.
+    pub configurations: BTreeMap<String, LabelComparison>,
+}
+
+fn mean(values: &[f64]) -> f64 {
+    let mut s = Sum::default();
+    values.iter().for_each(|&v| s.add(v));
+    s.value() / values.len() as f64
+}
+
+fn mean_of(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let v: Vec<f64> = values.collect();
+    (!v.is_empty()).then(|| mean(&v))
+}
+
+/// FNV-1a, so each estimate's resampling stream depends on its name and not on how many
+/// other estimates were computed before it.
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.bytes().chain([0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The mean of `values` with a 95% percentile-bootstrap CI from `resamples` resamples
+/// drawn with ChaCha8 seeded by `seed`. One value, or no resamples, gives CI = [mean, mean].
+///
+/// The CI bounds are the order statistics at 0-based ranks floor(0.025 R) and
+/// ceil(0.975 R) - 1 of the R sorted resample means.
+///
+/// # Examples
+///
+/// ```
+/// use perennial::eval::bootstrap;
+///
+/// let e = bootstrap(&[1.0, 2.0, 3.0, 4.0], 2000, 0).unwrap();
+/// assert_eq!(e.mean, 2.5);
+/// assert!(e.ci_low >= 1.0 && e.ci_low < 2.5 && e.ci_high > 2.5 && e.ci_high <= 4.0);
+/// assert_eq!(bootstrap(&[7.0], 2000, 0).map(|e| (e.ci_low, e.ci_high)), Some((7.0, 7.0)));
+/// assert!(bootstrap(&[], 2000, 0).is_none());
+/// ```
+pub fn bootstrap(values: &[f64], resamples: usize, seed: u64) -> Option<Estimate> {
+    if values.is_empty() {
+        return None;
+    }
+    let m = mean(values);
+    let n = values.len();
+    if n == 1 || resamples == 0 {
+        return Some(Estimate {
+            mean: m,
+            ci_low: m,
+            ci_high: m,
+            n,
+        });
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut means: Vec<f64> = (0..resamples)
+        .map(|_| {
+            let mut s = Sum::default();
+            for _ in 0..n {
+                s.add(values[rng.random_range(0..n)]);
+            }
+            s.value() / n as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let lo = (resamples as f64 * 0.025).floor() as usize;
+    let hi = ((resamples as f64 * 0.975).ceil() as usize).clamp(1, resamples) - 1;
+    Some(Estimate {
+        mean: m,
+        ci_low: means[lo.min(resamples - 1)],
+        ci_high: means[hi],
+        n,
+    })
+}
+
+/// One run's value of each metric under `label`, in [`METRICS`] order.
+fn run_values(run: &RunReport, label: &str) -> [Option<f64>; 9] {
+    let config = run.configurations.get(label);
+    let of_label = || run.intervals.iter().filter(|i| i.regime == label);
+    let after_first = || of_label().filter(|i| i.recovered.is_some());
+    let recovered = after_first().filter(|i| i.recovered == Some(true)).count();
+    let followers = after_first().count();
+    [
+        config.map(|c| c.mean_reward),
+        mean_of(of_label().map(|i| i.adaptation_steps as f64)),
+        mean_of(of_label().filter_map(|i| i.recovery_steps.map(|r| r as f64))),
+        (followers > 0).then(|| recovered as f64 / followers as f64),
+        config.and_then(|c| c.mean_forgetting),
+        mean_of(of_label().map(|i| i.stability_std)),
+        mean_of(of_label().map(|i| i.cvar05)),
+        config.and_then(|c| c.gap),
+        config.and_then(|c| c.normalized_gap),
+    ]
+}
+
+/// Groups `runs` by `(task, algorithm_id)` and gives, per label and metric, the mean over
+/// the group's runs with a 95% bootstrap CI (`resamples` resamples, seeded from `seed` and
+/// the estimate's name, so results do not depend on which other runs are present).
+/// Groups come sorted by task then algorithm.
+///
+/// # Examples
+///
+/// ```no_run
+/// use perennial::eval::{compare, comparison_text, evaluate, EvalOptions};
+///
+/// let report = evaluate(&["a.jsonl".into(), "b.jsonl".into()], &EvalOptions::default())?;
+/// let groups = compare(&report.runs, 2000, 0);
+/// print!("{}", comparison_text(&groups));
+/// # Ok::<(), perennial::eval::EvalError>(())
+/// ```
+pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Comparison> {
+    let mut groups: BTreeMap<(&str, &str), Vec<&RunReport>> = BTreeMap::new();
+    for run in runs {
+        groups
+            .entry((run.task.as_str(), run.algorithm_id.as_str()))
+            .or_default()
+            .push(run);
+    }
+    groups
+        .into_iter()
+        .map(|((task, algorithm), members)| {
+            let labels: std::collections::BTreeSet<&str> = members
+                .iter()
+                .flat_map(|r| r.configurations.keys().map(String::as_str))
+                .collect();
+            let configurations = labels
+                .into_iter()
+                .map(|label| {
+                    let per_run: Vec<[Option<f64>; 9]> =
+                        members.iter().map(|r| run_values(r, label)).collect();
+                    let est: [Option<Estimate>; 9] = std::array::from_fn(|m| {
+                        let values: Vec<f64> = per_run.iter().filter_map(|v| v[m]).collect();
+                        let stream = seed ^ fnv1a(&[task, algorithm, label, METRICS[m]]);
+                        bootstrap(&values, resamples, stream)
+                    });
+                    let comparison = LabelComparison {
+                        runs: members
+                            .iter()
+                            .filter(|r| r.configurations.contains_key(label))
+                            .count(),
+                        mean_reward: est[0],
+                        adaptation_steps: est[1],
+                        recovery_steps: est[2],
+                        recovered_fraction: est[3],
+                        forgetting: est[4],
+                        stability_std: est[5],
+                        cvar05: est[6],
+                        gap: est[7],
+                        normalized_gap: est[8],
+                    };
+                    (label.to_string(), comparison)
+                })
+                .collect();
+            Comparison {
+                task: task.to_string(),
+                algorithm_id: algorithm.to_string(),
+                runs: members.len(),
+                seeds: members.iter().map(|r| r.seed).collect(),
+                run_ids: members.iter().map(|r| r.run_id.clone()).collect(),
+                configurations,
+            }
+        })
+        .collect()
+}
+
+/// A readable table per group: one line per metric, one column per label, each cell
+/// `mean [ci_low, ci_high]` (`-` where the metric does not apply).
+pub fn comparison_text(groups: &[Comparison]) -> String {
+    let mut out = String::new();
+    for g in groups {
+        let seeds: Vec<String> = g.seeds.iter().map(u64::to_string).collect();
+        let _ = writeln!(
+            out,
+            "group task {}  algorithm {}  runs {}  seeds {}  (mean over runs [95% bootstrap CI])",
+            g.task,
+            g.algorithm_id,
+            g.runs,
+            seeds.join(",")
+        );
+        let mut header = vec!["metric"];
+        header.extend(g.configurations.keys().map(String::as_str));
+        let mut t = Table::new(&header, &[true]);
+        let cell = |e: Option<Estimate>| {
+            e.map_or_else(
+                || "-".to_string(),
+                |e| format!("{} [{}, {}]", num(e.mean), num(e.ci_low), num(e.ci_high)),
+            )
+        };
+        let mut runs = vec!["runs".to_string()];
+        runs.extend(g.configurations.values().map(|c| c.runs.to_string()));
+        t.row(runs);
+        for (m, name) in METRICS.iter().enumerate() {
+            let mut row = vec![name.to_string()];
+            row.extend(g.configurations.values().map(|c| cell(c.metrics()[m].1)));
+            t.row(row);
+        }
+        t.render(&mut out, "    ");
+        out.push('\n');
+    }
+    out
+}

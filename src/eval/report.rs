@@ -1,0 +1,260 @@
+//! The report: per run, one record per interval and one per configuration; text and JSON.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::compare::Comparison;
+use crate::regime::Origin;
+
+/// Everything `perennial eval` reports. Serializes to the DESIGN JSON plus `groups` and
+/// `warnings` (see the [module docs](super)).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// One record per run, in the order runs first appear in the files.
+    pub runs: Vec<RunReport>,
+    /// Runs grouped by `(task, algorithm_id)`: mean over seeds with a bootstrap CI.
+    pub groups: Vec<Comparison>,
+    /// Torn tails met while reading (complete rows before them were used).
+    pub warnings: Vec<String>,
+    /// The smoothing window W used (not serialized).
+    #[serde(skip)]
+    pub window: usize,
+    /// Whether x_t included payouts (not serialized).
+    #[serde(skip)]
+    pub include_payout: bool,
+}
+
+/// The metrics of one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunReport {
+    /// The run's id.
+    pub run_id: String,
+    /// Its seed.
+    pub seed: u64,
+    /// The agent's id.
+    pub algorithm_id: String,
+    /// The task.
+    pub task: String,
+    /// Rows (steps) in the run.
+    pub steps: u64,
+    /// Distinct `episode` values met.
+    pub episodes: u64,
+    /// Configuration intervals in step order.
+    pub intervals: Vec<IntervalReport>,
+    /// Per label.
+    pub configurations: BTreeMap<String, ConfigurationReport>,
+    /// The plotted curve: `(step, run-wide rolling mean of x)` at no more than about 2000
+    /// steps. Not serialized.
+    #[serde(skip)]
+    pub curve: Vec<(u64, f64)>,
+}
+
+/// The metrics of one configuration interval k.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IntervalReport {
+    /// k, from 0 within the run.
+    pub index: usize,
+    /// The label c_k.
+    pub regime: String,
+    /// The origin of its first row.
+    pub origin: Origin,
+    /// s_k, the first step.
+    pub start: u64,
+    /// e_k, the last step.
+    pub end: u64,
+    /// n_k.
+    pub steps: u64,
+    /// Mean of r over the interval.
+    pub mean_reward: f64,
+    /// H_k.
+    pub head: f64,
+    /// P_k.
+    pub tail: f64,
+    /// A_k, in [w_k, n_k].
+    pub adaptation_steps: u64,
+    /// R_k; null for k = 0 or when never reached.
+    pub recovery_steps: Option<u64>,
+    /// Whether m_k reached B_k; null for k = 0.
+    pub recovered: Option<bool>,
+    /// F_k; null on a label's first interval.
+    pub forgetting: Option<f64>,
+    /// Population std of the block means.
+    pub stability_std: f64,
+    /// Mean of the lowest ceil(0.05 B) block means.
+    pub cvar05: f64,
+    /// Mean of (ceiling - r) over rows with a ceiling; null without.
+    pub gap: Option<f64>,
+    /// sum(ceiling - r) / sum(ceiling); null without ceilings (or when they sum to 0).
+    pub normalized_gap: Option<f64>,
+}
+
+/// The metrics of one label over all its intervals in a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConfigurationReport {
+    /// Steps under the label.
+    pub steps: u64,
+    /// Intervals of the label.
+    pub intervals: u64,
+    /// Sum of r under the label / steps.
+    pub mean_reward: f64,
+    /// Per component: its sum under the label / steps.
+    pub components: BTreeMap<String, f64>,
+    /// Mean of (ceiling - r) over the label's rows with a ceiling; null without.
+    pub gap: Option<f64>,
+    /// sum(ceiling - r) / sum(ceiling) over those rows; null without.
+    pub normalized_gap: Option<f64>,
+    /// Mean of F_k over the label's recurrences; null if it never recurred.
+    pub mean_forgetting: Option<f64>,
+}
+
+/// A number for a table: four decimals, or scientific for tiny magnitudes.
+pub(crate) fn num(v: f64) -> String {
+    if v == 0.0 || v.abs() >= 1e-3 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+pub(crate) fn opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), num)
+}
+
+/// Aligned columns: text columns to the left, number columns to the right.
+pub(crate) struct Table {
+    header: Vec<String>,
+    left: Vec<bool>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these column names; `left` marks the text columns.
+    pub(crate) fn new(header: &[&str], left: &[bool]) -> Self {
+        Table {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            left: left.to_vec(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub(crate) fn render(&self, out: &mut String, indent: &str) {
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (w, c) in widths.iter_mut().zip(row) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        for row in std::iter::once(&self.header).chain(&self.rows) {
+            let mut line = String::from(indent);
+            for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                if self.left.get(i).copied().unwrap_or(false) {
+                    let _ = write!(line, "{c:<w$}");
+                } else {
+                    let _ = write!(line, "{c:>w$}");
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+}
+
+impl Report {
+    /// A readable report: per run, one line per interval then one per configuration; then
+    /// the cross-run groups with their confidence intervals; then any warnings.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let payout = if self.include_payout {
+            "payouts included"
+        } else {
+            "payouts excluded"
+        };
+        for run in &self.runs {
+            let _ = writeln!(
+                out,
+                "run {}  seed {}  algorithm {}  task {}  steps {}  episodes {}",
+                run.run_id, run.seed, run.algorithm_id, run.task, run.steps, run.episodes
+            );
+            let _ = writeln!(out, "  intervals (W = {}, {payout})", self.window);
+            let mut t = Table::new(
+                &[
+                    "#", "regime", "origin", "start", "end", "steps", "mean_r", "head", "tail",
+                    "adapt", "recov", "forget", "std", "cvar05", "gap", "norm_gap",
+                ],
+                &[false, true, true],
+            );
+            for i in &run.intervals {
+                t.row(vec![
+                    i.index.to_string(),
+                    i.regime.clone(),
+                    i.origin.to_string(),
+                    i.start.to_string(),
+                    i.end.to_string(),
+                    i.steps.to_string(),
+                    num(i.mean_reward),
+                    num(i.head),
+                    num(i.tail),
+                    i.adaptation_steps.to_string(),
+                    match (i.recovery_steps, i.recovered) {
+                        (Some(r), _) => r.to_string(),
+                        (None, Some(false)) => "never".to_string(),
+                        (None, _) => "-".to_string(),
+                    },
+                    opt(i.forgetting),
+                    num(i.stability_std),
+                    num(i.cvar05),
+                    opt(i.gap),
+                    opt(i.normalized_gap),
+                ]);
+            }
+            t.render(&mut out, "    ");
+            let _ = writeln!(out, "  configurations");
+            let mut t = Table::new(
+                &[
+                    "regime",
+                    "steps",
+                    "intervals",
+                    "mean_r",
+                    "gap",
+                    "norm_gap",
+                    "forgetting",
+                    "components",
+                ],
+                &[true, false, false, false, false, false, false, true],
+            );
+            for (label, c) in &run.configurations {
+                let components: Vec<String> = c
+                    .components
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", num(*v)))
+                    .collect();
+                t.row(vec![
+                    label.clone(),
+                    c.steps.to_string(),
+                    c.intervals.to_string(),
+                    num(c.mean_reward),
+                    opt(c.gap),
+                    opt(c.normalized_gap),
+                    opt(c.mean_forgetting),
+                    components.join(" "),
+                ]);
+            }
+            t.render(&mut out, "    ");
+            out.push('\n');
+        }
+        out.push_str(&super::compare::comparison_text(&self.groups));
+        for w in &self.warnings {
+            let _ = writeln!(out, "warning: {w}");
+        }
+        out
+    }
+}

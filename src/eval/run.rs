@@ -1,0 +1,484 @@
+//! One run's metrics: pass 1 over its rows, then pass 2 for what needs P_k or the block count.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+use super::report::{ConfigurationReport, IntervalReport, RunReport};
+use super::sum::{Rolling, Sum};
+use crate::regime::Origin;
+use crate::trace::RowRef;
+
+/// Points kept per run for the plot before halving.
+const CURVE_POINTS: usize = 2000;
+
+/// The interval being read in pass 1.
+struct Open {
+    label: String,
+    origin: Origin,
+    start: u64,
+    n: u64,
+    sum_r: Sum,
+    /// m_k(s_k + W - 1), once the interval is W steps long.
+    head: Option<f64>,
+    /// The latest m_k(t).
+    last: Option<f64>,
+    /// B_k = P_{k-1}.
+    reference: Option<f64>,
+    /// First step with m_k(t) >= B_k.
+    reached: Option<u64>,
+    block: Sum,
+    block_len: usize,
+    blocks: u64,
+    block_mean: f64,
+    block_m2: f64,
+    block_min: f64,
+    ceiling_rows: u64,
+    gap: Sum,
+    ceiling: Sum,
+    components: Vec<(String, Sum)>,
+}
+
+/// What the configuration totals need from a closed interval.
+struct Totals {
+    sum_r: Sum,
+    components: Vec<(String, Sum)>,
+    ceiling_rows: u64,
+    gap: Sum,
+    ceiling: Sum,
+}
+
+/// What pass 2 still has to compute for an interval.
+#[derive(Clone, Copy, Default)]
+struct Need {
+    /// A_k's target when P_k > H_k (the crossing is then somewhere inside the interval).
+    target: Option<f64>,
+    /// ceil(0.05 B) when it exceeds 1 (one lowest block is kept in pass 1).
+    lowest: Option<usize>,
+}
+
+impl Need {
+    fn is_some(&self) -> bool {
+        self.target.is_some() || self.lowest.is_some()
+    }
+}
+
+/// A block mean ordered by `total_cmp`, for the heap of the lowest ones.
+#[derive(Clone, Copy, PartialEq)]
+struct Block(f64);
+
+impl Eq for Block {}
+
+impl PartialOrd for Block {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Block {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// Pass 2's position in the run.
+#[derive(Default)]
+struct Replay {
+    step: u64,
+    interval: usize,
+    block: Sum,
+    block_len: usize,
+    lowest: BinaryHeap<Block>,
+}
+
+/// Keeps a bounded, evenly spaced sample of a curve of unknown length.
+struct Curve {
+    points: Vec<(u64, f64)>,
+    stride: u64,
+    countdown: u64,
+    last: Option<(u64, f64)>,
+}
+
+impl Curve {
+    fn new() -> Self {
+        Curve {
+            points: Vec::new(),
+            stride: 1,
+            countdown: 0,
+            last: None,
+        }
+    }
+
+    fn push(&mut self, step: u64, y: f64) {
+        if self.countdown == 0 {
+            self.points.push((step, y));
+            self.countdown = self.stride;
+            if self.points.len() >= CURVE_POINTS {
+                // Keeping every other point doubles the spacing and keeps it even.
+                let mut i = 0;
+                self.points.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.stride *= 2;
+            }
+        }
+        self.countdown -= 1;
+        self.last = Some((step, y));
+    }
+
+    fn finish(mut self) -> Vec<(u64, f64)> {
+        if let Some(last) = self.last
+            && self.points.last() != Some(&last)
+        {
+            self.points.push(last);
+        }
+        self.points
+    }
+}
+
+/// One run's state across both passes.
+pub(crate) struct RunScan {
+    pub(crate) run_id: String,
+    seed: u64,
+    algorithm_id: String,
+    task: String,
+    window: usize,
+    pub(crate) rows: u64,
+    pub(crate) next_step: u64,
+    episodes: u64,
+    last_episode: u64,
+    rolling: Rolling,
+    smooth: Rolling,
+    curve: Curve,
+    open: Option<Open>,
+    intervals: Vec<IntervalReport>,
+    totals: Vec<Totals>,
+    needs: Vec<Need>,
+    last_tail: HashMap<String, f64>,
+    replay: Replay,
+    /// Intervals pass 2 has yet to finish.
+    pub(crate) pending: usize,
+}
+
+impl RunScan {
+    pub(crate) fn new(row: &RowRef<'_>, window: usize) -> Self {
+        RunScan {
+            run_id: row.run_id.to_string(),
+            seed: row.seed,
+            algorithm_id: row.algorithm_id.to_string(),
+            task: row.task.to_string(),
+            window,
+            rows: 0,
+            next_step: row.step,
+            episodes: 0,
+            last_episode: 0,
+            rolling: Rolling::new(window),
+            smooth: Rolling::new(window),
+            curve: Curve::new(),
+            open: None,
+            intervals: Vec::new(),
+            totals: Vec::new(),
+            needs: Vec::new(),
+            last_tail: HashMap::new(),
+            replay: Replay {
+                step: row.step,
+                ..Replay::default()
+            },
+            pending: 0,
+        }
+    }
+
+    /// Pass 1: takes the run's next row (its step already checked) with its x_t.
+    pub(crate) fn push(&mut self, row: &RowRef<'_>, x: f64) {
+        if self.rows == 0 || row.episode != self.last_episode {
+            self.episodes += 1;
+            self.last_episode = row.episode;
+        }
+        self.rows += 1;
+        self.next_step = row.step + 1;
+        if self.open.as_ref().is_none_or(|o| o.label != row.regime) {
+            self.close();
+            self.rolling.clear();
+            let reference = self.intervals.last().map(|i| i.tail);
+            self.open = Some(Open {
+                label: row.regime.to_string(),
+                origin: row.regime_origin,
+                start: row.step,
+                n: 0,
+                sum_r: Sum::default(),
+                head: None,
+                last: None,
+                reference,
+                reached: None,
+                block: Sum::default(),
+                block_len: 0,
+                blocks: 0,
+                block_mean: 0.0,
+                block_m2: 0.0,
+                block_min: f64::INFINITY,
+                ceiling_rows: 0,
+                gap: Sum::default(),
+                ceiling: Sum::default(),
+                components: Vec::new(),
+            });
+        }
+        let window = self.window;
+        if let Some(open) = self.open.as_mut() {
+            open.n += 1;
+            open.sum_r.add(row.reward);
+            if let Some(m) = self.rolling.push(x) {
+                open.head.get_or_insert(m);
+                open.last = Some(m);
+                if open.reached.is_none() && open.reference.is_some_and(|b| m >= b) {
+                    open.reached = Some(row.step);
+                }
+            }
+            open.block.add(x);
+            open.block_len += 1;
+            if open.block_len == window {
+                let b = open.block.value() / window as f64;
+                open.block = Sum::default();
+                open.block_len = 0;
+                open.blocks += 1;
+                let d = b - open.block_mean;
+                open.block_mean += d / open.blocks as f64;
+                open.block_m2 += d * (b - open.block_mean);
+                open.block_min = open.block_min.min(b);
+            }
+            for (name, v) in row.components.iter() {
+                match open.components.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, s)) => s.add(v),
+                    None => {
+                        let mut s = Sum::default();
+                        s.add(v);
+                        open.components.push((name.to_string(), s));
+                    }
+                }
+            }
+            if let Some(c) = row.ceiling {
+                open.ceiling_rows += 1;
+                open.gap.add(c - row.reward);
+                open.ceiling.add(c);
+            }
+        }
+        let y = self
+            .smooth
+            .push(x)
+            .or_else(|| self.smooth.partial_mean())
+            .unwrap_or(x);
+        self.curve.push(row.step, y);
+    }
+
+    /// Closes the open interval: everything pass 1 can know about it.
+    fn close(&mut self) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let window = self.window as u64;
+        let n = open.n;
+        let full = n >= window;
+        let (head, tail) = match (open.head, open.last) {
+            (Some(h), Some(p)) if full => (h, p),
+            _ => {
+                // n_k < W: w_k = n_k and the only defined m_k is the mean of all of it.
+                let p = self.rolling.partial_mean().unwrap_or(0.0);
+                (p, p)
+            }
+        };
+        let mut need = Need::default();
+        let adaptation_steps = if !full {
+            n
+        } else if tail <= head {
+            // target <= H_k = m_k(s_k + W - 1): reached at the first defined point.
+            window
+        } else {
+            need.target = Some(head + 0.9 * (tail - head));
+            n
+        };
+        let recovery_steps = open.reference.and_then(|b| {
+            if full {
+                open.reached.map(|t| t - open.start + 1)
+            } else {
+                (tail >= b).then_some(n)
+            }
+        });
+        let (stability_std, cvar05) = if full {
+            let lowest = open.blocks.div_ceil(20) as usize;
+            if lowest > 1 {
+                need.lowest = Some(lowest);
+            }
+            (
+                (open.block_m2 / open.blocks as f64).max(0.0).sqrt(),
+                open.block_min,
+            )
+        } else {
+            (0.0, tail)
+        };
+        let forgetting = self.last_tail.get(&open.label).map(|p| p - head);
+        self.last_tail.insert(open.label.clone(), tail);
+        let ceiling = open.ceiling.value();
+        self.intervals.push(IntervalReport {
+            index: self.intervals.len(),
+            regime: open.label,
+            origin: open.origin,
+            start: open.start,
+            end: open.start + n - 1,
+            steps: n,
+            mean_reward: open.sum_r.value() / n as f64,
+            head,
+            tail,
+            adaptation_steps,
+            recovery_steps,
+            recovered: open.reference.map(|_| recovery_steps.is_some()),
+            forgetting,
+            stability_std,
+            cvar05,
+            gap: (open.ceiling_rows > 0).then(|| open.gap.value() / open.ceiling_rows as f64),
+            normalized_gap: (open.ceiling_rows > 0 && ceiling != 0.0)
+                .then(|| open.gap.value() / ceiling),
+        });
+        self.totals.push(Totals {
+            sum_r: open.sum_r,
+            components: open.components,
+            ceiling_rows: open.ceiling_rows,
+            gap: open.gap,
+            ceiling: open.ceiling,
+        });
+        if need.is_some() {
+            self.pending += 1;
+        }
+        self.needs.push(need);
+    }
+
+    /// Ends pass 1.
+    pub(crate) fn finish_pass1(&mut self) {
+        self.close();
+        self.rolling.clear();
+    }
+
+    /// Pass 2: takes the x_t of the run's next row again. Returns true when this row
+    /// finished the last thing an interval needed.
+    pub(crate) fn replay(&mut self, x: f64) -> bool {
+        let r = &mut self.replay;
+        let step = r.step;
+        r.step += 1;
+        if step > self.intervals[r.interval].end {
+            r.interval += 1;
+            r.block = Sum::default();
+            r.block_len = 0;
+            r.lowest.clear();
+            self.rolling.clear();
+        }
+        let k = r.interval;
+        let need = &mut self.needs[k];
+        if !need.is_some() {
+            return false;
+        }
+        let interval = &mut self.intervals[k];
+        if let Some(target) = need.target
+            && let Some(m) = self.rolling.push(x)
+            && m >= target
+        {
+            interval.adaptation_steps = step - interval.start + 1;
+            need.target = None;
+        }
+        if let Some(lowest) = need.lowest {
+            r.block.add(x);
+            r.block_len += 1;
+            if r.block_len == self.window {
+                r.lowest.push(Block(r.block.value() / self.window as f64));
+                if r.lowest.len() > lowest {
+                    r.lowest.pop();
+                }
+                r.block = Sum::default();
+                r.block_len = 0;
+            }
+            if step == interval.end {
+                let mut s = Sum::default();
+                for b in std::mem::take(&mut r.lowest).into_sorted_vec() {
+                    s.add(b.0);
+                }
+                interval.cvar05 = s.value() / lowest as f64;
+                need.lowest = None;
+            }
+        }
+        if need.is_some() {
+            return false;
+        }
+        self.pending -= 1;
+        true
+    }
+
+    /// The finished report.
+    pub(crate) fn into_report(self) -> RunReport {
+        struct Acc {
+            steps: u64,
+            intervals: u64,
+            sum_r: Sum,
+            components: BTreeMap<String, Sum>,
+            ceiling_rows: u64,
+            gap: Sum,
+            ceiling: Sum,
+            forgetting: Vec<f64>,
+        }
+        let mut labels: BTreeMap<String, Acc> = BTreeMap::new();
+        for (i, t) in self.intervals.iter().zip(&self.totals) {
+            let a = labels.entry(i.regime.clone()).or_insert_with(|| Acc {
+                steps: 0,
+                intervals: 0,
+                sum_r: Sum::default(),
+                components: BTreeMap::new(),
+                ceiling_rows: 0,
+                gap: Sum::default(),
+                ceiling: Sum::default(),
+                forgetting: Vec::new(),
+            });
+            a.steps += i.steps;
+            a.intervals += 1;
+            a.sum_r.merge(t.sum_r);
+            for (name, s) in &t.components {
+                a.components.entry(name.clone()).or_default().merge(*s);
+            }
+            a.ceiling_rows += t.ceiling_rows;
+            a.gap.merge(t.gap);
+            a.ceiling.merge(t.ceiling);
+            a.forgetting.extend(i.forgetting);
+        }
+        let configurations = labels
+            .into_iter()
+            .map(|(label, a)| {
+                let steps = a.steps as f64;
+                let ceiling = a.ceiling.value();
+                let mut f = Sum::default();
+                a.forgetting.iter().for_each(|&v| f.add(v));
+                let config = ConfigurationReport {
+                    steps: a.steps,
+                    intervals: a.intervals,
+                    mean_reward: a.sum_r.value() / steps,
+                    components: a
+                        .components
+                        .into_iter()
+                        .map(|(k, s)| (k, s.value() / steps))
+                        .collect(),
+                    gap: (a.ceiling_rows > 0).then(|| a.gap.value() / a.ceiling_rows as f64),
+                    normalized_gap: (a.ceiling_rows > 0 && ceiling != 0.0)
+                        .then(|| a.gap.value() / ceiling),
+                    mean_forgetting: (!a.forgetting.is_empty())
+                        .then(|| f.value() / a.forgetting.len() as f64),
+                };
+                (label, config)
+            })
+            .collect();
+        RunReport {
+            run_id: self.run_id,
+            seed: self.seed,
+            algorithm_id: self.algorithm_id,
+            task: self.task,
+            steps: self.rows,
+            episodes: self.episodes,
+            intervals: self.intervals,
+            configurations,
+            curve: self.curve.finish(),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The x_t of every row, in reading order, kept in a temporary file for pass 2.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::error::EvalError;
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// Eight little-endian bytes per row, written as pass 1 reads and read back by pass 2.
+///
+/// The file is removed as soon as it is open where the platform allows it (Unix), so
+/// nothing is left behind even if the process is killed; elsewhere it is removed on drop.
+pub(crate) struct Spill {
+    out: BufWriter<File>,
+    path: PathBuf,
+}
+
+impl Spill {
+    pub(crate) fn create() -> Result<Self, EvalError> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "perennial-eval-{}-{}-{nanos}.x",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|source| io(&path, source))?;
+        if cfg!(unix) {
+            let _ = std::fs::remove_file(&path);
+        }
+        Ok(Spill {
+            out: BufWriter::with_capacity(1 << 16, file),
+            path,
+        })
+    }
+
+    pub(crate) fn push(&mut self, x: f64) -> Result<(), EvalError> {
+        self.out
+            .write_all(&x.to_le_bytes())
+            .map_err(|source| io(&self.path, source))
+    }
+
+    /// Reads the values back from the first.
+    pub(crate) fn replay(&mut self) -> Result<Replay<'_>, EvalError> {
+        self.out.flush().map_err(|source| io(&self.path, source))?;
+        let file = self.out.get_mut();
+        file.seek(SeekFrom::Start(0))
+            .map_err(|source| io(&self.path, source))?;
+        Ok(Replay {
+            input: BufReader::with_capacity(1 << 16, file),
+            path: &self.path,
+        })
+    }
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        if !cfg!(unix) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn io(path: &std::path::Path, source: std::io::Error) -> EvalError {
+    EvalError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(
+            source.kind(),
+            format!("the temporary file of rewards for pass 2: {source}"),
+        ),
+    }
+}
+
+/// The spilled values, in order.
+pub(crate) struct Replay<'a> {
+    input: BufReader<&'a mut File>,
+    path: &'a PathBuf,
+}
+
+impl Replay<'_> {
+    pub(crate) fn next(&mut self) -> Result<f64, EvalError> {
+        let mut bytes = [0u8; 8];
+        self.input
+            .read_exact(&mut bytes)
+            .map_err(|source| io(self.path, source))?;
+        Ok(f64::from_le_bytes(bytes))
+    }
+}
