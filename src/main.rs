@@ -7,14 +7,14 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use perennial::agents::{
-    ActorCritic, ActorCriticParams, AdaptiveBaseStock, AdaptiveParams, BalanceAgent, BaseStockAgent,
-    BaseStockParams, RandomAgent,
+    ActorCritic, ActorCriticParams, AdaptiveBaseStock, AdaptiveParams, BalanceAgent,
+    BaseStockAgent, BaseStockParams, RandomAgent,
 };
-use perennial::morpheus::{self, Morpheus};
 use perennial::env::Env;
 use perennial::harness::{
     Agent, Checkpoint, CheckpointPlan, Harness, HarnessConfig, RunSummary, StopReason,
 };
+use perennial::morpheus::{self, Morpheus};
 use perennial::prelude::*;
 use perennial::seed::Stream;
 use perennial::trace::{self, RunIdentity, TraceFormat};
@@ -254,9 +254,17 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             (&["balance"], cartpole_agents),
         ),
         WorldKind::Morpheus(config) => {
-            let reward = world.reward_spec().unwrap_or_else(morpheus::default_reward_spec);
+            let reward = world
+                .reward_spec()
+                .unwrap_or_else(morpheus::default_reward_spec);
             let env = Morpheus::new(*config, reward).map_err(Failure::input)?;
-            run_env(env, &world, &plan, resume, (&["base-stock", "adaptive-base-stock"], morpheus_agents))
+            run_env(
+                env,
+                &world,
+                &plan,
+                resume,
+                (&["base-stock", "adaptive-base-stock"], morpheus_agents),
+            )
         }
     }
 }
@@ -330,8 +338,15 @@ fn cartpole_agents(name: &str, _env: &CartPole, _seed: u64) -> Option<Box<dyn Ag
 
 fn morpheus_agents(name: &str, env: &Morpheus, seed: u64) -> Option<Box<dyn Agent<Morpheus>>> {
     match name {
-        "base-stock" => Some(Box::new(BaseStockAgent::new(env.config(), BaseStockParams::default()))),
-        "adaptive-base-stock" => Some(Box::new(AdaptiveBaseStock::new(env.config(), AdaptiveParams::default(), seed))),
+        "base-stock" => Some(Box::new(BaseStockAgent::new(
+            env.config(),
+            BaseStockParams::default(),
+        ))),
+        "adaptive-base-stock" => Some(Box::new(AdaptiveBaseStock::new(
+            env.config(),
+            AdaptiveParams::default(),
+            seed,
+        ))),
         _ => None,
     }
 }

@@ -323,11 +323,21 @@ impl WorldFile {
                         .as_ref()
                         .and_then(|t| ctx.find_key(t.span().start, e.field))
                         .or_else(|| world_def.params.as_ref().map(|t| t.span()));
-                    ctx.err(span, Some(&format!("world.params.{}", e.field)), e.message.clone())
+                    ctx.err(
+                        span,
+                        Some(&format!("world.params.{}", e.field)),
+                        e.message.clone(),
+                    )
                 })?;
-                let env = Morpheus::new(config.clone(), morpheus::default_reward_spec()).map_err(|e| {
-                    ctx.err(world_def.params.as_ref().map(|t| t.span()), Some("world.params"), e.to_string())
-                })?;
+                let env = Morpheus::new(config.clone(), morpheus::default_reward_spec()).map_err(
+                    |e| {
+                        ctx.err(
+                            world_def.params.as_ref().map(|t| t.span()),
+                            Some("world.params"),
+                            e.to_string(),
+                        )
+                    },
+                )?;
                 (WorldKind::Morpheus(Box::new(config)), env.parameters())
             }
             other => {

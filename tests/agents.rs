@@ -1,8 +1,11 @@
 //! The baseline agents do what they claim: the learner beats random, the controller balances.
 
-use perennial::agents::{ActorCritic, ActorCriticParams, BalanceAgent, BaseStockAgent, BaseStockParams, RandomAgent};
-use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
+use perennial::agents::{
+    ActorCritic, ActorCriticParams, AdaptiveBaseStock, AdaptiveParams, BalanceAgent,
+    BaseStockAgent, BaseStockParams, RandomAgent,
+};
 use perennial::harness::{Agent, Harness, HarnessConfig};
+use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::prelude::*;
 
 /// Mean reward per episode over the episodes that ended in the last `tail` steps.
@@ -53,23 +56,55 @@ fn warehouse_mean_reward<A: Agent<Morpheus>>(agent: A, seed: u64, steps: u64) ->
 }
 
 #[test]
-fn actor_critic_beats_random_on_the_warehouse_on_several_seeds() {
+fn adaptive_base_stock_learns_and_beats_random_on_the_warehouse_on_several_seeds() {
     let cfg = MorpheusConfig::default();
-    let space = Space::Discrete { n: cfg.action_count() };
-    let dim = cfg.observation_len();
+    let space = Space::Discrete {
+        n: cfg.action_count(),
+    };
     for seed in [1, 2, 3] {
         let random = warehouse_mean_reward(RandomAgent::new(space.clone(), seed), seed, 30_000);
-        let learner = warehouse_mean_reward(ActorCritic::new(dim, cfg.action_count(), ActorCriticParams::default(), seed), seed, 30_000);
-        eprintln!("seed {seed}: random {random:.3} learner {learner:.3}");
-        assert!(learner > random + 0.1, "seed {seed}: learner {learner:.3} vs random {random:.3}");
+        let env = Morpheus::new(cfg.clone(), default_reward_spec()).unwrap();
+        let agent = AdaptiveBaseStock::new(&cfg, AdaptiveParams::default(), seed);
+        let config = HarnessConfig {
+            steps: 30_000,
+            ..HarnessConfig::default()
+        };
+        let mut h = Harness::new(env, agent, seed).config(config);
+        h.advance(10_000).unwrap();
+        let first = h.summary().total_reward / 10_000.0;
+        h.advance(u64::MAX).unwrap();
+        let learned = h.agent().learned();
+        let summary = h.finish().unwrap();
+        let last = (summary.total_reward - first * 10_000.0) / 20_000.0;
+        eprintln!(
+            "seed {seed}: random {random:.3}, learner first 10k {first:.3}, last 20k {last:.3}, learned {learned:?}"
+        );
+        assert!(
+            last > first,
+            "seed {seed}: it improves ({first:.3} -> {last:.3})"
+        );
+        assert!(
+            last > random + 2.0,
+            "seed {seed}: learner {last:.3} vs random {random:.3}"
+        );
+        assert!(learned.reorder_hours > AdaptiveParams::default().start.reorder_hours);
     }
 }
 
 #[test]
 fn base_stock_beats_random_on_the_warehouse() {
     let cfg = MorpheusConfig::default();
-    let space = Space::Discrete { n: cfg.action_count() };
+    let space = Space::Discrete {
+        n: cfg.action_count(),
+    };
     let random = warehouse_mean_reward(RandomAgent::new(space, 4), 4, 20_000);
-    let base = warehouse_mean_reward(BaseStockAgent::new(&cfg, BaseStockParams::default()), 4, 20_000);
-    assert!(base > random + 2.0, "base-stock {base:.3} vs random {random:.3}");
+    let base = warehouse_mean_reward(
+        BaseStockAgent::new(&cfg, BaseStockParams::default()),
+        4,
+        20_000,
+    );
+    assert!(
+        base > random + 2.0,
+        "base-stock {base:.3} vs random {random:.3}"
+    );
 }

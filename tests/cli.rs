@@ -163,3 +163,53 @@ fn a_run_killed_with_sigkill_leaves_a_readable_trace_of_complete_rows() {
     assert!(n > 5000, "{n} rows");
     assert!(reader.torn_tails().len() <= 1);
 }
+
+#[test]
+fn run_without_a_world_file_runs_the_warehouse_and_eval_scores_it() {
+    let trace = temp("default.jsonl");
+    let out = perennial(&["run", "--steps", "3000", "--trace", trace.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("(warehouse)") && stdout.contains("peak_season"),
+        "{stdout}"
+    );
+    let out = perennial(&["eval", trace.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(
+        table.contains("baseline") && table.contains("norm_gap"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_warehouse_run_exports_one_unknown_episode() {
+    let trace = temp("episodes.jsonl");
+    let episodes = temp("episodes-out.jsonl");
+    let out = perennial(&[
+        "run",
+        "worlds/warehouse.toml",
+        "--steps",
+        "500",
+        "--record-transitions",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = perennial(&[
+        "episodes",
+        trace.to_str().unwrap(),
+        "--out",
+        episodes.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&episodes)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["termination_reason"], "unknown");
+    assert_eq!(lines[0]["id"], "warehouse:0");
+}

@@ -114,3 +114,13 @@ fn resume_refuses_a_file_that_is_not_a_checkpoint() {
         "{err}"
     );
 }
+
+#[test]
+fn warehouse_killed_after_a_checkpoint_resumes_to_the_same_trace() {
+    killed_and_resumed_matches_uninterrupted(
+        "worlds/warehouse.toml",
+        "adaptive-base-stock",
+        150_000,
+        10_000,
+    );
+}

@@ -5,8 +5,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::harness::{Agent, Window};
-use crate::seed::{self, Stream};
 use crate::morpheus::{Morpheus, MorpheusConfig};
+use crate::seed::{self, Stream};
 
 /// Settings of [`BaseStockAgent`], in hours of expected demand.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -156,7 +156,9 @@ impl AdaptiveBaseStock {
         let start = params.start.clone();
         let theta = [
             start.reorder_hours.max(1e-3).ln(),
-            (start.target_hours / start.reorder_hours.max(1e-3)).max(1.0).ln(),
+            (start.target_hours / start.reorder_hours.max(1e-3))
+                .max(1.0)
+                .ln(),
         ];
         let mut agent = AdaptiveBaseStock {
             policy: BaseStockAgent::new(config, start),
@@ -217,7 +219,13 @@ impl Agent<Morpheus> for AdaptiveBaseStock {
                 self.apply(-1.0);
             }
             Some(plus) => {
-                let towards = if plus > mean { 1.0 } else if plus < mean { -1.0 } else { 0.0 };
+                let towards = if plus > mean {
+                    1.0
+                } else if plus < mean {
+                    -1.0
+                } else {
+                    0.0
+                };
                 for (t, d) in self.theta.iter_mut().zip(self.direction) {
                     *t += towards * self.params.step * d;
                 }

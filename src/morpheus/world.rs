@@ -459,7 +459,8 @@ impl Env for Morpheus {
 
     fn save_state(&self) -> Result<serde_json::Value, EnvError> {
         let snapshot = self.snapshot().ok_or(EnvError::NotReset)?;
-        serde_json::to_value(snapshot).map_err(|e| EnvError::World(format!("saving the world: {e}")))
+        serde_json::to_value(snapshot)
+            .map_err(|e| EnvError::World(format!("saving the world: {e}")))
     }
 
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), EnvError> {
