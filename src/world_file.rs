@@ -304,8 +304,14 @@ impl WorldFile {
     pub fn parse(text: &str, path: &Path) -> Result<Self, WorldFileError> {
         let ctx = Ctx { path, text };
         let def: FileDef = toml::from_str(text).map_err(|e| {
-            let field = e.message().split('`').nth(1).map(str::to_string);
-            ctx.err(e.span(), field.as_deref(), e.message().trim().to_string())
+            // Only serde's field errors name a field between backticks; a syntax error's
+            // backticks quote a token.
+            let msg = e.message().trim();
+            let field = msg
+                .contains(" field `")
+                .then(|| msg.split('`').nth(1).map(str::to_string))
+                .flatten();
+            ctx.err(e.span(), field.as_deref(), msg.to_string())
         })?;
         let world_def = def.world.get_ref();
         let (world, parameters) = match world_def.kind.get_ref().as_str() {

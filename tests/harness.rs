@@ -357,3 +357,77 @@ fn an_invalid_action_stops_the_run_with_the_step_and_keeps_earlier_rows() {
         .unwrap();
     assert_eq!(rows.len(), 5);
 }
+
+#[test]
+fn a_world_returning_a_nan_reward_stops_the_run_with_the_step_and_keeps_earlier_rows() {
+    /// A user world with a bug: its reward turns NaN on step 7.
+    struct Leaky {
+        t: u64,
+        spec: EnvSpec,
+    }
+    impl Env for Leaky {
+        type Obs = [f32; 1];
+        type Action = usize;
+        fn spec(&self) -> &EnvSpec {
+            &self.spec
+        }
+        fn reset(&mut self, _seed: u64) -> [f32; 1] {
+            self.t = 0;
+            [0.0]
+        }
+        fn step(&mut self, _action: &usize) -> Result<Transition<[f32; 1]>, EnvError> {
+            self.t += 1;
+            Ok(Transition {
+                observation: [self.t as f32],
+                reward: if self.t == 8 { f64::NAN } else { 1.0 },
+                terminated: false,
+                truncated: false,
+                breakdown: None,
+            })
+        }
+    }
+    impl Shiftable for Leaky {
+        fn parameters(&self) -> Vec<perennial::regime::ParamInfo> {
+            Vec::new()
+        }
+        fn get(&self, _name: &str) -> Option<f64> {
+            None
+        }
+        fn set(&mut self, name: &str, _value: f64) -> Result<(), perennial::regime::RegimeError> {
+            Err(perennial::regime::RegimeError::UnknownParameter {
+                name: name.to_string(),
+                known: Vec::new(),
+            })
+        }
+    }
+    let spec = EnvSpec {
+        id: "leaky".into(),
+        observation_space: Space::Box {
+            low: vec![0.0],
+            high: vec![f64::INFINITY],
+            dtype: perennial::env::Dtype::F32,
+        },
+        action_space: Space::Discrete { n: 1 },
+        persistent: true,
+        components: Vec::new(),
+        payouts: Vec::new(),
+    };
+    let env = Leaky { t: 0, spec };
+    let agent = RandomAgent::new(Space::Discrete { n: 1 }, 0);
+    let path = temp("leaky.jsonl");
+    let h = Harness::new(env, agent, 0);
+    let id = h.identity().clone();
+    let err = h
+        .trace(trace::create(&path, TraceFormat::Jsonl, &id, &[], &[], false).unwrap())
+        .run()
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("step 7: the world returned a non-finite reward (NaN)"),
+        "{err}"
+    );
+    let rows = TraceReader::open(&[&path])
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    assert_eq!(rows.len(), 7);
+}

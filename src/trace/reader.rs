@@ -458,14 +458,27 @@ fn trim_newline(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
+/// Says what is wrong with a row, at which column, and what to do.
+fn row_error(e: &serde_json::Error) -> String {
+    let mut what = e.to_string();
+    // serde_json counts lines within the one row; the caller names the file's line.
+    if let Some(at) = what.rfind(" at line ") {
+        what.truncate(at);
+    }
+    let hint = if what.contains("invalid type: null") {
+        " (a NaN or infinite number is written as null; fix the world that produced it)"
+    } else {
+        ""
+    };
+    format!(
+        "not a valid trace row: {what} at column {}{hint}; each line must be one JSON object with the trace columns",
+        e.column()
+    )
+}
+
 fn parse_jsonl(text: &[u8], path: &Path, line: u64) -> Result<TraceRow, TraceError> {
-    let row: TraceRow = serde_json::from_slice(text).map_err(|e| {
-        TraceError::parse(
-            path,
-            line,
-            format!("not a valid trace row ({e}); each line must be one JSON object with the trace columns"),
-        )
-    })?;
+    let row: TraceRow =
+        serde_json::from_slice(text).map_err(|e| TraceError::parse(path, line, row_error(&e)))?;
     check_finite(&row, path, line)?;
     Ok(row)
 }
@@ -479,13 +492,8 @@ fn parse_jsonl_ref<'a>(
     if let Some(row) = scan::row(text, prefix) {
         return Ok(row);
     }
-    let row: RowRef<'a> = serde_json::from_slice(text).map_err(|e| {
-        TraceError::parse(
-            path,
-            line,
-            format!("not a valid trace row ({e}); each line must be one JSON object with the trace columns"),
-        )
-    })?;
+    let row: RowRef<'a> =
+        serde_json::from_slice(text).map_err(|e| TraceError::parse(path, line, row_error(&e)))?;
     let bad = !row.reward.is_finite()
         || row.components.iter().any(|(_, v)| !v.is_finite())
         || row.payout.iter().any(|(_, v)| !v.is_finite())

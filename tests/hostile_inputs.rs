@@ -1,0 +1,302 @@
+//! Hostile input through the command line: every case gets a clear message naming the
+//! file, line, field or step, and the documented exit code; none panics.
+//!
+//! The cases and the messages they get are recorded in `HOSTILE_INPUTS.md`; this test
+//! checks the table is current. After a deliberate change to a message, regenerate it
+//! with `PERENNIAL_BLESS=1 cargo test --release --test hostile_inputs`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Case {
+    /// What the input is.
+    what: &'static str,
+    /// The file to write (name, contents), if any.
+    file: Option<(&'static str, String)>,
+    /// Arguments; `{file}` is replaced by the written file's path.
+    args: &'static [&'static str],
+    /// Expected exit code.
+    code: i32,
+    /// Fragments the message must contain (`{file}` replaced as above).
+    expect: &'static [&'static str],
+}
+
+const WORLD: &str = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\n\n[[regimes]]\nlabel = \"b\"\nconditions = { gravity = 12.0 }\n";
+
+const ROW: &str = r#"{"run_id":"r","seed":0,"algorithm_id":"a","task":"t","step":STEP,"episode":0,"episode_step":STEP,"reward":REWARD,"components":{},"payout":{},"regime":"x","regime_origin":"initial","terminated":false,"truncated":false,"ceiling":null}"#;
+
+fn row(step: u64, reward: &str) -> String {
+    ROW.replace("STEP", &step.to_string())
+        .replace("REWARD", reward)
+        + "\n"
+}
+
+fn rows(n: u64) -> String {
+    (0..n).map(|s| row(s, "1.0")).collect()
+}
+
+fn cases() -> Vec<Case> {
+    let warehouse = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/warehouse.toml"),
+    )
+    .unwrap();
+    vec![
+        Case {
+            what: "world file: TOML syntax error",
+            file: Some(("syntax.toml", "[world\nkind = \"cartpole\"\n".into())),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:1"],
+        },
+        Case {
+            what: "world file: unknown key",
+            file: Some((
+                "unknown-key.toml",
+                format!("{WORLD}\n[harness]\nstepz = 10\n"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:12", "stepz"],
+        },
+        Case {
+            what: "world file: wrong type",
+            file: Some((
+                "wrong-type.toml",
+                WORLD.replace("gravity = 12.0", "gravity = \"high\""),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:9"],
+        },
+        Case {
+            what: "world file: unknown regime parameter",
+            file: Some(("unknown-param.toml", WORLD.replace("gravity", "gravty"))),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &[
+                "{file}:9",
+                "regimes.b.conditions.gravty",
+                "unknown parameter",
+            ],
+        },
+        Case {
+            what: "world file: out-of-range parameter",
+            file: Some((
+                "out-of-range.toml",
+                WORLD.replace("gravity = 12.0", "gravity = -1.0"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:9", "out of range"],
+        },
+        Case {
+            what: "world file: empty regime list",
+            file: Some((
+                "empty-regimes.toml",
+                "regimes = []\n[world]\nkind = \"cartpole\"\n".into(),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:1", "regime list is empty"],
+        },
+        Case {
+            what: "world file: schedule names an undefined label",
+            file: Some((
+                "undefined-label.toml",
+                format!(
+                    "{WORLD}\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"c\"]\nevery = 10\n"
+                ),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:13", "`c`"],
+        },
+        Case {
+            what: "world file: zero capacity",
+            file: Some((
+                "zero-docks.toml",
+                warehouse.replace("docks = 4", "docks = 0"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "world.params.docks"],
+        },
+        Case {
+            what: "world file: negative capacity",
+            file: Some((
+                "negative-cash.toml",
+                warehouse.replace("opening_cash = 10000.0", "opening_cash = -5.0"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "world.params.opening_cash"],
+        },
+        Case {
+            what: "world file: missing",
+            file: None,
+            args: &["check", "worlds/no-such-world.toml"],
+            code: 2,
+            expect: &["worlds/no-such-world.toml"],
+        },
+        Case {
+            what: "trace: missing column",
+            file: Some((
+                "missing-column.jsonl",
+                rows(2) + &row(2, "1.0").replace(",\"regime\":\"x\"", ""),
+            )),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}:3", "regime"],
+        },
+        Case {
+            what: "trace: wrong type",
+            file: Some(("wrong-type.jsonl", rows(1) + &row(1, "\"lots\""))),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}:2"],
+        },
+        Case {
+            what: "trace: NaN reward (written as null)",
+            file: Some(("nan.jsonl", rows(1) + &row(1, "null"))),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}:2"],
+        },
+        Case {
+            what: "trace: non-contiguous steps",
+            file: Some(("gap.jsonl", rows(2) + &row(5, "1.0"))),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}:3"],
+        },
+        Case {
+            what: "trace: interleaved runs",
+            file: Some((
+                "interleaved.jsonl",
+                rows(2)
+                    + &row(0, "1.0").replace("\"run_id\":\"r\"", "\"run_id\":\"q\"")
+                    + &row(2, "1.0"),
+            )),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}:4"],
+        },
+        Case {
+            what: "trace: torn last line (a killed writer)",
+            file: Some(("torn.jsonl", rows(3) + &row(3, "1.0")[..40])),
+            args: &["eval", "{file}"],
+            code: 0,
+            expect: &["{file}: line 4", "torn"],
+        },
+        Case {
+            what: "trace: episodes export without transitions",
+            file: Some(("no-transitions.jsonl", rows(3))),
+            args: &["episodes", "{file}", "--out", "/dev/null"],
+            code: 2,
+            expect: &["{file}", "--record-transitions"],
+        },
+        Case {
+            what: "run: unknown agent",
+            file: None,
+            args: &[
+                "run",
+                "worlds/cartpole.toml",
+                "--agent",
+                "oracle",
+                "--no-trace",
+            ],
+            code: 2,
+            expect: &["unknown agent `oracle`", "balance"],
+        },
+        Case {
+            what: "run: --resume with a file that is not a checkpoint",
+            file: Some(("not-a-checkpoint.json", "{\"step\": 3}".into())),
+            args: &["run", "--resume", "{file}"],
+            code: 2,
+            expect: &["{file}", "not a perennial checkpoint"],
+        },
+    ]
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("perennial-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn every_hostile_input_gets_its_documented_message() {
+    let dir = dir();
+    let dir_text = dir.display().to_string();
+    let mut table = String::from(
+        "# Hostile inputs and the messages they get\n\n\
+         Generated by `tests/hostile_inputs.rs`, which checks it stays current \
+         (`PERENNIAL_BLESS=1 cargo test --release --test hostile_inputs` rewrites it). \
+         `<dir>` stands for the folder the test wrote the file in.\n\n\
+         | input | command | exit | message |\n|---|---|---|---|\n",
+    );
+    for case in cases() {
+        let file = match &case.file {
+            Some((name, text)) => {
+                let p = dir.join(name);
+                std::fs::write(&p, text).unwrap();
+                p.display().to_string()
+            }
+            None => String::new(),
+        };
+        let args: Vec<String> = case
+            .args
+            .iter()
+            .map(|a| a.replace("{file}", &file))
+            .collect();
+        let out = Command::new(env!("CARGO_BIN_EXE_perennial"))
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let message = if case.code == 0 {
+            stdout
+                .lines()
+                .chain(stderr.lines())
+                .find(|l| l.contains("torn"))
+                .unwrap_or("")
+                .to_string()
+        } else {
+            stderr.trim().to_string()
+        };
+        assert_eq!(
+            out.status.code(),
+            Some(case.code),
+            "{}: {message}",
+            case.what
+        );
+        assert!(!stderr.contains("panicked"), "{}: {stderr}", case.what);
+        for fragment in case.expect {
+            let fragment = fragment.replace("{file}", &file);
+            assert!(
+                message.contains(&fragment),
+                "{}: `{fragment}` missing from: {message}",
+                case.what
+            );
+        }
+        let shown = |s: &str| s.replace(&dir_text, "<dir>").replace('|', "\\|");
+        table.push_str(&format!(
+            "| {} | `perennial {}` | {} | {} |\n",
+            case.what,
+            shown(&args.join(" ")),
+            case.code,
+            shown(&message.replace('\n', " "))
+        ));
+    }
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("HOSTILE_INPUTS.md");
+    if std::env::var_os("PERENNIAL_BLESS").is_some() {
+        std::fs::write(&committed, &table).unwrap();
+    }
+    let current = std::fs::read_to_string(&committed).unwrap_or_default();
+    assert!(
+        current == table,
+        "HOSTILE_INPUTS.md is stale; rerun with PERENNIAL_BLESS=1 to rewrite it. New table:\n{table}"
+    );
+}
