@@ -132,11 +132,11 @@ fn compare<V>(
             .map(|(r, &a)| r.step(mode, a))
             .collect();
         assert_matches(&out, &expected, t);
-        for i in 0..n {
+        for (i, r) in refs.iter_mut().enumerate() {
             if out.done(i) {
                 ends += 1;
                 if mode == AutoresetMode::Disabled {
-                    assert_eq!(bits(&reset_copy(vector, i)), bits(&refs[i].next_episode()));
+                    assert_eq!(bits(&reset_copy(vector, i)), bits(&r.next_episode()));
                 }
             }
         }

@@ -421,8 +421,7 @@ impl<'a> Lanes<'a> {
         seed: u64,
     ) {
         let n = self.x.len();
-        let actions = &actions[..n];
-        for j in 0..n {
+        for (j, &action) in actions[..n].iter().enumerate() {
             if self.ended[j] {
                 // Only `NextStep` reaches here: `Disabled` refused the batch, and
                 // `SameStep` never leaves a copy ended.
@@ -434,7 +433,7 @@ impl<'a> Lanes<'a> {
             let p = &ph.p;
             let (x, x_dot, theta, theta_dot) =
                 (self.x[j], self.x_dot[j], self.theta[j], self.theta_dot[j]);
-            let force = if actions[j] == 1 {
+            let force = if action == 1 {
                 p.force_mag
             } else {
                 -p.force_mag
