@@ -65,6 +65,16 @@ impl Physics {
     }
 }
 
+/// Copies stepped per block; their sines and cosines live on the stack between passes.
+const BLOCK: usize = 64;
+
+/// The parameters a step reads: borrowed from a [`ParamSet`].
+#[derive(Clone, Copy)]
+enum Params<'a> {
+    Shared(&'a Physics),
+    PerCopy(&'a [Physics]),
+}
+
 #[derive(Clone, Debug)]
 enum ParamSet {
     Shared(Physics),
@@ -256,19 +266,16 @@ impl CartPoleVec {
         let (mode, seed) = (self.mode, self.seed);
         let lanes = Lanes::of(&mut self.state, &mut self.out);
         let chunk = lanes.x.len().div_ceil(self.threads).max(1);
-        match &self.params {
-            ParamSet::Shared(ph) => {
-                run_chunks(lanes, actions, chunk, &|lanes, actions| {
-                    lanes.step(|_| ph, actions, mode, seed)
-                });
-            }
-            ParamSet::PerCopy(v) => {
-                run_chunks(lanes, actions, chunk, &|lanes, actions| {
-                    let first = lanes.first;
-                    lanes.step(|j| &v[first + j], actions, mode, seed)
-                });
-            }
-        }
+        let params = &self.params;
+        run_chunks(lanes, actions, chunk, &|lanes, actions| {
+            let params = match params {
+                ParamSet::Shared(ph) => Params::Shared(ph),
+                ParamSet::PerCopy(v) => {
+                    Params::PerCopy(&v[lanes.first..lanes.first + lanes.x.len()])
+                }
+            };
+            lanes.step(params, actions, mode, seed)
+        });
         Ok(&self.out)
     }
 
@@ -413,85 +420,142 @@ impl<'a> Lanes<'a> {
     }
 
     /// One step of every copy in the run: CartPole's `step`, operation for operation.
-    fn step<'p>(
-        &mut self,
-        params: impl Fn(usize) -> &'p Physics,
-        actions: &[usize],
-        mode: AutoresetMode,
-        seed: u64,
-    ) {
+    ///
+    /// Blocks of [`BLOCK`] copies go through three passes: the sines and cosines (the only
+    /// library calls, so that the next pass has none and vectorizes), the physics and the
+    /// step results of every copy, then the rare episode ends and resets. Copies due for a
+    /// `NextStep` reset go through the physics too, and the reset then overwrites them.
+    fn step(&mut self, params: Params<'_>, actions: &[usize], mode: AutoresetMode, seed: u64) {
         let n = self.x.len();
-        for (j, &action) in actions[..n].iter().enumerate() {
-            if self.ended[j] {
-                // Only `NextStep` reaches here: `Disabled` refused the batch, and
-                // `SameStep` never leaves a copy ended.
-                self.episode[j] += 1;
-                self.start_episode(j, seed, self.first + j);
-                continue;
+        let mut cos = [0.0; BLOCK];
+        let mut sin = [0.0; BLOCK];
+        for start in (0..n).step_by(BLOCK) {
+            let end = (start + BLOCK).min(n);
+            for (k, theta) in self.theta[start..end].iter().enumerate() {
+                cos[k] = theta.cos();
+                sin[k] = theta.sin();
             }
-            let ph = params(j);
+            let (cos, sin) = (&cos[..end - start], &sin[..end - start]);
+            match params {
+                Params::Shared(ph) => {
+                    // A local copy, so the compiler sees the parameters cannot change
+                    // while the state arrays are written, and keeps them in registers.
+                    let ph = ph.clone();
+                    match ph.p.integrator {
+                        Integrator::Euler => {
+                            self.advance(start, actions, cos, sin, |_| &ph, |_| false)
+                        }
+                        Integrator::SemiImplicitEuler => {
+                            self.advance(start, actions, cos, sin, |_| &ph, |_| true)
+                        }
+                    }
+                }
+                Params::PerCopy(v) => self.advance(
+                    start,
+                    actions,
+                    cos,
+                    sin,
+                    |j| &v[j],
+                    |j| v[j].p.integrator == Integrator::SemiImplicitEuler,
+                ),
+            }
+            self.settle(start, end, mode, seed);
+        }
+    }
+
+    /// CartPole's physics and step results for the copies `start..start + cos.len()`, given
+    /// their cosines and sines. `params(j)` and `semi(j)` take a local copy index.
+    #[inline(always)]
+    fn advance<'p>(
+        &mut self,
+        start: usize,
+        actions: &[usize],
+        cos: &[f64],
+        sin: &[f64],
+        params: impl Fn(usize) -> &'p Physics,
+        semi: impl Fn(usize) -> bool,
+    ) {
+        let len = cos.len();
+        let end = start + len;
+        let (x, x_dot) = (&mut self.x[start..end], &mut self.x_dot[start..end]);
+        let (theta, theta_dot) = (&mut self.theta[start..end], &mut self.theta_dot[start..end]);
+        let episode_step = &mut self.episode_step[start..end];
+        let rewards = &mut self.rewards[start..end];
+        let (terminated, truncated) = (
+            &mut self.terminated[start..end],
+            &mut self.truncated[start..end],
+        );
+        let obs = &mut self.obs[start * 4..end * 4];
+        let actions = &actions[start..end];
+        for k in 0..len {
+            let ph = params(start + k);
             let p = &ph.p;
-            let (x, x_dot, theta, theta_dot) =
-                (self.x[j], self.x_dot[j], self.theta[j], self.theta_dot[j]);
-            let force = if action == 1 {
+            let force = if actions[k] == 1 {
                 p.force_mag
             } else {
                 -p.force_mag
             };
-            let costheta = theta.cos();
-            let sintheta = theta.sin();
-            let temp =
-                (force + ph.polemass_length * (theta_dot * theta_dot) * sintheta) / ph.total_mass;
+            let (costheta, sintheta) = (cos[k], sin[k]);
+            let temp = (force + ph.polemass_length * (theta_dot[k] * theta_dot[k]) * sintheta)
+                / ph.total_mass;
             let thetaacc = (p.gravity * sintheta - costheta * temp)
                 / (p.length * (4.0 / 3.0 - p.masspole * (costheta * costheta) / ph.total_mass));
             let xacc = temp - ph.polemass_length * thetaacc * costheta / ph.total_mass;
-            let s = match p.integrator {
-                Integrator::Euler => [
-                    x + p.tau * x_dot,
-                    x_dot + p.tau * xacc,
-                    theta + p.tau * theta_dot,
-                    theta_dot + p.tau * thetaacc,
-                ],
-                Integrator::SemiImplicitEuler => {
-                    let x_dot = x_dot + p.tau * xacc;
-                    let theta_dot = theta_dot + p.tau * thetaacc;
-                    [
-                        x + p.tau * x_dot,
-                        x_dot,
-                        theta + p.tau * theta_dot,
-                        theta_dot,
-                    ]
-                }
+            let s = if semi(start + k) {
+                let x_dot = x_dot[k] + p.tau * xacc;
+                let theta_dot = theta_dot[k] + p.tau * thetaacc;
+                [
+                    x[k] + p.tau * x_dot,
+                    x_dot,
+                    theta[k] + p.tau * theta_dot,
+                    theta_dot,
+                ]
+            } else {
+                [
+                    x[k] + p.tau * x_dot[k],
+                    x_dot[k] + p.tau * xacc,
+                    theta[k] + p.tau * theta_dot[k],
+                    theta_dot[k] + p.tau * thetaacc,
+                ]
             };
-            [self.x[j], self.x_dot[j], self.theta[j], self.theta_dot[j]] = s;
-            let steps = self.episode_step[j] + 1;
-            self.episode_step[j] = steps;
+            [x[k], x_dot[k], theta[k], theta_dot[k]] = s;
+            let steps = episode_step[k] + 1;
+            episode_step[k] = steps;
             // Non-short-circuit `|` and `&`: no branches on the thresholds.
-            let terminated = (s[0] < -p.x_threshold)
+            let fell = (s[0] < -p.x_threshold)
                 | (s[0] > p.x_threshold)
                 | (s[2] < -p.theta_threshold_radians)
                 | (s[2] > p.theta_threshold_radians);
-            let truncated = (p.max_episode_steps > 0) & (steps >= p.max_episode_steps);
-            self.rewards[j] = match (p.sutton_barto_reward, terminated) {
+            terminated[k] = fell;
+            truncated[k] = (p.max_episode_steps > 0) & (steps >= p.max_episode_steps);
+            rewards[k] = match (p.sutton_barto_reward, fell) {
                 (false, _) => 1.0,
                 (true, false) => 0.0,
                 (true, true) => -1.0,
             };
-            self.terminated[j] = terminated;
-            self.truncated[j] = truncated;
-            let obs = s.map(|v| v as f32);
-            if terminated | truncated {
+            obs[k * 4..k * 4 + 4].copy_from_slice(&s.map(|v| v as f32));
+        }
+    }
+
+    /// Episode ends and resets for the copies `start..end`, after their physics.
+    fn settle(&mut self, start: usize, end: usize, mode: AutoresetMode, seed: u64) {
+        for j in start..end {
+            if self.ended[j] {
+                // Only `NextStep` gets here: `Disabled` refused the batch, and `SameStep`
+                // never leaves a copy ended. The reset replaces what the physics computed.
+                self.episode[j] += 1;
+                self.start_episode(j, seed, self.first + j);
+            } else if self.terminated[j] | self.truncated[j] {
                 if mode == AutoresetMode::SameStep {
-                    self.final_obs[j * 4..j * 4 + 4].copy_from_slice(&obs);
+                    self.final_obs[j * 4..j * 4 + 4].copy_from_slice(&self.obs[j * 4..j * 4 + 4]);
+                    let results = (self.rewards[j], self.terminated[j], self.truncated[j]);
                     self.episode[j] += 1;
-                    let (r, te, tr) = (self.rewards[j], terminated, truncated);
                     self.start_episode(j, seed, self.first + j);
-                    (self.rewards[j], self.terminated[j], self.truncated[j]) = (r, te, tr);
-                    continue;
+                    (self.rewards[j], self.terminated[j], self.truncated[j]) = results;
+                } else {
+                    self.ended[j] = true;
                 }
-                self.ended[j] = true;
             }
-            self.obs[j * 4..j * 4 + 4].copy_from_slice(&obs);
         }
     }
 }
