@@ -1,12 +1,12 @@
 //! `CartPoleVec`: N CartPoles in structure-of-arrays form, stepped in one tight loop.
 
-use rand::{RngExt, SeedableRng};
+use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::cartpole::{CartPoleParams, Integrator};
 use crate::env::EnvError;
 
-use super::{AutoresetMode, VecError, VecStep, episode_seed};
+use super::{AutoresetMode, VecError, VecStep, copy_seeds};
 
 /// N Gymnasium CartPole-v1 copies in one structure-of-arrays state, stepped in one loop.
 ///
@@ -42,7 +42,6 @@ pub struct CartPoleVec {
     state: State,
     mode: AutoresetMode,
     threads: usize,
-    seed: u64,
     started: bool,
     out: VecStep,
 }
@@ -92,6 +91,8 @@ struct State {
     episode: Vec<u64>,
     /// The episode ended and the copy has not been reset since.
     ended: Vec<bool>,
+    /// Each copy's episode-seed stream, positioned at its next episode.
+    seeds: Vec<ChaCha8Rng>,
 }
 
 impl CartPoleVec {
@@ -121,10 +122,10 @@ impl CartPoleVec {
                 episode_step: vec![0; n],
                 episode: vec![0; n],
                 ended: vec![false; n],
+                seeds: Vec::new(),
             },
             mode,
             threads: 1,
-            seed: 0,
             started: false,
             out: VecStep::new(n, 4, mode),
         }
@@ -217,11 +218,12 @@ impl CartPoleVec {
     /// `episode_seed(seed, i, 0)`. Returns the first observations; rewards and flags are
     /// cleared.
     pub fn reset(&mut self, seed: u64) -> &[f32] {
-        self.seed = seed;
+        let n = self.num_envs();
+        self.state.seeds = (0..n).map(|i| copy_seeds(seed, i)).collect();
         let mut lanes = Lanes::of(&mut self.state, &mut self.out);
-        for i in 0..lanes.x.len() {
+        for i in 0..n {
             lanes.episode[i] = 0;
-            lanes.start_episode(i, seed, i);
+            lanes.start_episode(i);
         }
         self.out.clear_results();
         self.started = true;
@@ -248,7 +250,7 @@ impl CartPoleVec {
         }
         let mut lanes = Lanes::of(&mut self.state, &mut self.out);
         lanes.episode[i] += 1;
-        lanes.start_episode(i, self.seed, i);
+        lanes.start_episode(i);
         Ok(self.out.obs_of(i))
     }
 
@@ -263,7 +265,7 @@ impl CartPoleVec {
     /// ([`EnvError::EpisodeEnded`]).
     pub fn step(&mut self, actions: &[usize]) -> Result<&VecStep, VecError> {
         self.check(actions)?;
-        let (mode, seed) = (self.mode, self.seed);
+        let mode = self.mode;
         let lanes = Lanes::of(&mut self.state, &mut self.out);
         let chunk = lanes.x.len().div_ceil(self.threads).max(1);
         let params = &self.params;
@@ -274,7 +276,7 @@ impl CartPoleVec {
                     Params::PerCopy(&v[lanes.first..lanes.first + lanes.x.len()])
                 }
             };
-            lanes.step(params, actions, mode, seed)
+            lanes.step(params, actions, mode)
         });
         Ok(&self.out)
     }
@@ -321,7 +323,7 @@ fn reset_state(seed: u64) -> [f64; 4] {
 /// A contiguous run of copies: mutable views of every per-copy array, so that chunks can
 /// be stepped on different threads.
 struct Lanes<'a> {
-    /// Index of the first copy of the run in the whole vector (for seeds and parameters).
+    /// Index of the first copy of the run in the whole vector (for per-copy parameters).
     first: usize,
     x: &'a mut [f64],
     x_dot: &'a mut [f64],
@@ -330,6 +332,7 @@ struct Lanes<'a> {
     episode_step: &'a mut [u64],
     episode: &'a mut [u64],
     ended: &'a mut [bool],
+    seeds: &'a mut [ChaCha8Rng],
     obs: &'a mut [f32],
     rewards: &'a mut [f64],
     terminated: &'a mut [bool],
@@ -349,6 +352,7 @@ impl<'a> Lanes<'a> {
             episode_step: &mut s.episode_step,
             episode: &mut s.episode,
             ended: &mut s.ended,
+            seeds: &mut s.seeds,
             obs: &mut out.obs,
             rewards: &mut out.rewards,
             terminated: &mut out.terminated,
@@ -366,6 +370,7 @@ impl<'a> Lanes<'a> {
         let (es0, es1) = self.episode_step.split_at_mut(mid);
         let (ep0, ep1) = self.episode.split_at_mut(mid);
         let (en0, en1) = self.ended.split_at_mut(mid);
+        let (sd0, sd1) = self.seeds.split_at_mut(mid);
         let (o0, o1) = self.obs.split_at_mut(mid * 4);
         let (r0, r1) = self.rewards.split_at_mut(mid);
         let (te0, te1) = self.terminated.split_at_mut(mid);
@@ -383,6 +388,7 @@ impl<'a> Lanes<'a> {
                 episode_step: es0,
                 episode: ep0,
                 ended: en0,
+                seeds: sd0,
                 obs: o0,
                 rewards: r0,
                 terminated: te0,
@@ -398,6 +404,7 @@ impl<'a> Lanes<'a> {
                 episode_step: es1,
                 episode: ep1,
                 ended: en1,
+                seeds: sd1,
                 obs: o1,
                 rewards: r1,
                 terminated: te1,
@@ -407,9 +414,11 @@ impl<'a> Lanes<'a> {
         )
     }
 
-    /// Builds local copy `j`'s episode `episode[j]` and writes its first observation.
-    fn start_episode(&mut self, j: usize, seed: u64, copy: usize) {
-        let s = reset_state(episode_seed(seed, copy, self.episode[j]));
+    /// Builds local copy `j`'s next episode, from the next seed of its stream (the one
+    /// [`episode_seed`](super::episode_seed) gives for `episode[j]`), and writes its first
+    /// observation.
+    fn start_episode(&mut self, j: usize) {
+        let s = reset_state(self.seeds[j].next_u64());
         [self.x[j], self.x_dot[j], self.theta[j], self.theta_dot[j]] = s;
         self.episode_step[j] = 0;
         self.ended[j] = false;
@@ -425,7 +434,7 @@ impl<'a> Lanes<'a> {
     /// library calls, so that the next pass has none and vectorizes), the physics and the
     /// step results of every copy, then the rare episode ends and resets. Copies due for a
     /// `NextStep` reset go through the physics too, and the reset then overwrites them.
-    fn step(&mut self, params: Params<'_>, actions: &[usize], mode: AutoresetMode, seed: u64) {
+    fn step(&mut self, params: Params<'_>, actions: &[usize], mode: AutoresetMode) {
         let n = self.x.len();
         let mut cos = [0.0; BLOCK];
         let mut sin = [0.0; BLOCK];
@@ -459,7 +468,7 @@ impl<'a> Lanes<'a> {
                     |j| v[j].p.integrator == Integrator::SemiImplicitEuler,
                 ),
             }
-            self.settle(start, end, mode, seed);
+            self.settle(start, end, mode);
         }
     }
 
@@ -538,19 +547,19 @@ impl<'a> Lanes<'a> {
     }
 
     /// Episode ends and resets for the copies `start..end`, after their physics.
-    fn settle(&mut self, start: usize, end: usize, mode: AutoresetMode, seed: u64) {
+    fn settle(&mut self, start: usize, end: usize, mode: AutoresetMode) {
         for j in start..end {
             if self.ended[j] {
                 // Only `NextStep` gets here: `Disabled` refused the batch, and `SameStep`
                 // never leaves a copy ended. The reset replaces what the physics computed.
                 self.episode[j] += 1;
-                self.start_episode(j, seed, self.first + j);
+                self.start_episode(j);
             } else if self.terminated[j] | self.truncated[j] {
                 if mode == AutoresetMode::SameStep {
                     self.final_obs[j * 4..j * 4 + 4].copy_from_slice(&self.obs[j * 4..j * 4 + 4]);
                     let results = (self.rewards[j], self.terminated[j], self.truncated[j]);
                     self.episode[j] += 1;
-                    self.start_episode(j, seed, self.first + j);
+                    self.start_episode(j);
                     (self.rewards[j], self.terminated[j], self.truncated[j]) = results;
                 } else {
                     self.ended[j] = true;
