@@ -2,7 +2,7 @@
 //!
 //! Two vectors share one output type, [`VecStep`], and one set of rules:
 //!
-//! - [`VecEnv`] holds N copies of any [`Env`](crate::env::Env) + [`Shiftable`] world, each
+//! - [`VecEnv`] holds N copies of any [`Env`](crate::env::Env) + [`Shiftable`](crate::regime::Shiftable) world, each
 //!   with its own optional regime [`Scheduler`](crate::regime::Scheduler);
 //! - [`CartPoleVec`] is CartPole specialised: structure-of-arrays state, one tight loop, no
 //!   per-copy dynamic calls, optionally split across threads. It is bit-identical to N
@@ -24,7 +24,7 @@
 //! |---|---|---|
 //! | `NextStep` (default, Gymnasium's default) | returns the final obs, the reward and the flags; the world is left as it ended | resets copy `i` with its next episode seed; **the action is ignored** (it is still checked against the space); returns the reset obs, reward `0.0`, both flags `false`; no env step is taken, so the copy's scheduler does not advance |
 //! | `SameStep` | steps, then resets copy `i` at once: `obs` holds the **new** episode's first obs, the reward and flags are the ending step's, and the final obs is kept in [`VecStep::final_obs`] | an ordinary step of the new episode |
-//! | `Disabled` | returns the final obs, the reward and the flags | an error, [`VecError::Copy`] with [`EnvError::EpisodeEnded`](crate::env::EnvError::EpisodeEnded) naming the copy, until the caller resets it with `reset_copy(i)`; no copy is stepped |
+//! | `Disabled` | returns the final obs, the reward and the flags | an error, [`VecError::Copy`] with [`EnvError::EpisodeEnded`] naming the copy, until the caller resets it with `reset_copy(i)`; no copy is stepped |
 //!
 //! # Rules
 //!
