@@ -12,6 +12,7 @@ pub mod regime;
 pub mod reward;
 pub mod seed;
 pub mod trace;
+pub mod vector;
 pub mod world_file;
 
 /// The names most programs need.
