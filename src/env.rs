@@ -121,11 +121,29 @@ impl Observation for Vec<f32> {
     }
 }
 
-/// An action: something a space can sample and a trace can record.
+/// An action: something a space can sample and check, and a trace can record.
+///
+/// # Rules for implementors
+///
+/// `in_space` must be true exactly for the actions the env's `step` accepts, so that a
+/// batch checked up front (as [`VecEnv`](crate::vector::VecEnv) does, so a bad action for
+/// one copy leaves every copy unchanged) never meets [`EnvError::InvalidAction`].
 pub trait Action: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
     /// Draws a uniformly random action from `space`, or `None` when this action type cannot
     /// live in that space.
     fn sample<R: rand::Rng + ?Sized>(space: &Space, rng: &mut R) -> Option<Self>;
+
+    /// Whether this action lies in `space`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use perennial::env::{Action, Space};
+    ///
+    /// assert!(1usize.in_space(&Space::Discrete { n: 2 }));
+    /// assert!(!2usize.in_space(&Space::Discrete { n: 2 }));
+    /// ```
+    fn in_space(&self, space: &Space) -> bool;
 }
 
 impl Action for usize {
@@ -134,6 +152,10 @@ impl Action for usize {
             Space::Discrete { n } if *n > 0 => Some(rng.random_range(0..*n)),
             _ => None,
         }
+    }
+
+    fn in_space(&self, space: &Space) -> bool {
+        space.contains_index(*self)
     }
 }
 
@@ -145,6 +167,11 @@ impl Action for Vec<usize> {
             }
             _ => None,
         }
+    }
+
+    fn in_space(&self, space: &Space) -> bool {
+        matches!(space, Space::MultiDiscrete { nvec }
+            if nvec.len() == self.len() && self.iter().zip(nvec).all(|(a, n)| a < n))
     }
 }
 
@@ -162,6 +189,15 @@ impl Action for Vec<f32> {
             ),
             _ => None,
         }
+    }
+
+    fn in_space(&self, space: &Space) -> bool {
+        matches!(space, Space::Box { low, high, .. }
+            if low.len() == self.len()
+                && self
+                    .iter()
+                    .zip(low.iter().zip(high))
+                    .all(|(&a, (&lo, &hi))| (lo..=hi).contains(&f64::from(a))))
     }
 }
 
@@ -312,6 +348,28 @@ mod tests {
             assert!(space.contains_index(a));
         }
         assert!(Vec::<usize>::sample(&space, &mut rng).is_none());
+    }
+
+    #[test]
+    fn multi_discrete_membership_checks_length_and_every_element() {
+        let space = Space::MultiDiscrete { nvec: vec![2, 3] };
+        assert!(vec![1, 2].in_space(&space));
+        assert!(!vec![1, 3].in_space(&space));
+        assert!(!vec![1].in_space(&space));
+        assert!(!vec![1usize, 2].in_space(&Space::Discrete { n: 3 }));
+    }
+
+    #[test]
+    fn box_membership_checks_length_bounds_and_nan() {
+        let space = Space::Box {
+            low: vec![-1.0, 0.0],
+            high: vec![1.0, f64::INFINITY],
+            dtype: Dtype::F32,
+        };
+        assert!(vec![0.5f32, 1e30].in_space(&space));
+        assert!(!vec![1.5f32, 0.0].in_space(&space));
+        assert!(!vec![f32::NAN, 0.0].in_space(&space));
+        assert!(!vec![0.0f32].in_space(&space));
     }
 
     #[test]

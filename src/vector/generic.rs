@@ -1,9 +1,9 @@
 //! `VecEnv`: N copies of any shiftable world, each with its own seeds and regime scheduler.
 
-use crate::env::{Env, EnvError, Observation};
+use crate::env::{Action, Env, EnvError, Observation};
 use crate::regime::{Conditions, Scheduler, Shiftable, apply_conditions, validate_conditions};
 
-use super::{AutoresetMode, InSpace, VecError, VecStep, episode_seed};
+use super::{AutoresetMode, VecError, VecStep, episode_seed};
 
 /// N copies of a world stepped in one call, with batched buffers and explicit autoreset.
 ///
@@ -63,10 +63,7 @@ struct CopyRegime {
     baseline: Conditions,
 }
 
-impl<E: Env + Shiftable> VecEnv<E>
-where
-    E::Action: InSpace,
-{
+impl<E: Env + Shiftable> VecEnv<E> {
     /// A vector over `envs` (one copy each). Call [`VecEnv::reset`] before the first step.
     ///
     /// # Errors

@@ -56,7 +56,6 @@
 //! assert_eq!(step.obs_of(3).len(), 4);
 //! ```
 
-mod action;
 mod cartpole;
 mod generic;
 
@@ -68,7 +67,6 @@ use rand_chacha::ChaCha8Rng;
 use crate::env::EnvError;
 use crate::regime::RegimeError;
 
-pub use action::InSpace;
 pub use cartpole::CartPoleVec;
 pub use generic::VecEnv;
 
