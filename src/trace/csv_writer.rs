@@ -1,6 +1,6 @@
 //! The CSV trace writer: maps flattened into `c.<name>` and `p.<name>` columns.
 
-use super::row::{RowRecord, RunIdentity};
+use super::row::{COLUMNS, RowRecord, RunIdentity};
 use super::{RowBuffer, TraceError, TraceSink};
 
 /// Writes rows as CSV with a header line.
@@ -18,32 +18,12 @@ pub(crate) fn header(
     payouts: &[String],
     record_transitions: bool,
 ) -> Vec<String> {
-    let mut h: Vec<String> = [
-        "run_id",
-        "seed",
-        "algorithm_id",
-        "task",
-        "step",
-        "episode",
-        "episode_step",
-        "reward",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let (head, tail) = COLUMNS.split_at(8);
+    let mut h: Vec<String> = head.iter().map(|s| s.to_string()).collect();
     h.extend(components.iter().map(|c| format!("c.{c}")));
     h.extend(payouts.iter().map(|p| format!("p.{p}")));
-    h.extend(
-        [
-            "regime",
-            "regime_origin",
-            "terminated",
-            "truncated",
-            "ceiling",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
+    // `tail` starts with the `components` and `payout` maps, flattened above.
+    h.extend(tail[2..].iter().map(|s| s.to_string()));
     if record_transitions {
         h.push("obs".into());
         h.push("action".into());

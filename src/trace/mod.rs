@@ -24,7 +24,7 @@ mod row;
 
 pub use error::{TornTail, TraceError};
 pub use reader::{Located, RowRef, Terms, TraceFormat, TraceReader};
-pub use row::{RowRecord, RunIdentity, TraceRow};
+pub use row::{COLUMNS, RowRecord, RunIdentity, TraceRow};
 
 use std::fs::File;
 use std::io::Write;

@@ -649,6 +649,7 @@ mod scan {
 
     use super::{RowRef, Terms};
     use crate::regime::Origin;
+    use crate::trace::COLUMNS;
 
     /// The index of the first `"`, `\\` or control byte at or after `i`: eight bytes at a
     /// time, since string scanning dominates parsing. (The lowest flagged byte of each word
@@ -820,25 +821,6 @@ mod scan {
             }
         }
     }
-
-    /// The trace columns in DESIGN order.
-    const COLUMNS: [&str; 15] = [
-        "run_id",
-        "seed",
-        "algorithm_id",
-        "task",
-        "step",
-        "episode",
-        "episode_step",
-        "reward",
-        "components",
-        "payout",
-        "regime",
-        "regime_origin",
-        "terminated",
-        "truncated",
-        "ceiling",
-    ];
 
     /// The row in `text`, or `None` to let serde decide.
     pub(super) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> Option<RowRef<'a>> {

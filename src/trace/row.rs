@@ -6,6 +6,27 @@ use serde::{Deserialize, Serialize};
 
 use crate::regime::Origin;
 
+/// The trace columns in DESIGN order (`obs` and `action` follow when transitions are
+/// recorded). CSV replaces `components` and `payout` with one `c.<name>` / `p.<name>`
+/// column per term.
+pub const COLUMNS: [&str; 15] = [
+    "run_id",
+    "seed",
+    "algorithm_id",
+    "task",
+    "step",
+    "episode",
+    "episode_step",
+    "reward",
+    "components",
+    "payout",
+    "regime",
+    "regime_origin",
+    "terminated",
+    "truncated",
+    "ceiling",
+];
+
 /// Who ran what: the columns that are the same on every row of a run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunIdentity {
