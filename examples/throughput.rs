@@ -1,0 +1,186 @@
+//! Steps per second of the built-in worlds, bare and through the harness, on this machine.
+//!
+//! Every workload takes uniformly random actions from `RandomAgent` and is timed once with a
+//! wall clock (build it with `--release`; a debug build is 10 to 50 times slower):
+//!
+//! - `cartpole env`: CartPole-v1 stepped through the `Env` trait, reset when an episode ends;
+//! - `cartpole harness, no trace`: the same through the `Harness` (scheduler, windows,
+//!   summary), auto-reset on, no trace;
+//! - `cartpole harness, jsonl trace`: the same, writing a JSONL trace under the temp dir
+//!   (removed afterwards: it takes about 270 bytes a step);
+//! - `enterprise env, default layout`: the persistent enterprise world (8 SKUs, 4 docks,
+//!   3 carriers, the default reward) through the `Env` trait;
+//! - `enterprise env, layout x10`: the same with `MorpheusConfig::scaled(10)` (80 SKUs,
+//!   40 docks).
+//!
+//! # Reading the output
+//!
+//! One row per workload: the steps taken, the seconds they took and their ratio, steps per
+//! second. The gap between the first two rows is the harness's own cost per step; the third
+//! row adds serializing and writing one trace row per step. The enterprise rows show the
+//! cost of a richer world, and how it grows with the layout. A single timed pass on a shared
+//! machine varies by several percent from run to run; `cargo bench` gives medians.
+//!
+//! `PERENNIAL_EXAMPLE_STEPS` sets the budget of the two untraced CartPole rows (default
+//! 20,000,000); the traced row takes a tenth of it, the enterprise world, whose steps cost far
+//! more, a hundredth with the default layout and a thousandth with the layout ten times
+//! larger. The whole run takes a few seconds in release.
+//!
+//! ```sh
+//! cargo run --release --example throughput
+//! ```
+
+use std::error::Error;
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use perennial::agents::RandomAgent;
+use perennial::harness::{Agent, Harness, HarnessConfig};
+use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
+use perennial::prelude::*;
+use perennial::trace::{self, TraceFormat};
+
+const DEFAULT_STEPS: u64 = 20_000_000;
+const SEED: u64 = 0;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("throughput: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let steps = step_budget()?;
+    let traced = (steps / 10).max(1);
+    let enterprise = (steps / 100).max(1);
+    let enterprise_x10 = (steps / 1000).max(1);
+    let dir = std::env::temp_dir().join("perennial-examples");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let trace_path = dir.join("throughput-cartpole.jsonl");
+    let (small, large) = (enterprise_world(1)?, enterprise_world(10)?);
+
+    let rows = [
+        (
+            "cartpole env",
+            steps,
+            time(|| env_loop(CartPole::new(CartPoleParams::default()), steps))?,
+        ),
+        (
+            "cartpole harness, no trace",
+            steps,
+            time(|| cartpole_harness(steps, None))?,
+        ),
+        (
+            "cartpole harness, jsonl trace",
+            traced,
+            time(|| cartpole_harness(traced, Some(&trace_path)))?,
+        ),
+        (
+            "enterprise env, default layout",
+            enterprise,
+            time(|| env_loop(small, enterprise))?,
+        ),
+        (
+            "enterprise env, layout x10",
+            enterprise_x10,
+            time(|| env_loop(large, enterprise_x10))?,
+        ),
+    ];
+
+    println!(
+        "{:<32} {:>10} {:>9} {:>14}",
+        "workload", "steps", "seconds", "steps/s"
+    );
+    for (workload, steps, seconds) in rows {
+        println!(
+            "{workload:<32} {steps:>10} {seconds:>9.3} {:>14.0}",
+            steps as f64 / seconds
+        );
+    }
+    // At a few hundred bytes a row the trace is large, and only its writing was of interest.
+    let bytes = std::fs::metadata(&trace_path)?.len();
+    std::fs::remove_file(&trace_path)?;
+    println!(
+        "\nthe jsonl trace ({:.0} MB) was written to {} and removed",
+        bytes as f64 / 1e6,
+        trace_path.display()
+    );
+    Ok(())
+}
+
+/// Seconds `f` took.
+fn time(f: impl FnOnce() -> Result<(), Box<dyn Error>>) -> Result<f64, Box<dyn Error>> {
+    let started = Instant::now();
+    f()?;
+    Ok(started.elapsed().as_secs_f64())
+}
+
+fn enterprise_world(scale: usize) -> Result<Morpheus, Box<dyn Error>> {
+    Ok(Morpheus::new(
+        MorpheusConfig::default().scaled(scale),
+        default_reward_spec(),
+    )?)
+}
+
+/// `steps` random steps through the `Env` trait alone, resetting when an episode ends.
+fn env_loop<E: Env<Action = usize>>(mut env: E, steps: u64) -> Result<(), Box<dyn Error>> {
+    let mut agent = RandomAgent::new(env.spec().action_space.clone(), SEED);
+    let mut obs = env.reset(SEED);
+    let mut episode = 0;
+    let mut total = 0.0;
+    for _ in 0..steps {
+        let action = Agent::<E>::act(&mut agent, &obs);
+        let t = env.step(&action)?;
+        total += t.reward;
+        obs = if t.done() {
+            episode += 1;
+            env.reset(episode)
+        } else {
+            t.observation
+        };
+    }
+    black_box(total);
+    Ok(())
+}
+
+fn cartpole_harness(steps: u64, trace: Option<&std::path::Path>) -> Result<(), Box<dyn Error>> {
+    let env = CartPole::new(CartPoleParams::default());
+    let agent = RandomAgent::new(env.spec().action_space.clone(), SEED);
+    let config = HarnessConfig {
+        steps,
+        auto_reset: true,
+        ..HarnessConfig::default()
+    };
+    let mut harness = Harness::new(env, agent, SEED).config(config);
+    if let Some(path) = trace {
+        let id = harness.identity().clone();
+        harness = harness.trace(trace::create(
+            path,
+            TraceFormat::Jsonl,
+            &id,
+            &[],
+            &[],
+            false,
+        )?);
+    }
+    black_box(harness.run()?);
+    Ok(())
+}
+
+fn step_budget() -> Result<u64, Box<dyn Error>> {
+    let text = match std::env::var("PERENNIAL_EXAMPLE_STEPS") {
+        Err(std::env::VarError::NotPresent) => return Ok(DEFAULT_STEPS),
+        other => other?,
+    };
+    match text.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(
+            format!("PERENNIAL_EXAMPLE_STEPS is {text:?}; give a step count of at least 1").into(),
+        ),
+    }
+}

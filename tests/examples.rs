@@ -1,0 +1,253 @@
+//! The examples as a user runs them: each exits 0 and prints what its docs promise.
+//!
+//! Cargo does not build examples for `cargo test --test examples`, and gives integration
+//! tests no path to them (`CARGO_BIN_EXE_*` covers binaries only). So the first test to need
+//! one runs `cargo build --example NAME` for all four (with `--release` when this test was
+//! built in release, so the examples share the library already built for it) and takes each
+//! executable's path from cargo's JSON messages, which also finds a custom target directory.
+//! That nested cargo does not wait on the outer one: `cargo test` releases the
+//! build-directory lock once the test binaries are built, before it runs them. The examples
+//! then run directly, in parallel, each with a small `PERENNIAL_EXAMPLE_STEPS` and its own
+//! `TMPDIR`, so their traces land in a directory no other run shares.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const EXAMPLES: [&str; 4] = [
+    "cartpole_regimes",
+    "warehouse_shift",
+    "custom_world",
+    "throughput",
+];
+
+fn executables() -> &'static HashMap<String, PathBuf> {
+    static BUILT: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo
+            .args(["build", "--quiet", "--message-format=json"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        for name in EXAMPLES {
+            cargo.args(["--example", name]);
+        }
+        if !cfg!(debug_assertions) {
+            cargo.arg("--release");
+        }
+        let out = cargo.output().expect("cargo runs");
+        assert!(
+            out.status.success(),
+            "building the examples failed:\n{}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|m| m["reason"] == "compiler-artifact")
+            .filter_map(|m| {
+                let name = m["target"]["name"].as_str()?.to_string();
+                let exe = m["executable"].as_str()?;
+                Some((name, PathBuf::from(exe)))
+            })
+            .collect()
+    })
+}
+
+/// Runs example `name` with a step budget of `steps` and a temp dir of its own.
+fn example(name: &str, steps: &str) -> Output {
+    let exe = executables()
+        .get(name)
+        .unwrap_or_else(|| panic!("cargo built no executable for example `{name}`"));
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("example-{name}-{steps}"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).expect("the target tmp dir is writable");
+    Command::new(exe)
+        .env("PERENNIAL_EXAMPLE_STEPS", steps)
+        .env("TMPDIR", &tmp)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the example runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The example's stdout, after checking that it succeeded.
+fn succeeded(name: &str, out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{name} exited with {}:\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// The paths printed after `trace: ` (to the end of the line).
+fn trace_paths(stdout: &str) -> Vec<PathBuf> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once("trace: "))
+        .map(|(_, p)| PathBuf::from(p.trim()))
+        .collect()
+}
+
+fn lines_in(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .count()
+}
+
+#[test]
+fn cartpole_regimes_traces_the_learner_and_prints_its_intervals() {
+    let stdout = succeeded("cartpole_regimes", &example("cartpole_regimes", "6500"));
+    for expected in [
+        "run cartpole-actor-critic-seed0",
+        "steps 6500",
+        "intervals (W = 100, payouts excluded)",
+        "configurations",
+        "group task cartpole  algorithm actor-critic",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+    let header = stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|words| words.first() == Some(&"#"))
+        .unwrap_or_else(|| panic!("no interval table in:\n{stdout}"));
+    for column in ["mean_r", "adapt", "recov", "forget", "cvar05", "gap"] {
+        assert!(header.contains(&column), "no {column} column in {header:?}");
+    }
+    // The cycle's first four intervals: earth, heavy_gravity, earth again, long_pole.
+    let intervals: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(" initial ") || l.contains(" scheduled "))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(
+        intervals,
+        ["earth", "heavy_gravity", "earth", "long_pole"],
+        "{stdout}"
+    );
+    let traces = trace_paths(&stdout);
+    assert_eq!(traces.len(), 1, "{stdout}");
+    assert_eq!(lines_in(&traces[0]), 6500);
+}
+
+#[test]
+fn warehouse_shift_compares_every_agent_over_the_same_seeds() {
+    let stdout = succeeded("warehouse_shift", &example("warehouse_shift", "600"));
+    let agents = [
+        "random",
+        "base-stock",
+        "adaptive-base-stock",
+        "actor-critic",
+    ];
+    for agent in agents {
+        let summary = format!("{agent:<20} mean reward per step over 3 seeds:");
+        let group = format!(
+            "group task warehouse  algorithm {agent}  runs 3  seeds 0,1,2  (mean over runs [95% bootstrap CI])"
+        );
+        assert!(
+            stdout.contains(&summary),
+            "missing {summary:?} in:\n{stdout}"
+        );
+        assert!(stdout.contains(&group), "missing {group:?} in:\n{stdout}");
+    }
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("metric") && l.contains("baseline")),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("mean_reward") && l.contains(" [")),
+        "{stdout}"
+    );
+    let traces = trace_paths(&stdout);
+    assert_eq!(traces.len(), agents.len() * 3, "{stdout}");
+    for trace in &traces {
+        assert_eq!(lines_in(trace), 600, "{}", trace.display());
+    }
+}
+
+#[test]
+fn custom_world_runs_and_scores_like_a_built_in_one() {
+    let stdout = succeeded("custom_world", &example("custom_world", "2000"));
+    for expected in [
+        "checkpoint: the restored world repeats the saved one step for step",
+        "action 3: invalid action 3",
+        "run thermostat-random-seed0",
+        "run thermostat-bang-bang-seed0",
+        "comfort=",
+        "energy=",
+        "group task thermostat  algorithm bang-bang",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+    for label in ["mild", "cold_snap", "draughty"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(label) && l.contains("comfort=")),
+            "no configuration line for {label} in:\n{stdout}"
+        );
+    }
+    let traces = trace_paths(&stdout);
+    assert_eq!(traces.len(), 2, "{stdout}");
+    for trace in &traces {
+        assert_eq!(lines_in(trace), 2000, "{}", trace.display());
+    }
+}
+
+#[test]
+fn throughput_prints_a_rate_for_every_workload() {
+    let stdout = succeeded("throughput", &example("throughput", "20000"));
+    assert!(
+        stdout.lines().any(|l| l
+            .split_whitespace()
+            .eq(["workload", "steps", "seconds", "steps/s"])),
+        "{stdout}"
+    );
+    for (workload, steps) in [
+        ("cartpole env", 20_000),
+        ("cartpole harness, no trace", 20_000),
+        ("cartpole harness, jsonl trace", 2_000),
+        ("enterprise env, default layout", 200),
+        ("enterprise env, layout x10", 20),
+    ] {
+        let row = stdout
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(workload)
+                    .filter(|rest| rest.starts_with(' '))
+            })
+            .unwrap_or_else(|| panic!("no row for {workload:?} in:\n{stdout}"));
+        let cells: Vec<f64> = row
+            .split_whitespace()
+            .map(|c| c.parse().expect("numeric cells"))
+            .collect();
+        assert_eq!(cells.len(), 3, "{row}");
+        assert_eq!(cells[0], steps as f64, "{row}");
+        assert!(cells[2] > 0.0, "{row}");
+    }
+}
+
+#[test]
+fn an_unusable_step_budget_fails_with_a_message() {
+    let out = example("custom_world", "lots");
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("PERENNIAL_EXAMPLE_STEPS"), "{stderr}");
+}
