@@ -8,6 +8,9 @@
 //!   summary), auto-reset on, no trace;
 //! - `cartpole harness, jsonl trace`: the same, writing a JSONL trace under the temp dir
 //!   (removed afterwards: it takes about 270 bytes a step);
+//! - `cartpole vector, N envs`: `CartPoleVec` (structure of arrays, one thread, next-step
+//!   autoreset) with N = 64 and 4096, actions drawn per batch from a seeded generator; the
+//!   steps column counts env-steps (N per batch);
 //! - `enterprise env, default layout`: the persistent enterprise world (8 SKUs, 4 docks,
 //!   3 carriers, the default reward) through the `Env` trait;
 //! - `enterprise env, layout x10`: the same with `MorpheusConfig::scaled(10)` (80 SKUs,
@@ -40,6 +43,8 @@ use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::prelude::*;
 use perennial::trace::{self, TraceFormat};
+use perennial::vector::{AutoresetMode, CartPoleVec};
+use rand::Rng;
 
 const DEFAULT_STEPS: u64 = 20_000_000;
 const SEED: u64 = 0;
@@ -81,6 +86,16 @@ fn run() -> Result<(), Box<dyn Error>> {
             time(|| cartpole_harness(traced, Some(&trace_path)))?,
         ),
         (
+            "cartpole vector, 64 envs",
+            batches(steps, 64),
+            time(|| vector_loop(64, steps))?,
+        ),
+        (
+            "cartpole vector, 4096 envs",
+            batches(steps, 4096),
+            time(|| vector_loop(4096, steps))?,
+        ),
+        (
             "enterprise env, default layout",
             enterprise,
             time(|| env_loop(small, enterprise))?,
@@ -110,6 +125,29 @@ fn run() -> Result<(), Box<dyn Error>> {
         bytes as f64 / 1e6,
         trace_path.display()
     );
+    Ok(())
+}
+
+/// Env-steps a vector of `n` envs takes for at least `steps`: whole batches.
+fn batches(steps: u64, n: u64) -> u64 {
+    steps.div_ceil(n) * n
+}
+
+/// Steps `n` vectorized CartPoles for at least `steps` env-steps with random actions.
+fn vector_loop(n: usize, steps: u64) -> Result<(), Box<dyn Error>> {
+    let mut envs = CartPoleVec::new(n, CartPoleParams::default(), AutoresetMode::NextStep);
+    envs.reset(SEED);
+    let mut rng = perennial::seed::rng(SEED, perennial::seed::Stream::Agent);
+    let mut actions = vec![0usize; n];
+    for _ in 0..batches(steps, n as u64) / n as u64 {
+        for chunk in actions.chunks_mut(64) {
+            let bits = rng.next_u64();
+            for (i, a) in chunk.iter_mut().enumerate() {
+                *a = ((bits >> i) & 1) as usize;
+            }
+        }
+        black_box(envs.step(&actions)?.rewards()[0]);
+    }
     Ok(())
 }
 

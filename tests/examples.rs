@@ -2,7 +2,7 @@
 //!
 //! Cargo does not build examples for `cargo test --test examples`, and gives integration
 //! tests no path to them (`CARGO_BIN_EXE_*` covers binaries only). So the first test to need
-//! one runs `cargo build --example NAME` for all four (with `--release` when this test was
+//! one runs `cargo build --example NAME` for all of them (with `--release` when this test was
 //! built in release, so the examples share the library already built for it) and takes each
 //! executable's path from cargo's JSON messages, which also finds a custom target directory.
 //! That nested cargo does not wait on the outer one: `cargo test` releases the
@@ -15,11 +15,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const EXAMPLES: [&str; 4] = [
+const EXAMPLES: [&str; 5] = [
     "cartpole_regimes",
     "warehouse_shift",
     "custom_world",
     "throughput",
+    "peer_workload",
 ];
 
 fn executables() -> &'static HashMap<String, PathBuf> {
@@ -224,6 +225,8 @@ fn throughput_prints_a_rate_for_every_workload() {
         ("cartpole env", 20_000),
         ("cartpole harness, no trace", 20_000),
         ("cartpole harness, jsonl trace", 2_000),
+        ("cartpole vector, 64 envs", 20_032),
+        ("cartpole vector, 4096 envs", 20_480),
         ("enterprise env, default layout", 200),
         ("enterprise env, layout x10", 20),
     ] {
@@ -250,4 +253,33 @@ fn an_unusable_step_budget_fails_with_a_message() {
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
     assert!(stderr.contains("PERENNIAL_EXAMPLE_STEPS"), "{stderr}");
+}
+
+#[test]
+fn peer_workload_prints_one_timed_line_per_workload() {
+    let exe = &executables()["peer_workload"];
+    let out = Command::new(exe)
+        .args(["8192", "1"])
+        .output()
+        .expect("the example runs");
+    let stdout = succeeded("peer_workload", &out);
+    for workload in [
+        "perennial_single",
+        "perennial_vec_64",
+        "perennial_vec_4096",
+        "perennial_vecenv_4096",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(workload))
+            .unwrap_or_else(|| panic!("no line for {workload} in:\n{stdout}"));
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            (cells.len(), cells[2], cells[4]),
+            (5, "steps", "s"),
+            "{line}"
+        );
+        assert!(cells[1].parse::<u64>().unwrap() >= 8192, "{line}");
+        assert!(cells[3].parse::<f64>().unwrap() > 0.0, "{line}");
+    }
 }
