@@ -1,86 +1,43 @@
-//! The shipped MORPHEUS world files parse, build a world, and define valid regimes and schedules.
+//! The shipped enterprise world files load, build a world, and define valid regimes and
+//! schedules in which labels recur.
 
-use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
+use perennial::morpheus::Morpheus;
 use perennial::prelude::*;
-use perennial::regime::{Conditions, validate_conditions};
-use perennial::reward::Term;
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WorldFile {
-    world: WorldSection,
-    regimes: Vec<RegimeSection>,
-    schedule: Plan,
-    reward: Option<RewardSection>,
-    harness: HarnessSection,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WorldSection {
-    kind: String,
-    description: String,
-    params: MorpheusConfig,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RegimeSection {
-    label: String,
-    conditions: Conditions,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RewardSection {
-    terms: Vec<Term>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HarnessSection {
-    steps: u64,
-    window_steps: u64,
-}
+use perennial::regime::apply_conditions;
+use perennial::world_file::{WorldFile, WorldKind};
 
 fn check(path: &str, task: &str) {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let file: WorldFile = toml::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
-    assert_eq!(file.world.kind, "morpheus");
-    assert!(!file.world.description.is_empty());
-    assert_eq!(file.world.params.task, task);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    let file = WorldFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!file.description.is_empty());
+    let WorldKind::Morpheus(config) = file.world.clone() else {
+        panic!("{}: an enterprise world", path.display());
+    };
+    assert_eq!(config.task, task);
     let reward = file
-        .reward
-        .map_or_else(default_reward_spec, |r| RewardSpec { terms: r.terms });
+        .reward_spec()
+        .expect("the enterprise world always has a reward spec");
     let mut env =
-        Morpheus::new(file.world.params, reward).unwrap_or_else(|e| panic!("{path}: {e}"));
-    assert!(file.regimes.len() >= 4, "{path}: at least four regimes");
-    let regimes: Vec<Regime> = file
-        .regimes
-        .into_iter()
-        .map(|r| {
-            validate_conditions(&env.parameters(), &r.conditions)
-                .unwrap_or_else(|e| panic!("{path}: regime {}: {e}", r.label));
-            Regime {
-                label: r.label,
-                conditions: r.conditions,
-            }
-        })
-        .collect();
-    let Plan::Cycle { labels, every } = &file.schedule else {
-        panic!("{path}: the shipped worlds cycle");
+        Morpheus::new(*config, reward).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        file.regimes.len() >= 4,
+        "{}: at least four regimes",
+        path.display()
+    );
+    let Plan::Cycle { labels, every } = &file.plan else {
+        panic!("{}: the shipped worlds cycle", path.display());
     };
     assert!(
-        *every > 0 && labels.len() > regimes.len(),
-        "{path}: labels recur"
+        *every > 0 && labels.len() > file.regimes.len(),
+        "{}: labels recur",
+        path.display()
     );
-    assert!(file.harness.steps > 0 && file.harness.window_steps > 0);
-    Scheduler::new(regimes.clone(), file.schedule.clone(), 0)
-        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    assert!(file.harness.steps.is_some_and(|s| s > 0));
+    file.scheduler(0)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     env.reset(1);
-    for regime in &regimes {
-        perennial::regime::apply_conditions(&mut env, &regime.conditions).unwrap();
+    for regime in &file.regimes {
+        apply_conditions(&mut env, &regime.conditions).unwrap();
         for _ in 0..20 {
             let t = env.step(&1).unwrap();
             assert!(t.reward <= env.ceiling().unwrap().step);
