@@ -223,7 +223,10 @@ struct RunPlan {
     format: TraceFormat,
     trace: Option<PathBuf>,
     no_trace: bool,
-    checkpoint: Option<(PathBuf, u64)>,
+    /// Steps between checkpoints, when checkpointing.
+    checkpoint_every: Option<u64>,
+    /// The checkpoint file (resolved to its default once the run id is known).
+    checkpoint: Option<PathBuf>,
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -306,15 +309,8 @@ fn plan_from_args(args: &RunArgs) -> Result<RunPlan, Failure> {
         format,
         trace: args.trace.clone().map(|p| absolute(&p)),
         no_trace: args.no_trace,
-        checkpoint: args.checkpoint_every.map(|every| {
-            (
-                args.checkpoint
-                    .clone()
-                    .map(|p| absolute(&p))
-                    .unwrap_or_default(),
-                every,
-            )
-        }),
+        checkpoint_every: args.checkpoint_every,
+        checkpoint: args.checkpoint.as_deref().map(absolute),
     })
 }
 
@@ -422,13 +418,10 @@ where
             };
             let resolved = RunPlan {
                 trace: (!plan.no_trace).then(|| plan.trace.clone().unwrap_or_else(|| default(ext))),
-                checkpoint: plan.checkpoint.as_ref().map(|(p, every)| {
-                    (
-                        p.clone()
-                            .filter_empty()
-                            .unwrap_or_else(|| default("ckpt.json")),
-                        *every,
-                    )
+                checkpoint: plan.checkpoint_every.map(|_| {
+                    plan.checkpoint
+                        .clone()
+                        .unwrap_or_else(|| default("ckpt.json"))
                 }),
                 ..plan.clone()
             };
@@ -463,12 +456,12 @@ where
             )
         }
     };
-    if let Some((path, every)) = &plan.checkpoint {
+    if let (Some(path), Some(every)) = (&plan.checkpoint, plan.checkpoint_every) {
         ensure_parent(path)?;
         let meta = serde_json::to_value(&plan).map_err(Failure::run)?;
         harness = harness.checkpoint(CheckpointPlan {
             path: path.to_path_buf(),
-            every: *every,
+            every,
             meta,
         });
     }
@@ -491,17 +484,6 @@ where
         harness.run()
     };
     report(result, started, &identity, world, &plan)
-}
-
-/// `Option<PathBuf>` from a path that may be empty (no path given).
-trait FilterEmpty {
-    fn filter_empty(self) -> Option<PathBuf>;
-}
-
-impl FilterEmpty for PathBuf {
-    fn filter_empty(self) -> Option<PathBuf> {
-        (!self.as_os_str().is_empty()).then_some(self)
-    }
 }
 
 fn report(
@@ -551,7 +533,7 @@ fn report(
         println!("trace      {}", p.display());
         println!("score it:  perennial eval {}", p.display());
     }
-    if let Some((p, every)) = &plan.checkpoint {
+    if let (Some(p), Some(every)) = (&plan.checkpoint, plan.checkpoint_every) {
         println!(
             "checkpoint {} (every {every} steps; continue with --resume)",
             p.display()
