@@ -9,6 +9,10 @@
 //! the next episode's world seed and the run goes on. Regime shifts, decided by the
 //! [`Scheduler`](crate::regime::Scheduler) before each step, end nothing either.
 //!
+//! Checkpoints ([`Checkpoint`], [`Harness::checkpoint`], [`Harness::resume`]) save
+//! everything a run needs to continue, so a killed run resumes to the same trace, byte for
+//! byte.
+//!
 //! Seeds: from the run seed, the world's `reset` seed of episode `k` is
 //! `seed::derive(seed, Stream::World, k)`; the scheduler and the agent get their own streams.
 

@@ -455,7 +455,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         let window_steps = self.config.window_steps.max(1);
         let end = self.state.step.saturating_add(steps).min(self.config.steps);
         let no_values: Vec<f64> = Vec::new();
-        let mut action_json = String::new();
+        let mut action_json: Vec<u8> = Vec::new();
         while self.state.step < end {
             let step = self.state.step;
             if self.scheduler.next_shift_due(step) {
@@ -492,9 +492,10 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 let ceiling = self.env.ceiling().map(|c| c.applicable(done));
                 if self.config.record_transitions {
                     action_json.clear();
-                    action_json.push_str(
-                        &serde_json::to_string(&action).unwrap_or_else(|_| "null".into()),
-                    );
+                    if serde_json::to_writer(&mut action_json, &action).is_err() {
+                        action_json.clear();
+                        action_json.extend(b"null");
+                    }
                 }
                 let (components, payouts) = match &t.breakdown {
                     Some(b) => (
@@ -519,7 +520,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                     action_json: self
                         .config
                         .record_transitions
-                        .then_some(action_json.as_str()),
+                        .then(|| std::str::from_utf8(&action_json).unwrap_or("null")),
                 })?;
             }
             let st = &mut self.state;
