@@ -471,9 +471,15 @@ where
         let bar = indicatif::ProgressBar::new(plan.config.steps);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}",
+                "{bar:40} {human_pos}/{human_len} steps  {rate}  eta {eta}",
             )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .with_key(
+                "rate",
+                |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0} steps/s", state.per_sec());
+                },
+            ),
         );
         bar.set_position(harness.steps_done());
         let b = bar.clone();
