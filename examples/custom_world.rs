@@ -187,12 +187,14 @@ impl Shiftable for Thermostat {
                 min: -30.0,
                 max: 40.0,
                 doc: "outdoor temperature, °C",
+                integer: false,
             },
             ParamInfo {
                 name: "leak",
                 min: 0.0,
                 max: 0.5,
                 doc: "share of the indoor-outdoor gap lost per minute",
+                integer: false,
             },
         ]
     }

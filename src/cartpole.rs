@@ -26,7 +26,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::env::{Dtype, Env, EnvError, EnvSpec, Space, Transition};
-use crate::regime::{ParamInfo, RegimeError, Shiftable};
+use crate::regime::{ParamInfo, RegimeError, Shiftable, check_parameter};
 use crate::reward::Ceiling;
 
 /// How the state is integrated over one time step.
@@ -95,54 +95,63 @@ const PARAMETERS: [ParamInfo; 9] = [
         min: 0.0,
         max: 1000.0,
         doc: "gravitational acceleration, m/s²",
+        integer: false,
     },
     ParamInfo {
         name: "masscart",
         min: 1e-6,
         max: 1e6,
         doc: "cart mass, kg",
+        integer: false,
     },
     ParamInfo {
         name: "masspole",
         min: 1e-6,
         max: 1e6,
         doc: "pole mass, kg",
+        integer: false,
     },
     ParamInfo {
         name: "length",
         min: 1e-6,
         max: 1e6,
         doc: "half the pole's length, m",
+        integer: false,
     },
     ParamInfo {
         name: "force_mag",
         min: 0.0,
         max: 1e6,
         doc: "push magnitude, N",
+        integer: false,
     },
     ParamInfo {
         name: "tau",
         min: 1e-6,
         max: 1.0,
         doc: "seconds per step",
+        integer: false,
     },
     ParamInfo {
         name: "x_threshold",
         min: 0.0,
         max: 1e6,
         doc: "cart position limit, m",
+        integer: false,
     },
     ParamInfo {
         name: "theta_threshold_radians",
         min: 0.0,
         max: 1e3,
         doc: "pole angle limit, rad",
+        integer: false,
     },
     ParamInfo {
         name: "max_episode_steps",
         min: 0.0,
         max: 1e15,
-        doc: "truncation step count (integer, 0 = never)",
+        doc: "truncation step count (0 = never)",
+        integer: true,
     },
 ];
 
@@ -392,21 +401,7 @@ impl Shiftable for CartPole {
     }
 
     fn set(&mut self, name: &str, value: f64) -> Result<(), RegimeError> {
-        let info = PARAMETERS.iter().find(|p| p.name == name).ok_or_else(|| {
-            RegimeError::UnknownParameter {
-                name: name.to_string(),
-                known: PARAMETERS.iter().map(|p| p.name.to_string()).collect(),
-            }
-        })?;
-        let integral = name != "max_episode_steps" || value.fract() == 0.0;
-        if !(value.is_finite() && value >= info.min && value <= info.max && integral) {
-            return Err(RegimeError::OutOfRange {
-                name: name.to_string(),
-                value,
-                min: info.min,
-                max: info.max,
-            });
-        }
+        check_parameter(&PARAMETERS, name, value)?;
         let p = &mut self.params;
         match name {
             "gravity" => p.gravity = value,

@@ -732,6 +732,13 @@ mod tests {
     }
 
     #[test]
+    fn a_fraction_for_an_integer_parameter_is_rejected_at_load_not_mid_run() {
+        let err = parse(&BASE.replace("gravity = 12.0", "max_episode_steps = 2.5")).unwrap_err();
+        assert_eq!(err.line, Some(9), "{err}");
+        assert!(err.message.contains("max_episode_steps"), "{err}");
+    }
+
+    #[test]
     fn schedules_naming_undefined_labels_are_rejected() {
         let err = parse(&format!(
             "{BASE}\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"c\"]\nevery = 5\n"

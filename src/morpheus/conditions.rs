@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::regime::{ParamInfo, RegimeError};
+use crate::regime::{ParamInfo, RegimeError, check_parameter};
 
 /// The conditions a regime can shift. `Default` is the baseline every regime is measured
 /// against. Conditions are configuration: `reset` keeps them, and changing them ends nothing.
@@ -64,78 +64,91 @@ pub const PARAMETERS: [ParamInfo; 13] = [
         min: 0.0,
         max: 10.0,
         doc: "multiplier on every SKU's demand rate",
+        integer: false,
     },
     ParamInfo {
         name: "lead_time",
         min: 0.1,
         max: 10.0,
         doc: "multiplier on supplier lead times",
+        integer: false,
     },
     ParamInfo {
         name: "failure_rate",
         min: 0.0,
         max: 100.0,
         doc: "multiplier on every failure kind's rate",
+        integer: false,
     },
     ParamInfo {
         name: "dock_breakdown_rate",
         min: 0.0,
         max: 1.0,
         doc: "dock breakdown probability per dock per hour",
+        integer: false,
     },
     ParamInfo {
         name: "carrier_no_show_rate",
         min: 0.0,
         max: 1.0,
         doc: "carrier no-show probability per carrier per hour",
+        integer: false,
     },
     ParamInfo {
         name: "supplier_delay_rate",
         min: 0.0,
         max: 1.0,
         doc: "supplier delay probability per supplier per hour",
+        integer: false,
     },
     ParamInfo {
         name: "outage_rate",
         min: 0.0,
         max: 1.0,
         doc: "system outage probability per hour",
+        integer: false,
     },
     ParamInfo {
         name: "demand_spike_rate",
         min: 0.0,
         max: 1.0,
         doc: "demand spike probability per SKU per hour",
+        integer: false,
     },
     ParamInfo {
         name: "carrier_reliability",
         min: 0.0,
         max: 2.0,
         doc: "multiplier on carriers' on-time probability (capped at 1)",
+        integer: false,
     },
     ParamInfo {
         name: "holding_cost",
         min: 0.0,
         max: 10.0,
         doc: "multiplier on holding cost",
+        integer: false,
     },
     ParamInfo {
         name: "cost_multiplier",
         min: 0.0,
         max: 10.0,
         doc: "multiplier on every cost",
+        integer: false,
     },
     ParamInfo {
         name: "price",
         min: 0.0,
         max: 10.0,
         doc: "multiplier on selling prices",
+        integer: false,
     },
     ParamInfo {
         name: "dock_capacity",
         min: 0.0,
         max: 10.0,
         doc: "multiplier on dock unloading rates",
+        integer: false,
     },
 ];
 
@@ -166,20 +179,7 @@ impl MorpheusConditions {
     ///
     /// [`RegimeError::UnknownParameter`] or [`RegimeError::OutOfRange`]; nothing changes.
     pub fn set(&mut self, name: &str, value: f64) -> Result<(), RegimeError> {
-        let info = PARAMETERS.iter().find(|p| p.name == name).ok_or_else(|| {
-            RegimeError::UnknownParameter {
-                name: name.to_string(),
-                known: PARAMETERS.iter().map(|p| p.name.to_string()).collect(),
-            }
-        })?;
-        if !(value.is_finite() && value >= info.min && value <= info.max) {
-            return Err(RegimeError::OutOfRange {
-                name: name.to_string(),
-                value,
-                min: info.min,
-                max: info.max,
-            });
-        }
+        check_parameter(&PARAMETERS, name, value)?;
         let slot = match name {
             "demand_rate" => &mut self.demand_rate,
             "lead_time" => &mut self.lead_time,

@@ -20,7 +20,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use scheduler::{Plan, Scheduler};
-pub use shiftable::{ParamInfo, Shiftable, apply_conditions, validate_conditions};
+pub use shiftable::{ParamInfo, Shiftable, apply_conditions, check_parameter, validate_conditions};
 
 /// Named parameter values, ordered by name.
 pub type Conditions = BTreeMap<String, f64>;
@@ -89,7 +89,8 @@ pub enum RegimeError {
         /// The names the world accepts.
         known: Vec<String>,
     },
-    /// The value lies outside the parameter's range (or is not finite).
+    /// The value lies outside the parameter's range (or is not finite, or is a fraction
+    /// for an integer parameter).
     OutOfRange {
         /// Parameter name.
         name: String,

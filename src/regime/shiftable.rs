@@ -13,6 +13,8 @@ pub struct ParamInfo {
     pub max: f64,
     /// One line saying what the parameter is, with its unit.
     pub doc: &'static str,
+    /// Whether only whole numbers are accepted (a step count, say).
+    pub integer: bool,
 }
 
 /// A world whose conditions can change while an episode runs.
@@ -59,22 +61,42 @@ pub fn validate_conditions(
     conditions: &Conditions,
 ) -> Result<(), RegimeError> {
     for (name, &value) in conditions {
-        let info = params.iter().find(|p| p.name == name).ok_or_else(|| {
-            RegimeError::UnknownParameter {
-                name: name.clone(),
-                known: params.iter().map(|p| p.name.to_string()).collect(),
-            }
-        })?;
-        if !(value.is_finite() && value >= info.min && value <= info.max) {
-            return Err(RegimeError::OutOfRange {
-                name: name.clone(),
-                value,
-                min: info.min,
-                max: info.max,
-            });
-        }
+        check_parameter(params, name, value)?;
     }
     Ok(())
+}
+
+/// Checks one parameter value against a parameter list and returns its entry: the check
+/// every [`Shiftable::set`] and every world-file load makes.
+///
+/// # Errors
+///
+/// [`RegimeError::UnknownParameter`] for a name not in `params`,
+/// [`RegimeError::OutOfRange`] for a value outside its range, not finite, or a fraction
+/// given to an integer parameter.
+pub fn check_parameter<'a>(
+    params: &'a [ParamInfo],
+    name: &str,
+    value: f64,
+) -> Result<&'a ParamInfo, RegimeError> {
+    let info =
+        params
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| RegimeError::UnknownParameter {
+                name: name.to_string(),
+                known: params.iter().map(|p| p.name.to_string()).collect(),
+            })?;
+    let whole = !info.integer || value.fract() == 0.0;
+    if !(value.is_finite() && value >= info.min && value <= info.max && whole) {
+        return Err(RegimeError::OutOfRange {
+            name: name.to_string(),
+            value,
+            min: info.min,
+            max: info.max,
+        });
+    }
+    Ok(info)
 }
 
 /// Validates all conditions, then applies them, so a bad set changes nothing.
