@@ -32,16 +32,26 @@ pub enum Stream {
 /// assert_eq!(rng(42, Stream::World).next_u64(), rng(42, Stream::World).next_u64());
 /// ```
 pub fn rng(seed: u64, stream: Stream) -> ChaCha8Rng {
+    stream_rng(seed, stream as u64)
+}
+
+/// A generator keyed by `seed` on ChaCha stream number `stream`: the run streams above
+/// use 1 to 3; the vector's copies use numbers of their own.
+pub(crate) fn stream_rng(seed: u64, stream: u64) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(stream as u64);
+    rng.set_stream(stream);
     rng
+}
+
+/// The `n`-th `u64` of `rng`'s stream, read without drawing the ones before it.
+pub(crate) fn nth_u64(mut rng: ChaCha8Rng, n: u64) -> u64 {
+    rng.set_word_pos(u128::from(n) * 2);
+    rand::Rng::next_u64(&mut rng)
 }
 
 /// A `u64` seed for `stream`, for APIs that take a seed rather than a generator
 /// (`Env::reset`, `Scheduler::new`). The `episode` index gives each auto-reset episode of a
 /// run its own world seed.
 pub fn derive(seed: u64, stream: Stream, episode: u64) -> u64 {
-    let mut rng = rng(seed, stream);
-    rng.set_word_pos(u128::from(episode) * 2);
-    rand::Rng::next_u64(&mut rng)
+    nth_u64(rng(seed, stream), episode)
 }

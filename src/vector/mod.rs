@@ -61,7 +61,6 @@ mod generic;
 
 use std::fmt;
 
-use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::env::EnvError;
@@ -110,18 +109,14 @@ const COPY_STREAM_TAG: u64 = 0x7665_6300_0000_0000;
 /// assert_eq!(envs.state(2), single.state());
 /// ```
 pub fn episode_seed(seed: u64, copy: usize, episode: u64) -> u64 {
-    let mut rng = copy_seeds(seed, copy);
-    rng.set_word_pos(u128::from(episode) * 2);
-    rng.next_u64()
+    crate::seed::nth_u64(copy_seeds(seed, copy), episode)
 }
 
 /// Copy `copy`'s stream of episode seeds: its `e`-th `u64` is `episode_seed(seed, copy, e)`.
 /// A vector that keeps it and reads it in order pays for one ChaCha block set per 32
 /// episodes instead of one per reset.
 fn copy_seeds(seed: u64, copy: usize) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(COPY_STREAM_TAG | copy as u64);
-    rng
+    crate::seed::stream_rng(seed, COPY_STREAM_TAG | copy as u64)
 }
 
 /// The batched result of one vector step (or reset), borrowed from the vector's buffers.
@@ -281,6 +276,7 @@ impl std::error::Error for VecError {
 mod tests {
     use super::*;
     use crate::seed::{self, Stream};
+    use rand::Rng;
 
     #[test]
     fn episode_seeds_differ_by_copy_and_episode_and_from_run_streams() {
