@@ -58,34 +58,6 @@ pub trait TraceSink {
     }
 }
 
-/// A sink that drops every row: a run with tracing off.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoTrace;
-
-impl TraceSink for NoTrace {
-    fn write_row(&mut self, _row: &RowRecord<'_>) -> Result<(), TraceError> {
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), TraceError> {
-        Ok(())
-    }
-}
-
-impl<S: TraceSink + ?Sized> TraceSink for Box<S> {
-    fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
-        (**self).write_row(row)
-    }
-
-    fn flush(&mut self) -> Result<(), TraceError> {
-        (**self).flush()
-    }
-
-    fn sync(&mut self) -> Result<u64, TraceError> {
-        (**self).sync()
-    }
-}
-
 /// Creates a trace file for `format`, with the run's identity and reward term names.
 ///
 /// # Errors
