@@ -24,8 +24,9 @@ use perennial::world_file::{WorldFile, WorldKind};
 #[derive(Parser)]
 #[command(name = "perennial", version, about, long_about = None)]
 struct Cli {
+    /// Without a command, `perennial` runs the default world as `perennial run` would.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
@@ -48,7 +49,7 @@ enum Command {
 /// The world file `perennial run` uses when none is given.
 const DEFAULT_WORLD: &str = "worlds/warehouse.toml";
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Default)]
 struct RunArgs {
     /// World definition file [default: worlds/warehouse.toml].
     world_file: Option<PathBuf>,
@@ -95,8 +96,9 @@ struct RunArgs {
     resume: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, Default, clap::ValueEnum)]
 enum FormatArg {
+    #[default]
     Jsonl,
     Csv,
 }
@@ -125,7 +127,7 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let result = match cli.command.unwrap_or(Command::Run(RunArgs::default())) {
         Command::Run(args) => run(args),
         Command::Eval(args) => perennial::eval::run_cli(&args)
             .map(|out| print!("{out}"))

@@ -213,3 +213,23 @@ fn a_warehouse_run_exports_one_unknown_episode() {
     assert_eq!(lines[0]["termination_reason"], "unknown");
     assert_eq!(lines[0]["id"], "warehouse:0");
 }
+
+#[test]
+fn no_command_runs_the_default_world_from_any_folder() {
+    let dir = temp("no-command");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .current_dir(&dir)
+        .output()
+        .expect("the binary runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("(warehouse)") && stdout.contains("adaptive-base-stock"),
+        "{stdout}"
+    );
+    assert!(
+        dir.join("runs/warehouse-adaptive-base-stock-seed0.jsonl")
+            .exists()
+    );
+}
