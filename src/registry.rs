@@ -292,9 +292,7 @@ impl<K: WorldKind> Entry<K> {
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, b)| *b)
-            .ok_or_else(|| {
-                BuildError::Agent(AgentError::unknown(name, self.kind.name(), &self.names()))
-            })?;
+            .ok_or_else(|| BuildError::Agent(AgentError::unknown(name, &self.names())))?;
         build(&AgentCtx {
             name,
             env,

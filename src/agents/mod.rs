@@ -107,37 +107,51 @@ impl<E: Env> AgentCtx<'_, E> {
 
 /// An agent that cannot be built: unknown name or bad options.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentError {
-    /// The agent's name.
-    pub agent: String,
-    /// What is wrong and what to do.
-    pub message: String,
+pub enum AgentError {
+    /// No agent of that name for the world.
+    Unknown {
+        /// The name asked for.
+        agent: String,
+        /// The agents there are.
+        known: Vec<String>,
+    },
+    /// The agent exists but its options (or the world) do not suit it.
+    Build {
+        /// The agent's name.
+        agent: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
 }
 
 impl AgentError {
-    /// An error about agent `agent`.
+    /// An error building agent `agent`.
     pub fn new(agent: &str, message: impl Into<String>) -> Self {
-        AgentError {
+        AgentError::Build {
             agent: agent.to_string(),
             message: message.into(),
         }
     }
 
-    /// No agent `agent` for world kind `kind`; lists the ones there are.
-    pub fn unknown(agent: &str, kind: &str, known: &[&str]) -> Self {
-        AgentError::new(
-            agent,
-            format!(
-                "no such agent for the `{kind}` world; use one of: {}",
-                known.join(", ")
-            ),
-        )
+    /// No agent `agent` for this world; lists the ones there are.
+    pub fn unknown(agent: &str, known: &[&str]) -> Self {
+        AgentError::Unknown {
+            agent: agent.to_string(),
+            known: known.iter().map(|k| k.to_string()).collect(),
+        }
     }
 }
 
 impl fmt::Display for AgentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "agent `{}`: {}", self.agent, self.message)
+        match self {
+            AgentError::Unknown { agent, known } => write!(
+                f,
+                "unknown agent `{agent}` for this world; use one of: {}",
+                known.join(", ")
+            ),
+            AgentError::Build { agent, message } => write!(f, "agent `{agent}`: {message}"),
+        }
     }
 }
 
