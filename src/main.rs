@@ -373,8 +373,20 @@ where
                 seed,
             )))
         }
+        name if perennial::agents::ppo::FAMILIES.contains(&name) => {
+            let Space::Discrete { n } = spec.action_space else {
+                return Err(Failure::input(format!("{name} needs a Discrete action space")));
+            };
+            let dim = spec.observation_space.len();
+            match perennial::agents::Ppo::by_name(name, dim, n, toml::Table::new(), seed) {
+                Ok(Some(agent)) => Ok(Box::new(agent)),
+                Ok(None) => Err(Failure::input(format!("unknown agent `{name}`"))),
+                Err(e) => Err(Failure::input(e)),
+            }
+        }
         other => (world_agents.1)(other, env, seed).ok_or_else(|| {
             let mut names = vec!["random", "actor-critic"];
+            names.extend(perennial::agents::ppo::FAMILIES);
             names.extend(world_agents.0);
             Failure::input(format!(
                 "unknown agent `{other}` for this world; use one of: {}",
