@@ -37,7 +37,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use perennial::agents::{BalanceAgent, BaseStockAgent, BaseStockParams, Ppo, RandomAgent, ppo};
-use perennial::eval::{EvalOptions, Estimate, comparison_text, evaluate};
+use perennial::eval::{Estimate, EvalOptions, comparison_text, evaluate};
 use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::morpheus::{Morpheus, default_reward_spec};
 use perennial::prelude::*;
@@ -93,7 +93,10 @@ fn run() -> Result<(), Box<dyn Error>> {
         for name in agents("base-stock") {
             let env = Morpheus::new((**layout).clone(), reward.clone())?;
             let agent: Box<dyn Agent<Morpheus>> = match name {
-                "base-stock" => Box::new(BaseStockAgent::new(env.config(), BaseStockParams::default())),
+                "base-stock" => Box::new(BaseStockAgent::new(
+                    env.config(),
+                    BaseStockParams::default(),
+                )),
                 "random" => Box::new(RandomAgent::new(env.spec().action_space.clone(), seed)),
                 family => Box::new(ppo_family(family, &env, seed)?),
             };
@@ -125,7 +128,13 @@ fn ppo_family<E: Env>(name: &str, env: &E, seed: u64) -> Result<Ppo, Box<dyn Err
     let Space::Discrete { n } = spec.action_space else {
         return Err(format!("{name} needs a Discrete action space").into());
     };
-    let agent = Ppo::by_name(name, spec.observation_space.len(), n, toml::Table::new(), seed)?;
+    let agent = Ppo::by_name(
+        name,
+        spec.observation_space.len(),
+        n,
+        toml::Table::new(),
+        seed,
+    )?;
     agent.ok_or_else(|| format!("no PPO family called {name}").into())
 }
 
@@ -139,11 +148,21 @@ fn config(world: &WorldFile, steps: u64) -> HarnessConfig {
 }
 
 /// Runs one (agent, seed) with a JSONL trace under `dir`; returns the trace's path.
-fn run_traced<E: Env>(harness: Harness<E, Box<dyn Agent<E>>>, dir: &Path) -> Result<PathBuf, Box<dyn Error>> {
+fn run_traced<E: Env + Shiftable>(
+    harness: Harness<E, Box<dyn Agent<E>>>,
+    dir: &Path,
+) -> Result<PathBuf, Box<dyn Error>> {
     let id = harness.identity().clone();
     let spec = harness.env().spec();
     let path = dir.join(format!("{}.jsonl", id.run_id));
-    let sink = trace::create(&path, TraceFormat::Jsonl, &id, &spec.components, &spec.payouts, false)?;
+    let sink = trace::create(
+        &path,
+        TraceFormat::Jsonl,
+        &id,
+        &spec.components,
+        &spec.payouts,
+        false,
+    )?;
     let started = Instant::now();
     let summary = harness.trace(sink).run()?;
     println!(
@@ -184,7 +203,15 @@ fn print_separations(groups: &[perennial::eval::Comparison]) {
                         found += 1;
                         println!(
                             "separated: {} {label} {metric}: {} {:.4} [{:.4}, {:.4}] vs {} {:.4} [{:.4}, {:.4}]",
-                            a.task, a.algorithm_id, ea.mean, ea.ci_low, ea.ci_high, b.algorithm_id, eb.mean, eb.ci_low, eb.ci_high
+                            a.task,
+                            a.algorithm_id,
+                            ea.mean,
+                            ea.ci_low,
+                            ea.ci_high,
+                            b.algorithm_id,
+                            eb.mean,
+                            eb.ci_low,
+                            eb.ci_high
                         );
                     }
                 }
@@ -205,6 +232,8 @@ fn step_budget() -> Result<u64, Box<dyn Error>> {
     };
     match text.trim().parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("PERENNIAL_EXAMPLE_STEPS is {text:?}; give a step count of at least 1").into()),
+        _ => Err(
+            format!("PERENNIAL_EXAMPLE_STEPS is {text:?}; give a step count of at least 1").into(),
+        ),
     }
 }

@@ -375,7 +375,9 @@ where
         }
         name if perennial::agents::ppo::FAMILIES.contains(&name) => {
             let Space::Discrete { n } = spec.action_space else {
-                return Err(Failure::input(format!("{name} needs a Discrete action space")));
+                return Err(Failure::input(format!(
+                    "{name} needs a Discrete action space"
+                )));
             };
             let dim = spec.observation_space.len();
             match perennial::agents::Ppo::by_name(name, dim, n, toml::Table::new(), seed) {

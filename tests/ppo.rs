@@ -3,9 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use perennial::agents::{
-    ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, ReplayParams,
-};
+use perennial::agents::{ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, ReplayParams};
 use perennial::harness::{Agent, Checkpoint, CheckpointPlan, Harness, HarnessConfig, Window};
 use perennial::prelude::*;
 use perennial::trace::{self, TraceFormat};
@@ -54,15 +52,7 @@ fn family(name: &str, seed: u64) -> Ppo {
             },
             seed,
         ),
-        "ppo-context" => Ppo::context(
-            4,
-            2,
-            ContextParams {
-                ppo: quick(),
-                k: 8,
-            },
-            seed,
-        ),
+        "ppo-context" => Ppo::context(4, 2, ContextParams { ppo: quick(), k: 8 }, seed),
         "ppo-plastic" => Ppo::plastic(
             4,
             2,
@@ -89,8 +79,15 @@ fn config(steps: u64) -> HarnessConfig {
 fn traced(harness: Harness<CartPole, Ppo>, path: &Path) -> Harness<CartPole, Ppo> {
     let id = harness.identity().clone();
     let spec = harness.env().spec();
-    let sink = trace::create(path, TraceFormat::Jsonl, &id, &spec.components, &spec.payouts, false)
-        .expect("trace opens");
+    let sink = trace::create(
+        path,
+        TraceFormat::Jsonl,
+        &id,
+        &spec.components,
+        &spec.payouts,
+        false,
+    )
+    .expect("trace opens");
     harness.trace(sink)
 }
 
@@ -101,29 +98,46 @@ fn resume_is_byte_identical(name: &str) {
     let dir = temp_dir(&format!("resume-{name}"));
     let steps = 1_000;
     let whole_path = dir.join("whole.jsonl");
-    let mut whole = traced(Harness::new(cartpole(), family(name, 9), 9).config(config(steps)), &whole_path);
+    let mut whole = traced(
+        Harness::new(cartpole(), family(name, 9), 9).config(config(steps)),
+        &whole_path,
+    );
     whole.advance(steps).expect("the run goes on");
     let whole_state = Agent::<CartPole>::save_state(whole.agent()).expect("ppo saves its state");
     whole.finish().expect("the run finishes");
 
     let cut_path = dir.join("cut.jsonl");
     let ckpt_path = dir.join("run.ckpt.json");
-    let mut cut = traced(Harness::new(cartpole(), family(name, 9), 9).config(config(steps)), &cut_path)
-        .checkpoint(CheckpointPlan {
-            path: ckpt_path.clone(),
-            every: 300,
-            meta: serde_json::Value::Null,
-        });
+    let mut cut = traced(
+        Harness::new(cartpole(), family(name, 9), 9).config(config(steps)),
+        &cut_path,
+    )
+    .checkpoint(CheckpointPlan {
+        path: ckpt_path.clone(),
+        every: 300,
+        meta: serde_json::Value::Null,
+    });
     cut.advance(steps).expect("the run goes on");
     cut.finish().expect("the run finishes");
 
     let ckpt = Checkpoint::read(&ckpt_path).expect("a checkpoint was written");
     assert_eq!(ckpt.step, 900, "the last checkpoint falls inside a window");
-    let bytes = ckpt.trace_bytes.expect("the checkpoint knows the trace length");
+    let bytes = ckpt
+        .trace_bytes
+        .expect("the checkpoint knows the trace length");
     let identity = ckpt.identity.clone();
-    let sink = trace::append(&cut_path, TraceFormat::Jsonl, &identity, &[], &[], false, bytes)
-        .expect("the trace reopens");
-    let mut resumed = Harness::resume(cartpole(), family(name, 9), ckpt, Some(sink)).expect("it resumes");
+    let sink = trace::append(
+        &cut_path,
+        TraceFormat::Jsonl,
+        &identity,
+        &[],
+        &[],
+        false,
+        bytes,
+    )
+    .expect("the trace reopens");
+    let mut resumed =
+        Harness::resume(cartpole(), family(name, 9), ckpt, Some(sink)).expect("it resumes");
     resumed.advance(steps).expect("the run goes on");
     assert_eq!(
         Agent::<CartPole>::save_state(resumed.agent()).expect("ppo saves its state"),
@@ -131,8 +145,14 @@ fn resume_is_byte_identical(name: &str) {
         "{name}: the resumed agent differs"
     );
     resumed.finish().expect("the run finishes");
-    let (a, b) = (std::fs::read(&whole_path).unwrap(), std::fs::read(&cut_path).unwrap());
-    assert!(a == b, "{name}: the resumed trace differs from the uninterrupted one");
+    let (a, b) = (
+        std::fs::read(&whole_path).unwrap(),
+        std::fs::read(&cut_path).unwrap(),
+    );
+    assert!(
+        a == b,
+        "{name}: the resumed trace differs from the uninterrupted one"
+    );
 }
 
 #[test]
@@ -227,20 +247,36 @@ fn replay_term_is_zero_for_plain_ppo_and_positive_once_the_reservoir_fills() {
     assert_eq!(replay.replay_len(), Some(0));
     update(&mut plain, &w);
     update(&mut replay, &w);
-    assert_eq!(replay.last_update().replay_loss, 0.0, "nothing to replay yet");
+    assert_eq!(
+        replay.last_update().replay_loss,
+        0.0,
+        "nothing to replay yet"
+    );
     assert_eq!(replay.replay_len(), Some(256));
     // The policy now moves away from the distributions stored for those states.
     let w2 = window(256, true);
     update(&mut plain, &w2);
     update(&mut replay, &w2);
-    assert_eq!(replay.replay_len(), Some(300), "the reservoir keeps its capacity");
-    assert!(replay.last_update().replay_loss > 0.0, "{:?}", replay.last_update());
+    assert_eq!(
+        replay.replay_len(),
+        Some(300),
+        "the reservoir keeps its capacity"
+    );
+    assert!(
+        replay.last_update().replay_loss > 0.0,
+        "{:?}",
+        replay.last_update()
+    );
     assert_eq!(plain.last_update().replay_loss, 0.0);
     assert_ne!(plain.policy().params, replay.policy().params);
 }
 
 fn distance(a: &[f32], b: &[f32]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| f64::from(x - y).powi(2)).sum::<f64>().sqrt()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(x - y).powi(2))
+        .sum::<f64>()
+        .sqrt()
 }
 
 #[test]
@@ -266,7 +302,11 @@ fn ewc_penalty_pulls_the_policy_towards_the_consolidated_parameters() {
         update(agent, &first);
         assert!(agent.consolidate(&first));
         assert_eq!(agent.consolidations(), Some(1));
-        assert_eq!(agent.ewc_penalty(), Some(0.0), "the anchor is the current policy");
+        assert_eq!(
+            agent.ewc_penalty(),
+            Some(0.0),
+            "the anchor is the current policy"
+        );
     }
     assert_eq!(loose.policy().params, stiff.policy().params);
     let anchor = stiff.policy().params.clone();
@@ -279,7 +319,10 @@ fn ewc_penalty_pulls_the_policy_towards_the_consolidated_parameters() {
         distance(&loose.policy().params, &anchor),
         distance(&stiff.policy().params, &anchor),
     );
-    assert!(d_stiff < 0.8 * d_loose, "stiff {d_stiff} vs loose {d_loose}");
+    assert!(
+        d_stiff < 0.8 * d_loose,
+        "stiff {d_stiff} vs loose {d_loose}"
+    );
     assert!(stiff.last_update().ewc_penalty > 0.0);
     assert_eq!(family("ppo", 6).ewc_penalty(), None);
 }
@@ -299,13 +342,20 @@ fn ewc_cuts_a_stretch_when_its_reward_drops() {
     for _ in 0..3 {
         update(&mut agent, &bad);
     }
-    assert!(agent.consolidations() >= Some(1), "no change point after the drop");
+    assert!(
+        agent.consolidations() >= Some(1),
+        "no change point after the drop"
+    );
 }
 
 #[test]
 fn context_input_follows_the_recent_transitions() {
     let mut agent = family("ppo-context", 1);
-    assert_eq!(agent.policy().input_dim(), 4 + 8, "observation plus its summary");
+    assert_eq!(
+        agent.policy().input_dim(),
+        4 + 8,
+        "observation plus its summary"
+    );
     assert_eq!(agent.context_features(), Some(&[0.0; 8][..]));
     let mut act = |o: [f32; 4]| Agent::<CartPole>::act(&mut agent, &o);
     act([0.0; 4]);
@@ -342,15 +392,27 @@ fn plasticity_shrinks_the_weights_plain_ppo_would_have() {
     let halved: Vec<f32> = plain.policy().params.iter().map(|w| w * 0.5).collect();
     assert_eq!(plastic.policy().params, halved);
     let noisy = |noise| {
-        let mut a = Ppo::plastic(4, 2, PlasticParams { ppo: quick(), shrink: 0.0, noise }, 3)
-            .expect("valid parameters");
+        let mut a = Ppo::plastic(
+            4,
+            2,
+            PlasticParams {
+                ppo: quick(),
+                shrink: 0.0,
+                noise,
+            },
+            3,
+        )
+        .expect("valid parameters");
         update(&mut a, &w);
         a.policy().params.clone()
     };
     let (still, perturbed) = (noisy(0.0), noisy(0.01));
     assert_eq!(still, plain.policy().params);
     let d = distance(&still, &perturbed);
-    assert!(d > 0.0 && d < 0.05 * (still.len() as f64).sqrt(), "perturbation of {d}");
+    assert!(
+        d > 0.0 && d < 0.05 * (still.len() as f64).sqrt(),
+        "perturbation of {d}"
+    );
 }
 
 #[test]
@@ -361,11 +423,18 @@ fn options_set_a_family_and_bad_ones_name_the_field() {
     assert_eq!(agent.params().hidden, vec![8]);
     let bad: toml::Table = toml::from_str("bc_wieght = 2.0").unwrap();
     let err = Ppo::by_name("ppo-replay", 4, 2, bad, 0).unwrap_err();
-    assert!(err.contains("bc_wieght") && err.contains("ppo-replay"), "{err}");
+    assert!(
+        err.contains("bc_wieght") && err.contains("ppo-replay"),
+        "{err}"
+    );
     let out_of_range: toml::Table = toml::from_str("ppo.gamma = 1.5").unwrap();
     let err = Ppo::by_name("ppo", 4, 2, out_of_range, 0).unwrap_err();
     assert!(err.contains("gamma"), "{err}");
-    assert!(Ppo::by_name("dqn", 4, 2, toml::Table::new(), 0).unwrap().is_none());
+    assert!(
+        Ppo::by_name("dqn", 4, 2, toml::Table::new(), 0)
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[test]

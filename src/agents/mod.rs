@@ -11,14 +11,12 @@
 
 mod actor_critic;
 mod balance;
-pub mod ppo;
 mod base_stock;
+pub mod ppo;
 mod random;
 
 pub use actor_critic::{ActorCritic, ActorCriticParams};
 pub use balance::BalanceAgent;
 pub use base_stock::{AdaptiveBaseStock, AdaptiveParams, BaseStockAgent, BaseStockParams};
-pub use ppo::{
-    ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, ReplayParams, UpdateStats,
-};
+pub use ppo::{ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, ReplayParams, UpdateStats};
 pub use random::RandomAgent;

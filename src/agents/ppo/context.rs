@@ -87,7 +87,9 @@ impl Context {
 
     pub(super) fn logged(&self, step: usize) -> &[f32] {
         let w = self.width();
-        self.log.get(step * w..(step + 1) * w).unwrap_or(&self.current)
+        self.log
+            .get(step * w..(step + 1) * w)
+            .unwrap_or(&self.current)
     }
 
     /// Takes in the normalised observation about to be acted on.

@@ -155,7 +155,8 @@ impl Ewc {
     }
 
     pub(super) fn valid(&self, params: usize) -> bool {
-        self.anchor.len() == self.fisher.len() && (self.anchor.is_empty() || self.anchor.len() == params)
+        self.anchor.len() == self.fisher.len()
+            && (self.anchor.is_empty() || self.anchor.len() == params)
     }
 
     pub(super) fn observe_reward(&mut self, mean_reward: f64) -> bool {
@@ -165,7 +166,13 @@ impl Ewc {
     /// Ends a stretch: the anchor becomes the current policy, and the Fisher diagonal
     /// (the mean squared gradient of `ln π(a|s)` over the window's states and actions,
     /// scaled to mean 1) is added to the decayed old one.
-    pub(super) fn consolidate(&mut self, policy: &Mlp, inputs: &[f32], actions: &[usize], n_actions: usize) {
+    pub(super) fn consolidate(
+        &mut self,
+        policy: &Mlp,
+        inputs: &[f32],
+        actions: &[usize],
+        n_actions: usize,
+    ) {
         let width = policy.input_dim();
         let n = actions.len().min(inputs.len() / width.max(1));
         let mut fresh = vec![0.0f32; policy.len()];
@@ -223,7 +230,12 @@ impl Ewc {
         if self.anchor.len() != params.len() {
             return 0.0;
         }
-        for (((g, a), f), p) in grad.iter_mut().zip(&self.anchor).zip(&self.fisher).zip(params) {
+        for (((g, a), f), p) in grad
+            .iter_mut()
+            .zip(&self.anchor)
+            .zip(&self.fisher)
+            .zip(params)
+        {
             *g += self.lambda * f * (p - a);
         }
         self.penalty(params)

@@ -98,8 +98,14 @@ mod tests {
         assert_eq!(loss.clipped, 2);
         // Sample 0 is clipped: no gradient. Sample 1: d/dz = -r·A·(onehot - π) / 3.
         assert_eq!(&d[..2], &[0.0, 0.0]);
-        assert!((d[2] - (-(1.0) * -1.0 * (0.0 - 0.25) / 3.0)).abs() < 1e-6, "{d:?}");
-        assert!((d[3] - (-(1.0) * -1.0 * (1.0 - 0.75) / 3.0)).abs() < 1e-6, "{d:?}");
+        assert!(
+            (d[2] - (-(1.0) * -1.0 * (0.0 - 0.25) / 3.0)).abs() < 1e-6,
+            "{d:?}"
+        );
+        assert!(
+            (d[3] - (-(1.0) * -1.0 * (1.0 - 0.75) / 3.0)).abs() < 1e-6,
+            "{d:?}"
+        );
         // Sample 2: the unclipped term is the min (-2 < -3.2 is false): clipped, no gradient.
         assert_eq!(&d[4..], &[0.0, 0.0]);
     }

@@ -135,7 +135,10 @@ impl PpoParams {
         if self.epochs == 0 || self.minibatch == 0 {
             return Err("epochs and minibatch must be at least 1".into());
         }
-        if self.hidden.contains(&0) || self.hidden.len() > 8 || self.hidden.iter().any(|&h| h > 4096) {
+        if self.hidden.contains(&0)
+            || self.hidden.len() > 8
+            || self.hidden.iter().any(|&h| h > 4096)
+        {
             return Err(format!(
                 "hidden is {:?}; give at most 8 layer widths, each from 1 to 4096",
                 self.hidden
@@ -268,7 +271,12 @@ impl Ppo {
     ///     .unwrap();
     /// assert_eq!(summary.steps, 1_000);
     /// ```
-    pub fn new(obs_dim: usize, n_actions: usize, params: PpoParams, seed: u64) -> Result<Self, String> {
+    pub fn new(
+        obs_dim: usize,
+        n_actions: usize,
+        params: PpoParams,
+        seed: u64,
+    ) -> Result<Self, String> {
         Self::build("ppo", obs_dim, n_actions, params, 0, Family::Plain, seed)
     }
 
@@ -277,9 +285,22 @@ impl Ppo {
     /// # Errors
     ///
     /// A message naming the parameter that is out of range.
-    pub fn replay(obs_dim: usize, n_actions: usize, params: ReplayParams, seed: u64) -> Result<Self, String> {
+    pub fn replay(
+        obs_dim: usize,
+        n_actions: usize,
+        params: ReplayParams,
+        seed: u64,
+    ) -> Result<Self, String> {
         let family = Family::Replay(Replay::new(&params, obs_dim, n_actions)?);
-        Self::build("ppo-replay", obs_dim, n_actions, params.ppo, 0, family, seed)
+        Self::build(
+            "ppo-replay",
+            obs_dim,
+            n_actions,
+            params.ppo,
+            0,
+            family,
+            seed,
+        )
     }
 
     /// `ppo-ewc`: PPO with online elastic weight consolidation over self-detected stretches.
@@ -287,7 +308,12 @@ impl Ppo {
     /// # Errors
     ///
     /// A message naming the parameter that is out of range.
-    pub fn ewc(obs_dim: usize, n_actions: usize, params: EwcParams, seed: u64) -> Result<Self, String> {
+    pub fn ewc(
+        obs_dim: usize,
+        n_actions: usize,
+        params: EwcParams,
+        seed: u64,
+    ) -> Result<Self, String> {
         let family = Family::Ewc(Ewc::new(&params)?);
         Self::build("ppo-ewc", obs_dim, n_actions, params.ppo, 0, family, seed)
     }
@@ -297,10 +323,23 @@ impl Ppo {
     /// # Errors
     ///
     /// A message naming the parameter that is out of range.
-    pub fn context(obs_dim: usize, n_actions: usize, params: ContextParams, seed: u64) -> Result<Self, String> {
+    pub fn context(
+        obs_dim: usize,
+        n_actions: usize,
+        params: ContextParams,
+        seed: u64,
+    ) -> Result<Self, String> {
         let ctx = Context::new(&params, obs_dim)?;
         let extra = ctx.width();
-        Self::build("ppo-context", obs_dim, n_actions, params.ppo, extra, Family::Context(ctx), seed)
+        Self::build(
+            "ppo-context",
+            obs_dim,
+            n_actions,
+            params.ppo,
+            extra,
+            Family::Context(ctx),
+            seed,
+        )
     }
 
     /// `ppo-plastic`: PPO with shrink-and-perturb after every update.
@@ -308,9 +347,22 @@ impl Ppo {
     /// # Errors
     ///
     /// A message naming the parameter that is out of range.
-    pub fn plastic(obs_dim: usize, n_actions: usize, params: PlasticParams, seed: u64) -> Result<Self, String> {
+    pub fn plastic(
+        obs_dim: usize,
+        n_actions: usize,
+        params: PlasticParams,
+        seed: u64,
+    ) -> Result<Self, String> {
         let family = Family::Plastic(Plastic::new(&params)?);
-        Self::build("ppo-plastic", obs_dim, n_actions, params.ppo, 0, family, seed)
+        Self::build(
+            "ppo-plastic",
+            obs_dim,
+            n_actions,
+            params.ppo,
+            0,
+            family,
+            seed,
+        )
     }
 
     /// The agent called `name` (one of [`FAMILIES`]), its parameters read from `options`
@@ -340,11 +392,36 @@ impl Ppo {
     ) -> Result<Option<Self>, String> {
         let err = |e: D::Error| format!("agent `{name}`: {e}");
         let agent = match name {
-            "ppo" => Self::new(obs_dim, n_actions, PpoParams::deserialize(options).map_err(err)?, seed),
-            "ppo-replay" => Self::replay(obs_dim, n_actions, ReplayParams::deserialize(options).map_err(err)?, seed),
-            "ppo-ewc" => Self::ewc(obs_dim, n_actions, EwcParams::deserialize(options).map_err(err)?, seed),
-            "ppo-context" => Self::context(obs_dim, n_actions, ContextParams::deserialize(options).map_err(err)?, seed),
-            "ppo-plastic" => Self::plastic(obs_dim, n_actions, PlasticParams::deserialize(options).map_err(err)?, seed),
+            "ppo" => Self::new(
+                obs_dim,
+                n_actions,
+                PpoParams::deserialize(options).map_err(err)?,
+                seed,
+            ),
+            "ppo-replay" => Self::replay(
+                obs_dim,
+                n_actions,
+                ReplayParams::deserialize(options).map_err(err)?,
+                seed,
+            ),
+            "ppo-ewc" => Self::ewc(
+                obs_dim,
+                n_actions,
+                EwcParams::deserialize(options).map_err(err)?,
+                seed,
+            ),
+            "ppo-context" => Self::context(
+                obs_dim,
+                n_actions,
+                ContextParams::deserialize(options).map_err(err)?,
+                seed,
+            ),
+            "ppo-plastic" => Self::plastic(
+                obs_dim,
+                n_actions,
+                PlasticParams::deserialize(options).map_err(err)?,
+                seed,
+            ),
             _ => return Ok(None),
         };
         agent.map(Some).map_err(|e| format!("agent `{name}`: {e}"))
@@ -425,7 +502,8 @@ impl Ppo {
             input.extend_from_slice(c.current());
         }
         let mut logits = Vec::new();
-        self.policy.forward_one(&input, &mut self.scratch.layers, &mut logits);
+        self.policy
+            .forward_one(&input, &mut self.scratch.layers, &mut logits);
         let mut probs = vec![0.0; self.n_actions];
         softmax(&logits, &mut probs);
         probs
@@ -434,7 +512,11 @@ impl Ppo {
     fn sample(&mut self, obs: &[f32]) -> usize {
         let s = &mut self.scratch;
         s.input.clear();
-        self.norm.apply(&obs[..obs.len().min(self.obs_dim)], self.params.obs_clip, &mut s.input);
+        self.norm.apply(
+            &obs[..obs.len().min(self.obs_dim)],
+            self.params.obs_clip,
+            &mut s.input,
+        );
         if let Family::Context(c) = &mut self.family {
             c.observe(&s.input[..self.obs_dim]);
             s.input.extend_from_slice(c.current());
@@ -460,7 +542,11 @@ impl Ppo {
         let mut x = Vec::with_capacity(window.len() * width);
         for (i, o) in window.obs.iter().enumerate() {
             let o = o.as_slice();
-            self.norm.apply(&o[..o.len().min(self.obs_dim)], self.params.obs_clip, &mut x);
+            self.norm.apply(
+                &o[..o.len().min(self.obs_dim)],
+                self.params.obs_clip,
+                &mut x,
+            );
             if let Family::Context(c) = &self.family {
                 x.extend_from_slice(c.logged(i));
             }
@@ -480,7 +566,11 @@ impl Ppo {
         }));
         let x = self.inputs(window);
         let width = self.policy.input_dim();
-        let actions: Vec<usize> = window.actions.iter().map(|&a| a.min(self.n_actions - 1)).collect();
+        let actions: Vec<usize> = window
+            .actions
+            .iter()
+            .map(|&a| a.min(self.n_actions - 1))
+            .collect();
 
         // Values, and the rollout policy's log-probabilities and distributions.
         let mut cache = std::mem::take(&mut self.scratch.cache);
@@ -491,7 +581,10 @@ impl Ppo {
         let mut old_logp = vec![0.0; n];
         for i in 0..n {
             let p = &mut old_probs[i * self.n_actions..(i + 1) * self.n_actions];
-            softmax(&cache.output()[i * self.n_actions..(i + 1) * self.n_actions], p);
+            softmax(
+                &cache.output()[i * self.n_actions..(i + 1) * self.n_actions],
+                p,
+            );
             old_logp[i] = p[actions[i]].max(1e-30).ln();
         }
 
@@ -509,12 +602,14 @@ impl Ppo {
             }
             input.clear();
             let o = window.next_obs[i].as_slice();
-            self.norm.apply(&o[..o.len().min(dim)], self.params.obs_clip, &mut input);
+            self.norm
+                .apply(&o[..o.len().min(dim)], self.params.obs_clip, &mut input);
             if let Family::Context(c) = &self.family {
                 input.extend_from_slice(c.logged(i));
             }
             let mut out = Vec::new();
-            self.value.forward_one(&input, &mut self.scratch.layers, &mut out);
+            self.value
+                .forward_one(&input, &mut self.scratch.layers, &mut out);
             bootstrap[i] = out[0];
         }
         let (gamma, lambda) = (self.params.gamma, self.params.lambda);
@@ -639,7 +734,8 @@ impl Ppo {
                     &mut d_logits[..b * na],
                 );
                 g_pi.fill(0.0);
-                self.policy.backward_batch(cache, &d_logits[..b * na], &mut g_pi);
+                self.policy
+                    .backward_batch(cache, &d_logits[..b * na], &mut g_pi);
                 match &mut self.family {
                     Family::Replay(r) => {
                         stats.replay_loss += r.add_gradient(
@@ -657,7 +753,8 @@ impl Ppo {
                     }
                     _ => {}
                 }
-                self.policy_opt.step(&mut self.policy.params, &g_pi, p.lr, p.max_grad_norm);
+                self.policy_opt
+                    .step(&mut self.policy.params, &g_pi, p.lr, p.max_grad_norm);
 
                 self.value.forward_batch(&mb_x, b, cache);
                 let mut value_loss = 0.0f64;
@@ -668,7 +765,8 @@ impl Ppo {
                 }
                 g_v.fill(0.0);
                 self.value.backward_batch(cache, &d_v[..b], &mut g_v);
-                self.value_opt.step(&mut self.value.params, &g_v, p.lr, p.max_grad_norm);
+                self.value_opt
+                    .step(&mut self.value.params, &g_v, p.lr, p.max_grad_norm);
 
                 stats.policy_loss += loss.surrogate / b as f64;
                 stats.entropy += loss.entropy;
@@ -713,7 +811,8 @@ where
     }
 
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), String> {
-        let loaded: Ppo = serde_json::from_value(state).map_err(|e| format!("{} state: {e}", self.id))?;
+        let loaded: Ppo =
+            serde_json::from_value(state).map_err(|e| format!("{} state: {e}", self.id))?;
         if loaded.id != self.id
             || loaded.obs_dim != self.obs_dim
             || loaded.n_actions != self.n_actions

@@ -102,7 +102,12 @@ impl Mlp {
     /// Whether the weight vector has the length the layer widths call for.
     pub(crate) fn consistent(&self) -> bool {
         self.sizes.len() >= 2
-            && self.sizes.windows(2).map(|w| w[0] * w[1] + w[1]).sum::<usize>() == self.params.len()
+            && self
+                .sizes
+                .windows(2)
+                .map(|w| w[0] * w[1] + w[1])
+                .sum::<usize>()
+                == self.params.len()
     }
 
     fn layers(&self) -> usize {
@@ -170,7 +175,9 @@ impl Mlp {
         let batch = cache.batch;
         let layers = self.layers();
         cache.delta.clear();
-        cache.delta.extend_from_slice(&d_out[..batch * self.output_dim()]);
+        cache
+            .delta
+            .extend_from_slice(&d_out[..batch * self.output_dim()]);
         let mut offsets = Vec::with_capacity(layers);
         let mut offset = 0;
         for l in 0..layers {

@@ -70,7 +70,10 @@ impl Normalizer {
                 .map(|((x, m), s)| ((x - m) * s).clamp(-clip, clip)),
         );
         // A short observation is padded so the network's input width never changes.
-        out.extend(std::iter::repeat_n(0.0, self.mean.len().saturating_sub(x.len())));
+        out.extend(std::iter::repeat_n(
+            0.0,
+            self.mean.len().saturating_sub(x.len()),
+        ));
     }
 }
 

@@ -50,10 +50,16 @@ pub(super) struct Replay {
 impl Replay {
     pub(super) fn new(p: &ReplayParams, dim: usize, n_actions: usize) -> Result<Self, String> {
         if p.capacity == 0 || p.capacity > 10_000_000 {
-            return Err(format!("capacity is {}; give 1 to 10,000,000 states", p.capacity));
+            return Err(format!(
+                "capacity is {}; give 1 to 10,000,000 states",
+                p.capacity
+            ));
         }
         if !(p.bc_weight.is_finite() && p.bc_weight >= 0.0) {
-            return Err(format!("bc_weight is {}; give a finite number >= 0", p.bc_weight));
+            return Err(format!(
+                "bc_weight is {}; give a finite number >= 0",
+                p.bc_weight
+            ));
         }
         Ok(Replay {
             capacity: p.capacity,
@@ -80,7 +86,11 @@ impl Replay {
     /// `capacity / k`.
     pub(super) fn insert(&mut self, obs: &[f32], probs: &[f32], rng: &mut ChaCha8Rng) {
         self.seen += 1;
-        let padded = obs.iter().copied().chain(std::iter::repeat(0.0)).take(self.dim);
+        let padded = obs
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(0.0))
+            .take(self.dim);
         if self.len() < self.capacity {
             self.obs.extend(padded);
             self.probs.extend_from_slice(probs);
@@ -90,7 +100,10 @@ impl Replay {
         if let Ok(slot) = usize::try_from(slot)
             && slot < self.capacity
         {
-            for (dst, src) in self.obs[slot * self.dim..(slot + 1) * self.dim].iter_mut().zip(padded) {
+            for (dst, src) in self.obs[slot * self.dim..(slot + 1) * self.dim]
+                .iter_mut()
+                .zip(padded)
+            {
                 *dst = src;
             }
             self.probs[slot * self.n_actions..(slot + 1) * self.n_actions].copy_from_slice(probs);
@@ -99,7 +112,10 @@ impl Replay {
 
     /// Adds the gradient of `bc_weight · mean KL(stored ‖ current)` over `batch` replayed
     /// states to `grad`; returns that loss (0 while the reservoir is empty).
-    #[expect(clippy::too_many_arguments, reason = "the pieces of the agent this term reads")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the pieces of the agent this term reads"
+    )]
     pub(super) fn add_gradient(
         &self,
         policy: &Mlp,
@@ -119,7 +135,11 @@ impl Replay {
         let mut picked = Vec::with_capacity(batch);
         for _ in 0..batch {
             let k = rng.random_range(0..len);
-            norm.apply(&self.obs[k * self.dim..(k + 1) * self.dim], obs_clip, &mut x);
+            norm.apply(
+                &self.obs[k * self.dim..(k + 1) * self.dim],
+                obs_clip,
+                &mut x,
+            );
             picked.push(k);
         }
         policy.forward_batch(&x, batch, cache);
