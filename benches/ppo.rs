@@ -11,7 +11,7 @@ use perennial::prelude::*;
 use perennial::world_file::{WorldFile, WorldKind};
 use std::hint::black_box;
 
-const STEPS: u64 = 10_240;
+const STEPS: u64 = 5_120;
 
 fn config() -> HarnessConfig {
     HarnessConfig {
@@ -54,7 +54,7 @@ fn warehouse() -> Morpheus {
 
 fn bench(c: &mut Criterion) {
     let cartpole = || CartPole::new(CartPoleParams::default());
-    let mut group = c.benchmark_group("ppo_cartpole_10k_steps");
+    let mut group = c.benchmark_group("ppo_cartpole_5k_steps");
     group.throughput(Throughput::Elements(STEPS));
     group.sample_size(10);
     group.bench_function("ppo_10_epochs", |b| {
@@ -72,7 +72,7 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
 
-    let mut group = c.benchmark_group("ppo_warehouse_10k_steps");
+    let mut group = c.benchmark_group("ppo_warehouse_5k_steps");
     group.throughput(Throughput::Elements(STEPS));
     group.sample_size(10);
     group.bench_function("ppo_10_epochs", |b| {
