@@ -15,12 +15,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const EXAMPLES: [&str; 5] = [
+const EXAMPLES: [&str; 6] = [
     "cartpole_regimes",
     "warehouse_shift",
     "custom_world",
     "throughput",
     "peer_workload",
+    "continual_baselines",
 ];
 
 fn executables() -> &'static HashMap<String, PathBuf> {
@@ -281,5 +282,31 @@ fn peer_workload_prints_one_timed_line_per_workload() {
         );
         assert!(cells[1].parse::<u64>().unwrap() >= 8192, "{line}");
         assert!(cells[3].parse::<f64>().unwrap() > 0.0, "{line}");
+    }
+}
+
+#[test]
+fn continual_baselines_compares_every_family_on_both_worlds() {
+    let stdout = succeeded(
+        "continual_baselines",
+        &example("continual_baselines", "600"),
+    );
+    let families = ["ppo", "ppo-replay", "ppo-ewc", "ppo-context", "ppo-plastic"];
+    for (task, reference) in [("cartpole", "balance"), ("warehouse", "base-stock")] {
+        for agent in families.iter().chain(&["random", reference]) {
+            let group = format!(
+                "group task {task}  algorithm {agent}  runs 3  seeds 0,1,2  (mean over runs [95% bootstrap CI])"
+            );
+            assert!(stdout.contains(&group), "missing {group:?} in:\n{stdout}");
+        }
+    }
+    assert!(
+        stdout.contains("separated pairs (family vs family, disjoint 95% intervals): "),
+        "{stdout}"
+    );
+    let traces = trace_paths(&stdout);
+    assert_eq!(traces.len(), 2 * 7 * 3, "{stdout}");
+    for trace in &traces {
+        assert_eq!(lines_in(trace), 600, "{}", trace.display());
     }
 }
