@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::aggregate::Aggregate;
 use super::compare::Comparison;
+use super::reliability::{GroupReliability, RunReliability};
 use crate::regime::Origin;
 
 /// Everything `perennial eval` reports. Serializes to the DESIGN JSON plus `groups` and
@@ -16,6 +18,10 @@ pub struct Report {
     pub runs: Vec<RunReport>,
     /// Runs grouped by `(task, algorithm_id)`: mean over seeds with a bootstrap CI.
     pub groups: Vec<Comparison>,
+    /// rliable's aggregate statistics across runs and tasks, per algorithm.
+    pub aggregate: Aggregate,
+    /// Chan et al.'s dispersion and risk across the runs of each `(task, algorithm_id)`.
+    pub reliability: Vec<GroupReliability>,
     /// Torn tails met while reading (complete rows before them were used).
     pub warnings: Vec<String>,
     /// The smoothing window W used (not serialized).
@@ -45,6 +51,16 @@ pub struct RunReport {
     pub intervals: Vec<IntervalReport>,
     /// Per label.
     pub configurations: BTreeMap<String, ConfigurationReport>,
+    /// The paired reference run (same task and seed); null without `--reference`.
+    pub reference_run_id: Option<String>,
+    /// The paired floor run; null without `--floor`.
+    pub floor_run_id: Option<String>,
+    /// Chan et al.'s dispersion and risk across time.
+    pub reliability: RunReliability,
+    /// Means of x over consecutive blocks of W steps from the run's first step (the
+    /// remainder dropped). Not serialized.
+    #[serde(skip)]
+    pub blocks: Vec<f64>,
     /// The plotted curve: `(step, run-wide rolling mean of x)` at no more than about 2000
     /// steps. Not serialized.
     #[serde(skip)]
@@ -80,6 +96,22 @@ pub struct IntervalReport {
     pub recovered: Option<bool>,
     /// F_k; null on a label's first interval.
     pub forgetting: Option<f64>,
+    /// The paired reference interval's mean reward; null without one.
+    pub reference_mean_r: Option<f64>,
+    /// The paired floor interval's mean reward; null without one.
+    pub floor_mean_r: Option<f64>,
+    /// reference_mean_r − mean_reward.
+    pub regret: Option<f64>,
+    /// regret / |reference_mean_r − floor_mean_r|; null without both or when they are equal.
+    pub normalized_regret: Option<f64>,
+    /// F_k minus the reference's F_k at the same interval; null unless both have one.
+    pub adjusted_forgetting: Option<f64>,
+    /// l2metrics' recovery time: steps until m_k reaches the tail of the label's previous
+    /// interval; null on a label's first interval or when never reached.
+    pub l2_recovery_steps: Option<u64>,
+    /// l2metrics' maintenance: mean of x over the interval minus the tail of the label's
+    /// previous interval; null on a label's first interval.
+    pub l2_maintenance: Option<f64>,
     /// Population std of the block means.
     pub stability_std: f64,
     /// Mean of the lowest ceil(0.05 B) block means.
@@ -107,6 +139,21 @@ pub struct ConfigurationReport {
     pub normalized_gap: Option<f64>,
     /// Mean of F_k over the label's recurrences; null if it never recurred.
     pub mean_forgetting: Option<f64>,
+    /// The reference run's `mean_reward` under the label, when all the label's intervals
+    /// were matched; null otherwise.
+    pub reference_mean_r: Option<f64>,
+    /// The floor run's, likewise.
+    pub floor_mean_r: Option<f64>,
+    /// reference_mean_r − mean_reward.
+    pub regret: Option<f64>,
+    /// regret / |reference_mean_r − floor_mean_r|.
+    pub normalized_regret: Option<f64>,
+    /// Mean of the label's `adjusted_forgetting`.
+    pub mean_adjusted_forgetting: Option<f64>,
+    /// l2metrics' performance recovery: −Theil–Sen slope of the label's `l2_recovery_steps`.
+    pub performance_recovery: Option<f64>,
+    /// l2metrics' performance maintenance: mean of the label's `l2_maintenance`.
+    pub performance_maintenance: Option<f64>,
 }
 
 /// A number for a table: four decimals, or scientific for tiny magnitudes.
@@ -249,12 +296,112 @@ impl Report {
                 ]);
             }
             t.render(&mut out, "    ");
+            run_extras(&mut out, run);
             out.push('\n');
         }
         out.push_str(&super::compare::comparison_text(&self.groups));
+        out.push_str(&self.aggregate.to_text());
+        reliability_text(&mut out, &self.reliability);
         for w in &self.warnings {
             let _ = writeln!(out, "warning: {w}");
         }
         out
     }
+}
+
+/// The reference, l2metrics and reliability lines of one run.
+fn run_extras(out: &mut String, run: &RunReport) {
+    if run.reference_run_id.is_some() || run.floor_run_id.is_some() {
+        let _ = writeln!(
+            out,
+            "  against reference {}  floor {}",
+            run.reference_run_id.as_deref().unwrap_or("-"),
+            run.floor_run_id.as_deref().unwrap_or("-")
+        );
+        let mut t = Table::new(
+            &[
+                "#",
+                "regime",
+                "mean_r",
+                "ref_r",
+                "floor_r",
+                "regret",
+                "norm_regret",
+                "forget",
+                "adj_forget",
+            ],
+            &[false, true],
+        );
+        for i in &run.intervals {
+            t.row(vec![
+                i.index.to_string(),
+                i.regime.clone(),
+                num(i.mean_reward),
+                opt(i.reference_mean_r),
+                opt(i.floor_mean_r),
+                opt(i.regret),
+                opt(i.normalized_regret),
+                opt(i.forgetting),
+                opt(i.adjusted_forgetting),
+            ]);
+        }
+        t.render(out, "    ");
+    }
+    let _ = writeln!(out, "  l2metrics (against the label's previous tail)");
+    let mut t = Table::new(
+        &[
+            "regime",
+            "regret",
+            "norm_regret",
+            "adj_forgetting",
+            "perf_recovery",
+            "perf_maintenance",
+        ],
+        &[true],
+    );
+    for (label, c) in &run.configurations {
+        t.row(vec![
+            label.clone(),
+            opt(c.regret),
+            opt(c.normalized_regret),
+            opt(c.mean_adjusted_forgetting),
+            opt(c.performance_recovery),
+            opt(c.performance_maintenance),
+        ]);
+    }
+    t.render(out, "    ");
+    let r = &run.reliability;
+    let _ = writeln!(
+        out,
+        "  reliability over {} blocks of W: dispersion_across_time {}  short_term_risk {}  long_term_risk {}",
+        r.blocks,
+        opt(r.dispersion_across_time),
+        opt(r.short_term_risk),
+        opt(r.long_term_risk)
+    );
+}
+
+/// Chan et al.'s across-run statistics, one line per group.
+fn reliability_text(out: &mut String, groups: &[GroupReliability]) {
+    let _ = writeln!(out, "reliability across runs (Chan et al. 2020)");
+    let mut t = Table::new(
+        &[
+            "task",
+            "algorithm",
+            "runs",
+            "dispersion_across_runs",
+            "risk_across_runs",
+        ],
+        &[true, true],
+    );
+    for g in groups {
+        t.row(vec![
+            g.task.clone(),
+            g.algorithm_id.clone(),
+            g.runs.to_string(),
+            opt(g.dispersion_across_runs),
+            opt(g.risk_across_runs),
+        ]);
+    }
+    t.render(out, "    ");
 }
