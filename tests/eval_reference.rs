@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use perennial::eval::{EvalOptions, Report, evaluate};
+use perennial::eval::{
+    ConfigurationAgainst, EvalOptions, IntervalAgainst, IntervalReport, Report, RunReport, evaluate,
+};
 use serde_json::{Value, json};
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -66,6 +68,16 @@ fn options(references: &[&Temp], floors: &[&Temp]) -> EvalOptions {
     }
 }
 
+fn against(i: &IntervalReport) -> IntervalAgainst {
+    i.against.expect("references were given")
+}
+
+fn label(run: &RunReport, label: &str) -> ConfigurationAgainst {
+    run.configurations[label]
+        .against
+        .expect("references were given")
+}
+
 fn eval(agent: &Temp, references: &[&Temp], floors: &[&Temp]) -> Report {
     evaluate(&[agent.to_path_buf()], &options(references, floors)).unwrap()
 }
@@ -118,9 +130,10 @@ fn regret_and_normalized_regret_match_the_hand_computation() {
     let (a, r, f) = (agent(), reference(1), floor());
     let report = eval(&a, &[&r], &[&f]);
     let run = &report.runs[0];
-    assert_eq!(run.reference_run_id.as_deref(), Some("oracle"));
-    assert_eq!(run.floor_run_id.as_deref(), Some("random"));
-    let i = &run.intervals;
+    let paired = run.paired.as_ref().unwrap();
+    assert_eq!(paired.reference_run_id.as_deref(), Some("oracle"));
+    assert_eq!(paired.floor_run_id.as_deref(), Some("random"));
+    let i: Vec<IntervalAgainst> = run.intervals.iter().map(against).collect();
     // Interval means: agent 1, 1, 1.5; reference 2, 2, 1.75; floor 0.
     assert_eq!(i[0].reference_mean_r, Some(2.0));
     assert_eq!(i[0].floor_mean_r, Some(0.0));
@@ -131,7 +144,7 @@ fn regret_and_normalized_regret_match_the_hand_computation() {
     assert_eq!(i[2].regret, Some(0.25));
     assert_eq!(i[2].normalized_regret, Some(0.25 / 1.75));
     // Per label calm: agent (4 + 6) / 8 = 1.25, reference (8 + 7) / 8 = 1.875.
-    let calm = &run.configurations["calm"];
+    let calm = label(run, "calm");
     assert_eq!(calm.reference_mean_r, Some(1.875));
     assert_eq!(calm.regret, Some(0.625));
     assert_eq!(calm.normalized_regret, Some(1.0 / 3.0));
@@ -145,15 +158,12 @@ fn state_adjusted_forgetting_subtracts_the_references_forgetting() {
     let run = &report.runs[0];
     // Agent F = 1 - 0 = 1; reference F = 2 - 1.5 = 0.5.
     assert_eq!(run.intervals[2].forgetting, Some(1.0));
-    assert_eq!(run.intervals[2].adjusted_forgetting, Some(0.5));
-    assert_eq!(run.intervals[0].adjusted_forgetting, None);
-    assert_eq!(
-        run.configurations["calm"].mean_adjusted_forgetting,
-        Some(0.5)
-    );
-    assert_eq!(run.configurations["storm"].mean_adjusted_forgetting, None);
+    assert_eq!(against(&run.intervals[2]).adjusted_forgetting, Some(0.5));
+    assert_eq!(against(&run.intervals[0]).adjusted_forgetting, None);
+    assert_eq!(label(run, "calm").mean_adjusted_forgetting, Some(0.5));
+    assert_eq!(label(run, "storm").mean_adjusted_forgetting, None);
     // Without a floor there is no normalization.
-    assert_eq!(run.intervals[0].normalized_regret, None);
+    assert_eq!(against(&run.intervals[0]).normalized_regret, None);
 }
 
 #[test]
@@ -162,9 +172,9 @@ fn a_run_against_itself_has_zero_regret_and_zero_adjusted_forgetting() {
     let report = eval(&a, &[&a], &[]);
     let run = &report.runs[0];
     for i in &run.intervals {
-        assert_eq!(i.regret, Some(0.0));
+        assert_eq!(against(i).regret, Some(0.0));
     }
-    assert_eq!(run.intervals[2].adjusted_forgetting, Some(0.0));
+    assert_eq!(against(&run.intervals[2]).adjusted_forgetting, Some(0.0));
 }
 
 #[test]
@@ -180,10 +190,65 @@ fn normalized_scores_are_aggregated_when_every_run_has_a_reference_and_a_floor()
 }
 
 #[test]
+fn without_references_the_design_keys_are_unchanged() {
+    let a = agent();
+    let report = eval(&a, &[], &[]);
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["runs"][0].as_object().unwrap().len(), 8);
+    assert_eq!(
+        json["runs"][0]["intervals"][0].as_object().unwrap().len(),
+        17
+    );
+    assert_eq!(
+        json["runs"][0]["configurations"]["calm"]
+            .as_object()
+            .unwrap()
+            .len(),
+        7
+    );
+    let with = serde_json::to_value(eval(&a, &[&a], &[])).unwrap();
+    assert_eq!(with["runs"][0]["reference_run_id"], "agent");
+    assert_eq!(with["runs"][0]["floor_run_id"], Value::Null);
+    assert_eq!(with["runs"][0]["intervals"][0]["regret"], 0.0);
+    assert_eq!(with["runs"][0]["configurations"]["calm"]["regret"], 0.0);
+}
+
+#[test]
+fn l2metrics_recovery_and_maintenance_are_measured_against_the_labels_previous_tail() {
+    // W = 2. calm [2 2 2 2] (tail 2), storm [0 0 0 0], calm [0 0 1 3 3 3]: rolling means
+    // 0, 0.5, 2, 3, 3 from its second step; it first reaches 2 on its 4th step. Maintenance:
+    // mean 10/6 minus 2.
+    let a = trace(
+        "l2",
+        "learner",
+        1,
+        &[
+            ("calm", &[2.0; 4]),
+            ("storm", &[0.0; 4]),
+            ("calm", &[0.0, 0.0, 1.0, 3.0, 3.0, 3.0]),
+            ("storm", &[0.0; 4]),
+            ("calm", &[1.0, 3.0, 3.0, 3.0]),
+        ],
+    );
+    let report = eval(&a, &[], &[]);
+    let l2 = &report.l2metrics[0];
+    assert_eq!(l2.intervals[0].l2_recovery_steps, None);
+    assert_eq!(l2.intervals[2].l2_recovery_steps, Some(4));
+    assert_eq!(l2.intervals[2].l2_maintenance, Some(10.0 / 6.0 - 2.0));
+    // The third calm starts from the second's tail 3: rolling means 2, 3, 3 reach 3 on its
+    // 3rd step. Recovery times 4 then 3: Theil–Sen slope -1, performance recovery +1.
+    assert_eq!(l2.intervals[4].l2_recovery_steps, Some(3));
+    assert_eq!(l2.configurations["calm"].performance_recovery, Some(1.0));
+    // The storm's rolling mean 0 reaches its previous tail 0 at once.
+    assert_eq!(l2.intervals[3].l2_recovery_steps, Some(2));
+    assert_eq!(l2.configurations["storm"].performance_recovery, None);
+}
+
+#[test]
 fn a_run_without_a_reference_of_its_seed_is_left_null_with_a_warning() {
     let (a, r) = (agent(), reference(2));
     let report = eval(&a, &[&r], &[]);
-    assert_eq!(report.runs[0].intervals[0].regret, None);
+    assert_eq!(against(&report.runs[0].intervals[0]).regret, None);
     assert!(
         report
             .warnings
@@ -209,9 +274,9 @@ fn a_reference_with_another_schedule_is_matched_only_where_intervals_agree() {
     );
     let report = eval(&a, &[&r], &[]);
     let run = &report.runs[0];
-    assert_eq!(run.intervals[0].regret, Some(1.0));
-    assert_eq!(run.intervals[1].regret, None);
-    assert_eq!(run.configurations["calm"].regret, None);
+    assert_eq!(against(&run.intervals[0]).regret, Some(1.0));
+    assert_eq!(against(&run.intervals[1]).regret, None);
+    assert_eq!(label(run, "calm").regret, None);
     assert!(report.warnings.iter().any(|w| w.contains("interval 1")));
 }
 

@@ -289,7 +289,8 @@ fn score(run: &RunReport, label: &str, normalized: bool) -> Option<f64> {
     if !normalized {
         return Some(c.mean_reward);
     }
-    match (c.reference_mean_r, c.floor_mean_r) {
+    let a = c.against?;
+    match (a.reference_mean_r, a.floor_mean_r) {
         (Some(r), Some(f)) if r != f => Some((c.mean_reward - f) / (r - f)),
         _ => None,
     }

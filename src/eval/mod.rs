@@ -222,7 +222,10 @@ pub use reference::Regret;
 pub use reliability::{
     GroupReliability, RunReliability, across_runs, cvar_lower, drawdowns, iqr, run_reliability,
 };
-pub use report::{ConfigurationReport, IntervalReport, Report, RunReport};
+pub use report::{
+    ConfigurationAgainst, ConfigurationReport, IntervalAgainst, IntervalReport, L2Interval,
+    L2Label, L2Run, Paired, Reliability, Report, RunReliabilityEntry, RunReport,
+};
 
 use crate::trace::TraceReader;
 use run::RunScan;
@@ -300,11 +303,22 @@ pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, Eval
         options.bootstrap_resamples,
         options.bootstrap_seed,
     );
-    let reliability = reliability::groups(&runs);
+    let reliability = Reliability {
+        runs: runs
+            .iter()
+            .map(|r| RunReliabilityEntry {
+                run_id: r.run_id.clone(),
+                statistics: r.reliability,
+            })
+            .collect(),
+        groups: reliability::groups(&runs),
+    };
+    let l2metrics = runs.iter().map(L2Run::of).collect();
     Ok(Report {
         runs,
         groups,
         aggregate,
+        l2metrics,
         reliability,
         warnings,
         window: options.window,

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::error::EvalError;
-use super::report::RunReport;
+use super::report::{ConfigurationAgainst, IntervalAgainst, Paired, RunReport};
 use super::sum::Sum;
 
 /// Per interval of a run, the paired interval's mean reward and forgetting, if matched.
@@ -89,8 +89,10 @@ pub(crate) fn pair(
         if let (Some(f), Some(found)) = (floor, &floor_intervals) {
             warnings.extend(mismatch(run, f, "floor", found));
         }
-        run.reference_run_id = reference.map(|r| r.run_id.clone());
-        run.floor_run_id = floor.map(|f| f.run_id.clone());
+        run.paired = Some(Paired {
+            reference_run_id: reference.map(|r| r.run_id.clone()),
+            floor_run_id: floor.map(|f| f.run_id.clone()),
+        });
         for (k, interval) in run.intervals.iter_mut().enumerate() {
             let reference = ref_intervals.as_ref().and_then(|m| m[k]);
             let floor = floor_intervals.as_ref().and_then(|m| m[k]);
@@ -99,15 +101,16 @@ pub(crate) fn pair(
                 reference.map(|r| r.0),
                 floor.map(|f| f.0),
             );
-            interval.reference_mean_r = values.reference_mean_r;
-            interval.floor_mean_r = values.floor_mean_r;
-            interval.regret = values.regret;
-            interval.normalized_regret = values.normalized_regret;
-            interval.adjusted_forgetting = match (interval.forgetting, reference.and_then(|r| r.1))
-            {
-                (Some(f), Some(g)) => Some(f - g),
-                _ => None,
-            };
+            interval.against = Some(IntervalAgainst {
+                reference_mean_r: values.reference_mean_r,
+                floor_mean_r: values.floor_mean_r,
+                regret: values.regret,
+                normalized_regret: values.normalized_regret,
+                adjusted_forgetting: match (interval.forgetting, reference.and_then(|r| r.1)) {
+                    (Some(f), Some(g)) => Some(f - g),
+                    _ => None,
+                },
+            });
         }
         // Per label, only when every interval of the label was matched: otherwise the run and
         // its reference would be averaged over different steps.
@@ -124,7 +127,9 @@ pub(crate) fn pair(
             };
             let reference_mean = all(reference, &ref_intervals);
             let floor_mean = all(floor, &floor_intervals);
-            let adjusted: Vec<f64> = of_label().filter_map(|i| i.adjusted_forgetting).collect();
+            let adjusted: Vec<f64> = of_label()
+                .filter_map(|i| i.against.and_then(|a| a.adjusted_forgetting))
+                .collect();
             let mean_adjusted = (!adjusted.is_empty()).then(|| {
                 let mut s = Sum::default();
                 adjusted.iter().for_each(|&v| s.add(v));
@@ -132,11 +137,13 @@ pub(crate) fn pair(
             });
             if let Some(config) = run.configurations.get_mut(&label) {
                 let values = Regret::new(config.mean_reward, reference_mean, floor_mean);
-                config.reference_mean_r = values.reference_mean_r;
-                config.floor_mean_r = values.floor_mean_r;
-                config.regret = values.regret;
-                config.normalized_regret = values.normalized_regret;
-                config.mean_adjusted_forgetting = mean_adjusted;
+                config.against = Some(ConfigurationAgainst {
+                    reference_mean_r: values.reference_mean_r,
+                    floor_mean_r: values.floor_mean_r,
+                    regret: values.regret,
+                    normalized_regret: values.normalized_regret,
+                    mean_adjusted_forgetting: mean_adjusted,
+                });
             }
         }
     }

@@ -20,8 +20,11 @@ pub struct Report {
     pub groups: Vec<Comparison>,
     /// rliable's aggregate statistics across runs and tasks, per algorithm.
     pub aggregate: Aggregate,
-    /// Chan et al.'s dispersion and risk across the runs of each `(task, algorithm_id)`.
-    pub reliability: Vec<GroupReliability>,
+    /// l2metrics' definitions per run, beside perennial's.
+    pub l2metrics: Vec<L2Run>,
+    /// Chan et al.'s dispersion and risk, per run and across the runs of each
+    /// `(task, algorithm_id)`.
+    pub reliability: Reliability,
     /// Torn tails met while reading (complete rows before them were used).
     pub warnings: Vec<String>,
     /// The smoothing window W used (not serialized).
@@ -51,11 +54,12 @@ pub struct RunReport {
     pub intervals: Vec<IntervalReport>,
     /// Per label.
     pub configurations: BTreeMap<String, ConfigurationReport>,
-    /// The paired reference run (same task and seed); null without `--reference`.
-    pub reference_run_id: Option<String>,
-    /// The paired floor run; null without `--floor`.
-    pub floor_run_id: Option<String>,
-    /// Chan et al.'s dispersion and risk across time.
+    /// The paired reference and floor runs; `None` (and not serialized) unless references
+    /// or floors were given.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<Paired>,
+    /// Chan et al.'s dispersion and risk across time. Serialized in `reliability`.
+    #[serde(skip)]
     pub reliability: RunReliability,
     /// Means of x over consecutive blocks of W steps from the run's first step (the
     /// remainder dropped). Not serialized.
@@ -96,21 +100,18 @@ pub struct IntervalReport {
     pub recovered: Option<bool>,
     /// F_k; null on a label's first interval.
     pub forgetting: Option<f64>,
-    /// The paired reference interval's mean reward; null without one.
-    pub reference_mean_r: Option<f64>,
-    /// The paired floor interval's mean reward; null without one.
-    pub floor_mean_r: Option<f64>,
-    /// reference_mean_r − mean_reward.
-    pub regret: Option<f64>,
-    /// regret / |reference_mean_r − floor_mean_r|; null without both or when they are equal.
-    pub normalized_regret: Option<f64>,
-    /// F_k minus the reference's F_k at the same interval; null unless both have one.
-    pub adjusted_forgetting: Option<f64>,
+    /// The values against the paired reference and floor intervals; `None` (and not
+    /// serialized) unless references or floors were given.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub against: Option<IntervalAgainst>,
     /// l2metrics' recovery time: steps until m_k reaches the tail of the label's previous
-    /// interval; null on a label's first interval or when never reached.
+    /// interval; null on a label's first interval or when never reached. Serialized in the
+    /// report's `l2metrics` section.
+    #[serde(skip)]
     pub l2_recovery_steps: Option<u64>,
     /// l2metrics' maintenance: mean of x over the interval minus the tail of the label's
-    /// previous interval; null on a label's first interval.
+    /// previous interval; null on a label's first interval. Serialized in `l2metrics`.
+    #[serde(skip)]
     pub l2_maintenance: Option<f64>,
     /// Population std of the block means.
     pub stability_std: f64,
@@ -139,8 +140,49 @@ pub struct ConfigurationReport {
     pub normalized_gap: Option<f64>,
     /// Mean of F_k over the label's recurrences; null if it never recurred.
     pub mean_forgetting: Option<f64>,
-    /// The reference run's `mean_reward` under the label, when all the label's intervals
-    /// were matched; null otherwise.
+    /// The values against the reference and floor runs; `None` (and not serialized) unless
+    /// references or floors were given.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub against: Option<ConfigurationAgainst>,
+    /// l2metrics' performance recovery: −Theil–Sen slope of the label's `l2_recovery_steps`.
+    /// Serialized in `l2metrics`.
+    #[serde(skip)]
+    pub performance_recovery: Option<f64>,
+    /// l2metrics' performance maintenance: mean of the label's `l2_maintenance`. Serialized
+    /// in `l2metrics`.
+    #[serde(skip)]
+    pub performance_maintenance: Option<f64>,
+}
+
+/// A run's paired reference and floor runs (same task and seed).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Paired {
+    /// The reference run; null when none has the run's task and seed.
+    pub reference_run_id: Option<String>,
+    /// The floor run; likewise.
+    pub floor_run_id: Option<String>,
+}
+
+/// One interval against its paired reference and floor intervals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct IntervalAgainst {
+    /// The reference interval's mean reward; null when not matched.
+    pub reference_mean_r: Option<f64>,
+    /// The floor interval's mean reward; null when not matched.
+    pub floor_mean_r: Option<f64>,
+    /// reference_mean_r − mean_reward.
+    pub regret: Option<f64>,
+    /// regret / |reference_mean_r − floor_mean_r|; null without both or when they are equal.
+    pub normalized_regret: Option<f64>,
+    /// F_k minus the reference's F_k at the same interval; null unless both have one.
+    pub adjusted_forgetting: Option<f64>,
+}
+
+/// One label against the reference and floor runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ConfigurationAgainst {
+    /// The reference run's `mean_reward` under the label, when every interval of the label
+    /// was matched; null otherwise.
     pub reference_mean_r: Option<f64>,
     /// The floor run's, likewise.
     pub floor_mean_r: Option<f64>,
@@ -150,10 +192,89 @@ pub struct ConfigurationReport {
     pub normalized_regret: Option<f64>,
     /// Mean of the label's `adjusted_forgetting`.
     pub mean_adjusted_forgetting: Option<f64>,
-    /// l2metrics' performance recovery: −Theil–Sen slope of the label's `l2_recovery_steps`.
+}
+
+/// l2metrics' values of one interval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct L2Interval {
+    /// k.
+    pub index: usize,
+    /// The label.
+    pub regime: String,
+    /// See [`IntervalReport::l2_recovery_steps`].
+    pub l2_recovery_steps: Option<u64>,
+    /// See [`IntervalReport::l2_maintenance`].
+    pub l2_maintenance: Option<f64>,
+}
+
+/// l2metrics' values of one label.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct L2Label {
+    /// See [`ConfigurationReport::performance_recovery`].
     pub performance_recovery: Option<f64>,
-    /// l2metrics' performance maintenance: mean of the label's `l2_maintenance`.
+    /// See [`ConfigurationReport::performance_maintenance`].
     pub performance_maintenance: Option<f64>,
+}
+
+/// l2metrics' values of one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct L2Run {
+    /// The run.
+    pub run_id: String,
+    /// Per interval.
+    pub intervals: Vec<L2Interval>,
+    /// Per label.
+    pub configurations: BTreeMap<String, L2Label>,
+}
+
+impl L2Run {
+    pub(crate) fn of(run: &RunReport) -> Self {
+        L2Run {
+            run_id: run.run_id.clone(),
+            intervals: run
+                .intervals
+                .iter()
+                .map(|i| L2Interval {
+                    index: i.index,
+                    regime: i.regime.clone(),
+                    l2_recovery_steps: i.l2_recovery_steps,
+                    l2_maintenance: i.l2_maintenance,
+                })
+                .collect(),
+            configurations: run
+                .configurations
+                .iter()
+                .map(|(l, c)| {
+                    (
+                        l.clone(),
+                        L2Label {
+                            performance_recovery: c.performance_recovery,
+                            performance_maintenance: c.performance_maintenance,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One run's reliability statistics, named.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunReliabilityEntry {
+    /// The run.
+    pub run_id: String,
+    /// Its statistics.
+    #[serde(flatten)]
+    pub statistics: RunReliability,
+}
+
+/// The reliability section of a report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Reliability {
+    /// Per run, across time.
+    pub runs: Vec<RunReliabilityEntry>,
+    /// Per `(task, algorithm_id)`, across runs.
+    pub groups: Vec<GroupReliability>,
 }
 
 /// A number for a table: four decimals, or scientific for tiny magnitudes.
@@ -301,7 +422,7 @@ impl Report {
         }
         out.push_str(&super::compare::comparison_text(&self.groups));
         out.push_str(&self.aggregate.to_text());
-        reliability_text(&mut out, &self.reliability);
+        reliability_text(&mut out, &self.reliability.groups);
         for w in &self.warnings {
             let _ = writeln!(out, "warning: {w}");
         }
@@ -311,12 +432,12 @@ impl Report {
 
 /// The reference, l2metrics and reliability lines of one run.
 fn run_extras(out: &mut String, run: &RunReport) {
-    if run.reference_run_id.is_some() || run.floor_run_id.is_some() {
+    if let Some(paired) = &run.paired {
         let _ = writeln!(
             out,
             "  against reference {}  floor {}",
-            run.reference_run_id.as_deref().unwrap_or("-"),
-            run.floor_run_id.as_deref().unwrap_or("-")
+            paired.reference_run_id.as_deref().unwrap_or("-"),
+            paired.floor_run_id.as_deref().unwrap_or("-")
         );
         let mut t = Table::new(
             &[
@@ -333,38 +454,41 @@ fn run_extras(out: &mut String, run: &RunReport) {
             &[false, true],
         );
         for i in &run.intervals {
+            let a = i.against.unwrap_or_default();
             t.row(vec![
                 i.index.to_string(),
                 i.regime.clone(),
                 num(i.mean_reward),
-                opt(i.reference_mean_r),
-                opt(i.floor_mean_r),
-                opt(i.regret),
-                opt(i.normalized_regret),
+                opt(a.reference_mean_r),
+                opt(a.floor_mean_r),
+                opt(a.regret),
+                opt(a.normalized_regret),
                 opt(i.forgetting),
-                opt(i.adjusted_forgetting),
+                opt(a.adjusted_forgetting),
+            ]);
+        }
+        t.render(out, "    ");
+        let mut t = Table::new(
+            &["regime", "ref_r", "regret", "norm_regret", "adj_forgetting"],
+            &[true],
+        );
+        for (label, c) in &run.configurations {
+            let a = c.against.unwrap_or_default();
+            t.row(vec![
+                label.clone(),
+                opt(a.reference_mean_r),
+                opt(a.regret),
+                opt(a.normalized_regret),
+                opt(a.mean_adjusted_forgetting),
             ]);
         }
         t.render(out, "    ");
     }
     let _ = writeln!(out, "  l2metrics (against the label's previous tail)");
-    let mut t = Table::new(
-        &[
-            "regime",
-            "regret",
-            "norm_regret",
-            "adj_forgetting",
-            "perf_recovery",
-            "perf_maintenance",
-        ],
-        &[true],
-    );
+    let mut t = Table::new(&["regime", "perf_recovery", "perf_maintenance"], &[true]);
     for (label, c) in &run.configurations {
         t.row(vec![
             label.clone(),
-            opt(c.regret),
-            opt(c.normalized_regret),
-            opt(c.mean_adjusted_forgetting),
             opt(c.performance_recovery),
             opt(c.performance_maintenance),
         ]);
