@@ -138,17 +138,14 @@ def close_within_noise(ours, theirs, width):
 def test_stratified_bootstrap_cis_agree_within_bootstrap_noise(evaluated):
     matrices, aggregate = evaluated
     ours = by_algorithm(aggregate)
-    functions = {
-        "iqm": metrics.aggregate_iqm,
-        "mean": metrics.aggregate_mean,
-        "median": metrics.aggregate_median,
-    }
+    # IQM and mean only: each rliable bootstrap costs seconds.
+    functions = {"iqm": metrics.aggregate_iqm, "mean": metrics.aggregate_mean}
     for name, scores in matrices.items():
         for key, f in functions.items():
             _, cis = rly.get_interval_estimates(
                 {name: scores},
                 lambda x, f=f: np.array([f(x)]),
-                reps=5000,
+                reps=2000,
                 random_state=np.random.RandomState(0),
             )
             low, high = cis[name][0][0], cis[name][1][0]
@@ -164,7 +161,9 @@ def test_probability_of_improvement_ci_agrees_within_bootstrap_noise(evaluated):
     _, cis = rly.get_interval_estimates(
         {"gamma,alpha": [matrices["gamma"], matrices["alpha"]]},
         lambda x, y: np.array([metrics.probability_of_improvement(x, y)]),
-        reps=2000,
+        # scipy's Mann-Whitney test per task and resample is slow: fewer resamples, still
+        # well inside the tolerance.
+        reps=500,
         random_state=np.random.RandomState(0),
     )
     low, high = cis["gamma,alpha"][0][0], cis["gamma,alpha"][1][0]
