@@ -358,3 +358,41 @@ fn base_stock_against_itself_has_regret_zero_and_against_random_differs() {
         .collect();
     assert!(regrets.iter().any(|&r| r != 0.0), "{regrets:?}");
 }
+
+#[test]
+fn a_missing_reference_file_exits_2_naming_it_and_profiles_draw_as_svg() {
+    let a = agent();
+    let missing = temp("missing.jsonl");
+    let out = perennial(&[
+        "eval",
+        a.to_str().unwrap(),
+        "--reference",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(missing.to_str().unwrap()), "{stderr}");
+
+    let (r, f) = (reference(1), floor());
+    let svg = temp("profile.svg");
+    let out = perennial(&[
+        "eval",
+        a.to_str().unwrap(),
+        "--reference",
+        r.to_str().unwrap(),
+        "--floor",
+        f.to_str().unwrap(),
+        "--window",
+        "2",
+        "--profile-plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&*svg).unwrap();
+    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
+    assert!(text.contains("normalized_score") && text.contains("learner"));
+}

@@ -105,25 +105,38 @@
 //!
 //! # Reliability (Chan et al. 2020)
 //!
-//! Each run reports `"reliability": {"blocks", "dispersion_across_time",
-//! "short_term_risk", "long_term_risk"}` and the top-level `"reliability"` lists, per
-//! `(task, algorithm_id)`, `{"task", "algorithm_id", "runs", "dispersion_across_runs",
-//! "risk_across_runs"}`. The formulas, on the run's curve of W-step block means, are in
-//! [`run_reliability`] and [`across_runs`].
+//! `"reliability": {"runs": [{"run_id", "blocks", "dispersion_across_time",
+//! "short_term_risk", "long_term_risk"}], "groups": [{"task", "algorithm_id", "runs",
+//! "dispersion_across_runs", "risk_across_runs"}]}`, groups per `(task, algorithm_id)`.
+//! The curve is the run's W-step block means b_i (x cut into blocks of W steps from the
+//! run's first step, the remainder dropped). Per run: `dispersion_across_time` = the mean,
+//! over consecutive windows of 10 first differences d_i = b_i − b_{i−1} (a last shorter window
+//! kept when it has at least 2), of the window's IQR (75th − 25th percentile, linear
+//! interpolation); `short_term_risk` = CVaR at α = 0.05 of d, the mean of its lowest
+//! ceil(α n) values; `long_term_risk` = the mean of the highest ceil(α n) drawdowns
+//! D_i = max_{j ≤ i} b_j − b_i. Across runs: `dispersion_across_runs` = the mean over block
+//! indices every run reached of the IQR of the runs' b_i (null for one run);
+//! `risk_across_runs` = the mean of the lowest ceil(α runs) final performances, a run's final
+//! performance being the mean of its last ceil(blocks / 10) blocks. See [`run_reliability`] and
+//! [`across_runs`].
 //!
 //! # l2metrics beside ours
 //!
-//! Per interval `l2_recovery_steps` and `l2_maintenance`, per label `performance_recovery`
-//! (−Theil–Sen slope of the recovery times across the label's occurrences) and
-//! `performance_maintenance`; formulas in [`theil_sen_slope`] and the README. Where the
+//! In the `"l2metrics"` section, with j the most recent earlier interval of label c_k:
+//! per interval `l2_recovery_steps` = (first t with m_k(t) ≥ P_j) − s_k + 1 (null on a
+//! label's first interval and when never reached; for n_k < W, n_k when the interval's mean
+//! reaches P_j) and `l2_maintenance` = (mean of x over interval k) − P_j; per label
+//! `performance_recovery` = −(Theil–Sen slope of the label's non-null recovery times against
+//! their order 0, 1, 2, …; [`theil_sen_slope`]), null with fewer than two, and
+//! `performance_maintenance` = the mean of its `l2_maintenance`. Where the
 //! definitions differ, formula by formula:
 //!
 //! - **Forgetting.** perennial: F_k = P_j − H_k, the tail (last W steps) of the label's
 //!   previous interval minus the head (first W steps) of its recurrence, both on the
 //!   reward the agent earned while acting (no separate evaluation). l2metrics (performance
 //!   maintenance): the terminal performance of a later *evaluation* block of the task minus
-//!   the terminal performance of its most recent *training* block, sign reversed (negative =
-//!   forgot); here `l2_maintenance` = mean of x over the whole recurrence − P_j, since there
+//!   the terminal performance of its most recent *training* block (the opposite sign
+//!   convention to F_k: negative = forgot); here `l2_maintenance` = mean of x over the whole recurrence − P_j, since there
 //!   are no evaluation blocks. Continual World: F_i = p_i(end of training on task i) −
 //!   p_i(end of the whole sequence), success rates from separate evaluation episodes, once per
 //!   task, not per recurrence. CORA: for task i, the evaluation return at the end of its
@@ -155,11 +168,16 @@
 //!   off by a killed writer; every complete row before it was used), and one per run left
 //!   without its reference or floor or only partly matched. Empty when none.
 //!
-//! Each interval also carries `reference_mean_r`, `floor_mean_r`, `regret`,
-//! `normalized_regret`, `adjusted_forgetting`, `l2_recovery_steps` and `l2_maintenance`;
-//! each configuration `reference_mean_r`, `floor_mean_r`, `regret`, `normalized_regret`,
-//! `mean_adjusted_forgetting`, `performance_recovery` and `performance_maintenance`; each
-//! run `reference_run_id`, `floor_run_id` and `reliability`. Null where they do not apply.
+//! - `"l2metrics"`: per run `{"run_id", "intervals": [{"index", "regime",
+//!   "l2_recovery_steps", "l2_maintenance"}], "configurations": {LABEL:
+//!   {"performance_recovery", "performance_maintenance"}}}`.
+//!
+//! Without references or floors the `runs` objects have exactly the DESIGN keys. With them,
+//! each run also carries `reference_run_id` and `floor_run_id`, each interval
+//! `reference_mean_r`, `floor_mean_r`, `regret`, `normalized_regret` and
+//! `adjusted_forgetting`, and each configuration `reference_mean_r`, `floor_mean_r`,
+//! `regret`, `normalized_regret` and `mean_adjusted_forgetting`; null where they do not
+//! apply.
 //!
 //! [`Report::to_text`] prints the same as aligned tables; [`plot_svg`] draws the run-wide
 //! rolling mean of x (window W) over steps with the first run's intervals shaded and
