@@ -174,6 +174,23 @@ fn warehouse_shift_compares_every_agent_over_the_same_seeds() {
             .any(|l| l.trim_start().starts_with("mean_reward") && l.contains(" [")),
         "{stdout}"
     );
+    // The aggregate table: IQM with its CI per agent, then P(X > Y) for every pair.
+    assert!(stdout.contains("aggregate over runs and tasks"), "{stdout}");
+    for agent in agents {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(agent) && l.matches(" [").count() == 4),
+            "no aggregate row for {agent} in:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("probability of improvement P(X > Y)")
+            && stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with("random") && l.contains("base-stock")),
+        "{stdout}"
+    );
     let traces = trace_paths(&stdout);
     assert_eq!(traces.len(), agents.len() * 3, "{stdout}");
     for trace in &traces {
