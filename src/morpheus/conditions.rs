@@ -35,6 +35,8 @@ pub struct MorpheusConditions {
     pub price: f64,
     /// Multiplier on every dock door's unloading rate (1.0).
     pub dock_capacity: f64,
+    /// Multiplier on the late-delivery penalty, on top of `cost_multiplier` (1.0).
+    pub late_penalty: f64,
 }
 
 impl Default for MorpheusConditions {
@@ -53,12 +55,13 @@ impl Default for MorpheusConditions {
             cost_multiplier: 1.0,
             price: 1.0,
             dock_capacity: 1.0,
+            late_penalty: 1.0,
         }
     }
 }
 
 /// The shiftable parameters, with inclusive ranges.
-pub const PARAMETERS: [ParamInfo; 13] = [
+pub const PARAMETERS: [ParamInfo; 14] = [
     ParamInfo {
         name: "demand_rate",
         min: 0.0,
@@ -150,6 +153,13 @@ pub const PARAMETERS: [ParamInfo; 13] = [
         doc: "multiplier on dock unloading rates",
         integer: false,
     },
+    ParamInfo {
+        name: "late_penalty",
+        min: 0.0,
+        max: 100.0,
+        doc: "multiplier on the late-delivery penalty",
+        integer: false,
+    },
 ];
 
 impl MorpheusConditions {
@@ -169,6 +179,7 @@ impl MorpheusConditions {
             "cost_multiplier" => self.cost_multiplier,
             "price" => self.price,
             "dock_capacity" => self.dock_capacity,
+            "late_penalty" => self.late_penalty,
             _ => return None,
         })
     }
@@ -193,7 +204,8 @@ impl MorpheusConditions {
             "holding_cost" => &mut self.holding_cost,
             "cost_multiplier" => &mut self.cost_multiplier,
             "price" => &mut self.price,
-            _ => &mut self.dock_capacity,
+            "dock_capacity" => &mut self.dock_capacity,
+            _ => &mut self.late_penalty,
         };
         *slot = value;
         Ok(())

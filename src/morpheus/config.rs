@@ -102,6 +102,14 @@ pub struct MorpheusConfig {
     pub repair_cost: f64,
     /// Cash at reset, currency (10000.0).
     pub opening_cash: f64,
+    /// How far cash may go below zero, currency: a reorder is refused only when it would
+    /// take cash below `−credit_limit` (20000.0). Other costs are always booked.
+    pub credit_limit: f64,
+    /// Interest charged per hour on a negative balance, as a fraction of it (0.00005).
+    pub interest_rate: f64,
+    /// Charge per unit of lost sales (an overflowed or cancelled order): the goodwill a
+    /// lost sale costs, booked in the ledger so that profit counts it, currency (2.0).
+    pub lost_sale_penalty: f64,
     /// Lowest goodwill; demand is multiplied by goodwill, which starts at 1 (0.3).
     pub goodwill_floor: f64,
     /// Goodwill lost per late delivery (0.005).
@@ -161,6 +169,9 @@ impl Default for MorpheusConfig {
             expedite_fee: 50.0,
             repair_cost: 100.0,
             opening_cash: 10_000.0,
+            credit_limit: 20_000.0,
+            interest_rate: 0.000_05,
+            lost_sale_penalty: 2.0,
             goodwill_floor: 0.3,
             goodwill_late_hit: 0.005,
             goodwill_lost_hit: 0.01,
@@ -235,7 +246,7 @@ fn unit_interval(field: &'static str, v: f64) -> Result<(), ConfigError> {
 
 impl MorpheusConfig {
     /// This layout made `k` times larger: SKUs, suppliers, dock doors, pick and carrier
-    /// capacity and opening cash multiplied by `k` (carriers stay as they are). `k = 0` is
+    /// capacity, opening cash and credit limit multiplied by `k` (carriers stay as they are). `k = 0` is
     /// treated as 1.
     pub fn scaled(mut self, k: usize) -> Self {
         let k = k.max(1);
@@ -245,6 +256,7 @@ impl MorpheusConfig {
         self.pick_capacity *= k as u64;
         self.carrier_capacity *= k as u64;
         self.opening_cash *= k as f64;
+        self.credit_limit *= k as f64;
         self
     }
 
@@ -299,6 +311,9 @@ impl MorpheusConfig {
         non_negative("expedite_fee", self.expedite_fee)?;
         non_negative("repair_cost", self.repair_cost)?;
         positive("opening_cash", self.opening_cash)?;
+        non_negative("credit_limit", self.credit_limit)?;
+        unit_interval("interest_rate", self.interest_rate)?;
+        non_negative("lost_sale_penalty", self.lost_sale_penalty)?;
         if !(self.goodwill_floor.is_finite()
             && self.goodwill_floor > 0.0
             && self.goodwill_floor <= 1.0)

@@ -143,7 +143,7 @@ pub use world::{Counters, Morpheus, MorpheusSnapshot};
 use crate::reward::{RewardError, RewardSpec, Term, When};
 
 /// The signal names, in the order of [`Morpheus::signals`].
-pub const SIGNAL_NAMES: [&str; 11] = [
+pub const SIGNAL_NAMES: [&str; 20] = [
     "orders_shipped",
     "orders_delivered",
     "late_orders",
@@ -155,6 +155,15 @@ pub const SIGNAL_NAMES: [&str; 11] = [
     "ledger_delta",
     "ledger_balance",
     "backlog",
+    "profit",
+    "purchase_cost",
+    "shipping_cost",
+    "late_penalty_cost",
+    "lost_sale_cost",
+    "repair_cost",
+    "expedite_cost",
+    "detention_cost",
+    "interest_cost",
 ];
 
 /// The signals a reward specification can read, in [`Morpheus::signals`] order.
@@ -162,9 +171,10 @@ pub fn signal_names() -> &'static [&'static str] {
     &SIGNAL_NAMES
 }
 
-/// The default reward: `+1` per order shipped, `−1` per late order, `−0.2` per unit of
-/// lost sales, `−0.1 ×` holding cost and `−0.5` per rejected action every step, and a
-/// settlement of `0.001 × ledger_balance` on the episode's last step.
+/// The default reward: the hour's profit, decomposed into its components: `+revenue`,
+/// and `−1 ×` each cost (purchases, holding, shipping, late penalties, lost-sale charges,
+/// repairs, expedite fees, detention, interest). Every term is paid every step, so the sum
+/// of a run's rewards is the ledger's change over the run.
 ///
 /// # Examples
 ///
@@ -173,22 +183,27 @@ pub fn signal_names() -> &'static [&'static str] {
 ///
 /// let spec = default_reward_spec();
 /// assert!(spec.bind(signal_names()).is_ok());
+/// assert_eq!(spec.terms[0].signal, "revenue");
 /// ```
 pub fn default_reward_spec() -> RewardSpec {
-    let term = |name: &str, signal: &str, weight: f64, when: When| Term {
+    let term = |name: &str, signal: &str, weight: f64| Term {
         name: name.into(),
         signal: signal.into(),
         weight,
-        when,
+        when: When::Step,
     };
     RewardSpec {
         terms: vec![
-            term("shipped", "orders_shipped", 1.0, When::Step),
-            term("late", "late_orders", -1.0, When::Step),
-            term("lost", "lost_sales", -0.2, When::Step),
-            term("holding", "holding_cost", -0.1, When::Step),
-            term("rejected", "rejected_actions", -0.5, When::Step),
-            term("settlement", "ledger_balance", 0.001, When::EpisodeEnd),
+            term("revenue", "revenue", 1.0),
+            term("purchases", "purchase_cost", -1.0),
+            term("holding", "holding_cost", -1.0),
+            term("shipping", "shipping_cost", -1.0),
+            term("late", "late_penalty_cost", -1.0),
+            term("lost", "lost_sale_cost", -1.0),
+            term("repair", "repair_cost", -1.0),
+            term("expedite", "expedite_cost", -1.0),
+            term("detention", "detention_cost", -1.0),
+            term("interest", "interest_cost", -1.0),
         ],
     }
 }

@@ -12,7 +12,7 @@ use crate::morpheus::resources::{
 /// Clears the hour's counters and notes the cash the hour starts with.
 pub fn begin_hour(mut stats: ResMut<Stats>, mut ledger: ResMut<Ledger>) {
     stats.hour = HourStats::default();
-    ledger.hour_start_cash = ledger.cash;
+    ledger.begin_hour();
 }
 
 /// Applies the agent's operation, or counts it as rejected when it is infeasible now.
@@ -51,7 +51,7 @@ pub fn apply_action(
                 match (item, units) {
                     (Some(item), Some(units)) => {
                         let cost = units as f64 * item.unit_cost * k.cost_multiplier;
-                        if ledger.cash < cost {
+                        if !ledger.can_pay(cost, cfg.credit_limit) {
                             false
                         } else {
                             let lead = suppliers

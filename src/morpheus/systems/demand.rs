@@ -7,7 +7,8 @@ use rand::RngExt;
 
 use crate::morpheus::components::{CustomerOrder, Sku};
 use crate::morpheus::resources::{
-    Clock, CurrentConditions, Goodwill, Ids, OrderBook, Settings, Stats, WorldRng,
+    Clock, CostKind, CurrentConditions, Goodwill, Ids, Ledger, OrderBook, Settings, Stats,
+    WorldRng,
 };
 
 /// The smallest `k <= cap` with `P(X <= k) > u` for `X ~ Poisson(lambda)`: one uniform
@@ -47,6 +48,7 @@ pub fn generate_demand(
     conditions: Res<CurrentConditions>,
     clock: Res<Clock>,
     mut goodwill: ResMut<Goodwill>,
+    mut ledger: ResMut<Ledger>,
     mut rng: ResMut<WorldRng>,
     mut stats: ResMut<Stats>,
     mut ids: ResMut<Ids>,
@@ -91,6 +93,10 @@ pub fn generate_demand(
         if open >= cfg.max_open_orders_per_sku {
             stats.hour.lost_units += placed;
             stats.total.lost_units += placed;
+            ledger.pay(
+                CostKind::LostSales,
+                placed as f64 * cfg.lost_sale_penalty * k.cost_multiplier,
+            );
             goodwill.0 = (goodwill.0 - cfg.goodwill_lost_hit).max(cfg.goodwill_floor);
             continue;
         }

@@ -17,6 +17,7 @@ pub fn record_signals(
     mut signals: ResMut<Signals>,
 ) {
     let h = &stats.hour;
+    let c = &ledger.hour_costs;
     signals.0.clear();
     signals.0.extend_from_slice(&[
         h.orders_shipped as f64,
@@ -30,6 +31,15 @@ pub fn record_signals(
         ledger.cash - ledger.hour_start_cash,
         ledger.cash,
         orders.iter().count() as f64,
+        ledger.hour_revenue - c.total(),
+        c.purchases,
+        c.shipping,
+        c.late_penalties,
+        c.lost_sales,
+        c.repair,
+        c.expedite,
+        c.detention,
+        c.interest,
     ]);
 }
 
