@@ -37,6 +37,8 @@ pub struct MorpheusConditions {
     pub dock_capacity: f64,
     /// Multiplier on the late-delivery penalty, on top of `cost_multiplier` (1.0).
     pub late_penalty: f64,
+    /// Multiplier on `promise_hours`, the time customers give an order (1.0).
+    pub promise: f64,
 }
 
 impl Default for MorpheusConditions {
@@ -56,12 +58,13 @@ impl Default for MorpheusConditions {
             price: 1.0,
             dock_capacity: 1.0,
             late_penalty: 1.0,
+            promise: 1.0,
         }
     }
 }
 
 /// The shiftable parameters, with inclusive ranges.
-pub const PARAMETERS: [ParamInfo; 14] = [
+pub const PARAMETERS: [ParamInfo; 15] = [
     ParamInfo {
         name: "demand_rate",
         min: 0.0,
@@ -160,6 +163,13 @@ pub const PARAMETERS: [ParamInfo; 14] = [
         doc: "multiplier on the late-delivery penalty",
         integer: false,
     },
+    ParamInfo {
+        name: "promise",
+        min: 0.1,
+        max: 10.0,
+        doc: "multiplier on the hours customers give an order",
+        integer: false,
+    },
 ];
 
 impl MorpheusConditions {
@@ -180,6 +190,7 @@ impl MorpheusConditions {
             "price" => self.price,
             "dock_capacity" => self.dock_capacity,
             "late_penalty" => self.late_penalty,
+            "promise" => self.promise,
             _ => return None,
         })
     }
@@ -205,7 +216,8 @@ impl MorpheusConditions {
             "cost_multiplier" => &mut self.cost_multiplier,
             "price" => &mut self.price,
             "dock_capacity" => &mut self.dock_capacity,
-            _ => &mut self.late_penalty,
+            "late_penalty" => &mut self.late_penalty,
+            _ => &mut self.promise,
         };
         *slot = value;
         Ok(())

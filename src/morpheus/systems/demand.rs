@@ -105,7 +105,7 @@ pub fn generate_demand(
             sku: id as u32,
             units: placed,
             placed: now,
-            due: now + cfg.promise_hours,
+            due: now + (cfg.promise_hours as f64 * k.promise).round() as u64,
             allocated: false,
         });
         book.0.push((ids.next_order, entity.id()));
