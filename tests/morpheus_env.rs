@@ -332,7 +332,7 @@ fn spec_describes_a_persistent_world() {
     assert!(spec.persistent);
     assert_eq!(spec.id, "warehouse");
     assert_eq!(spec.action_space, Space::Discrete { n: 48 });
-    assert_eq!(spec.observation_space.len(), 46);
+    assert_eq!(spec.observation_space.len(), 47);
     assert_eq!(
         spec.components,
         [

@@ -115,6 +115,10 @@ impl BaseStockAgent {
         {
             return 1 + s * b + self.carriers + s + d;
         }
+        // Missing readings are zeros, not empty shelves: wait for the next valid one.
+        if at(4 * s + self.docks + self.carriers + 7) < 0.5 {
+            return 0;
+        }
         let mut worst: Option<(usize, f64, f64)> = None;
         for i in 0..s {
             let position = (at(i) + at(2 * s + i) - at(3 * s + i)) * self.stock_scale;

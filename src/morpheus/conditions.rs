@@ -39,6 +39,14 @@ pub struct MorpheusConditions {
     pub late_penalty: f64,
     /// Multiplier on `promise_hours`, the time customers give an order (1.0).
     pub promise: f64,
+    /// Probability per hour that the stock readings are `stale_hours` old (0.0).
+    pub stale_rate: f64,
+    /// Probability per hour that the stock readings are missing: zeroed, with the
+    /// observation's validity flag at 0 (0.0).
+    pub missing_rate: f64,
+    /// Operations (anything but the no-op) the warehouse system accepts per calendar day;
+    /// more are rejected as rate-limited (24: no limit, one operation an hour).
+    pub op_budget: f64,
 }
 
 impl Default for MorpheusConditions {
@@ -59,12 +67,15 @@ impl Default for MorpheusConditions {
             dock_capacity: 1.0,
             late_penalty: 1.0,
             promise: 1.0,
+            stale_rate: 0.0,
+            missing_rate: 0.0,
+            op_budget: 24.0,
         }
     }
 }
 
 /// The shiftable parameters, with inclusive ranges.
-pub const PARAMETERS: [ParamInfo; 15] = [
+pub const PARAMETERS: [ParamInfo; 18] = [
     ParamInfo {
         name: "demand_rate",
         min: 0.0,
@@ -170,6 +181,27 @@ pub const PARAMETERS: [ParamInfo; 15] = [
         doc: "multiplier on the hours customers give an order",
         integer: false,
     },
+    ParamInfo {
+        name: "stale_rate",
+        min: 0.0,
+        max: 1.0,
+        doc: "probability per hour that stock readings are stale_hours old",
+        integer: false,
+    },
+    ParamInfo {
+        name: "missing_rate",
+        min: 0.0,
+        max: 1.0,
+        doc: "probability per hour that stock readings are missing (validity flag 0)",
+        integer: false,
+    },
+    ParamInfo {
+        name: "op_budget",
+        min: 1.0,
+        max: 24.0,
+        doc: "operations accepted per calendar day; more are rejected as rate-limited",
+        integer: true,
+    },
 ];
 
 impl MorpheusConditions {
@@ -191,6 +223,9 @@ impl MorpheusConditions {
             "dock_capacity" => self.dock_capacity,
             "late_penalty" => self.late_penalty,
             "promise" => self.promise,
+            "stale_rate" => self.stale_rate,
+            "missing_rate" => self.missing_rate,
+            "op_budget" => self.op_budget,
             _ => return None,
         })
     }
@@ -217,7 +252,10 @@ impl MorpheusConditions {
             "price" => &mut self.price,
             "dock_capacity" => &mut self.dock_capacity,
             "late_penalty" => &mut self.late_penalty,
-            _ => &mut self.promise,
+            "promise" => &mut self.promise,
+            "stale_rate" => &mut self.stale_rate,
+            "missing_rate" => &mut self.missing_rate,
+            _ => &mut self.op_budget,
         };
         *slot = value;
         Ok(())

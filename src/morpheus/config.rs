@@ -128,6 +128,8 @@ pub struct MorpheusConfig {
     pub outage_hours: u64,
     /// Longest demand spike, hours (12).
     pub demand_spike_hours: u64,
+    /// Age of a stale stock reading, hours (6).
+    pub stale_hours: u64,
     /// Failure events kept in the engine's log (the counts per kind are never dropped) (256).
     pub failure_log_len: usize,
     /// Steps after which the env itself truncates the episode; `None` (the default) never.
@@ -181,6 +183,7 @@ impl Default for MorpheusConfig {
             supplier_delay_hours: 48,
             outage_hours: 3,
             demand_spike_hours: 12,
+            stale_hours: 6,
             failure_log_len: 256,
             horizon: None,
         }
@@ -331,6 +334,13 @@ impl MorpheusConfig {
         positive_count("supplier_delay_hours", self.supplier_delay_hours)?;
         positive_count("outage_hours", self.outage_hours)?;
         positive_count("demand_spike_hours", self.demand_spike_hours)?;
+        positive_count("stale_hours", self.stale_hours)?;
+        if self.stale_hours > 168 {
+            return Err(ConfigError {
+                field: "stale_hours",
+                message: format!("is {}; use at most 168 (a week)", self.stale_hours),
+            });
+        }
         positive_count("failure_log_len", self.failure_log_len as u64)?;
         if self.horizon == Some(0) {
             return Err(ConfigError {
@@ -382,9 +392,9 @@ impl MorpheusConfig {
         1 + self.skus * self.reorder_quantities.len() + self.carriers + self.skus + self.docks
     }
 
-    /// Length of the observation vector: `4 × skus + docks + carriers + 7`.
+    /// Length of the observation vector: `4 × skus + docks + carriers + 8`.
     pub fn observation_len(&self) -> usize {
-        4 * self.skus + self.docks + self.carriers + 7
+        4 * self.skus + self.docks + self.carriers + 8
     }
 }
 

@@ -310,6 +310,23 @@ pub enum KeyedStream {
     CarrierOnTime = 1,
     /// How late a late shipment is, keyed as [`KeyedStream::CarrierOnTime`].
     CarrierDelay = 2,
+    /// Whether the stock readings are stale, keyed by hour.
+    StaleReadings = 3,
+    /// Whether the stock readings are missing, keyed by hour.
+    MissingReadings = 4,
+}
+
+/// The information layer: past stock readings (for stale ones) and the operations used
+/// today (for the rate limit).
+#[derive(Resource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InfoLayer {
+    /// The last `stale_hours + 1` true stock blocks, oldest first.
+    pub readings: VecDeque<Vec<f32>>,
+    /// Operations accepted or attempted since the last midnight.
+    pub ops_today: u32,
+    /// The hour whose reading was last recorded, so that writing the same hour's
+    /// observation again (after a restore) records nothing twice.
+    pub recorded: Option<u64>,
 }
 
 /// SplitMix64's finaliser: a bijective mix with full avalanche, enough to turn a key into
@@ -356,6 +373,9 @@ pub struct HourStats {
     pub failure_events: u64,
     /// Whether the action was valid but infeasible.
     pub rejected: bool,
+    /// Whether it was rejected by the rate limit.
+    #[serde(default)]
+    pub rate_limited: bool,
     /// Revenue booked.
     pub revenue: f64,
     /// Holding cost booked.
@@ -385,6 +405,15 @@ pub struct TotalStats {
     pub late_orders: u64,
     /// Actions rejected as infeasible.
     pub rejected_actions: u64,
+    /// Operations rejected by the rate limit (counted in `rejected_actions` too).
+    #[serde(default)]
+    pub rate_limited: u64,
+    /// Hours whose stock readings were stale.
+    #[serde(default)]
+    pub stale_readings: u64,
+    /// Hours whose stock readings were missing.
+    #[serde(default)]
+    pub missing_readings: u64,
 }
 
 /// Per-step and cumulative counters.
