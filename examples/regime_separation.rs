@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use perennial::agents::{BaseStockAgent, BaseStockParams};
 use perennial::harness::Agent;
-use perennial::morpheus::{Morpheus, MorpheusConfig, MorpheusConditions, PARAMETERS};
+use perennial::morpheus::{Morpheus, MorpheusConditions, MorpheusConfig, PARAMETERS};
 use perennial::prelude::*;
 use perennial::regime::{Plan, Regime};
 use perennial::reward::RewardSpec;
@@ -62,9 +62,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
-        let value = it
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value"))?;
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let number = || {
             value
                 .parse::<u64>()
@@ -78,7 +76,11 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--train-seeds" => o.train_seeds = number()?,
             "--test-seeds" => o.test_seeds = number()?,
             "--hours" => o.hours = number()?,
-            "--warmup" => o.warmup = value.parse().map_err(|_| format!("{flag} {value}: use a whole number"))?,
+            "--warmup" => {
+                o.warmup = value
+                    .parse()
+                    .map_err(|_| format!("{flag} {value}: use a whole number"))?
+            }
             "--cycles" => o.cycles = number()?,
             _ => return Err(format!("unknown option {flag}; see the example's docs")),
         }
@@ -259,9 +261,16 @@ fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
             table[i][j] = bench.score(params, regime, test.clone(), o)?;
         }
     }
-    eprintln!("[{:>5.1}s] scored the tuned policies in every regime", started.elapsed().as_secs_f64());
+    eprintln!(
+        "[{:>5.1}s] scored the tuned policies in every regime",
+        started.elapsed().as_secs_f64()
+    );
     let column_best: Vec<f64> = (0..n)
-        .map(|j| (0..n).map(|i| table[i][j]).fold(f64::NEG_INFINITY, f64::max))
+        .map(|j| {
+            (0..n)
+                .map(|i| table[i][j])
+                .fold(f64::NEG_INFINITY, f64::max)
+        })
         .collect();
     let loss: Vec<Vec<f64>> = (0..n)
         .map(|i| {
@@ -302,7 +311,11 @@ fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
     }
     let fixed_pick = (0..candidates.len())
         .max_by(|&a, &b| {
-            let w = |g: usize| (0..n).map(|r| occupancy[r] * train_scores[g][r]).sum::<f64>();
+            let w = |g: usize| {
+                (0..n)
+                    .map(|r| occupancy[r] * train_scores[g][r])
+                    .sum::<f64>()
+            };
             w(a).total_cmp(&w(b))
         })
         .unwrap_or(0);
@@ -323,7 +336,10 @@ fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
             best_fixed = (s, k);
         }
     }
-    eprintln!("[{:>5.1}s] scored the schedule", started.elapsed().as_secs_f64());
+    eprintln!(
+        "[{:>5.1}s] scored the schedule",
+        started.elapsed().as_secs_f64()
+    );
     let gain = (aware - best_fixed.0) / best_fixed.0.abs().max(1e-9);
 
     println!("world: {}", o.world.display());
@@ -367,18 +383,30 @@ fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
     println!(
         "\noff-diagonal cells losing 10% or more: {big} of {} (target: at least half) {}",
         off.len(),
-        if 2 * big >= off.len() { "MET" } else { "NOT MET" }
+        if 2 * big >= off.len() {
+            "MET"
+        } else {
+            "NOT MET"
+        }
     );
     println!(
         "pairs within 2% both ways: {} (target: none) {}",
-        if twins.is_empty() { "none".to_string() } else { twins.join(", ") },
+        if twins.is_empty() {
+            "none".to_string()
+        } else {
+            twins.join(", ")
+        },
         if twins.is_empty() { "MET" } else { "NOT MET" }
     );
     println!(
         "schedule ({steps} steps x {} seeds): regime-aware {aware:.2} per hour, best fixed {:.2} ({}), gain {:+.1}% (target: +10%) {}",
         timelines.len(),
         best_fixed.0,
-        if best_fixed.1 == 0 { "best by training score".to_string() } else { format!("tuned for {}", labels[best_fixed.1 - 1]) },
+        if best_fixed.1 == 0 {
+            "best by training score".to_string()
+        } else {
+            format!("tuned for {}", labels[best_fixed.1 - 1])
+        },
         100.0 * gain,
         if gain >= 0.10 { "MET" } else { "NOT MET" }
     );

@@ -24,14 +24,21 @@ fn the_sum_of_default_rewards_is_the_ledgers_change() {
     let mut sum = 0.0;
     for _ in 0..5_000 {
         let t = env.step(&agent.act(&obs)).unwrap();
-        let parts: f64 = t.breakdown.as_ref().map_or(0.0, |b| b.components.iter().sum());
+        let parts: f64 = t
+            .breakdown
+            .as_ref()
+            .map_or(0.0, |b| b.components.iter().sum());
         assert!((parts - t.reward).abs() <= 1e-9 * t.reward.abs().max(1.0));
         sum += t.reward;
         obs = t.observation;
     }
     let c = env.counters().unwrap();
     let change = c.cash - c.opening_cash;
-    assert!(c.revenue > 10_000.0, "the run sold something: {}", c.revenue);
+    assert!(
+        c.revenue > 10_000.0,
+        "the run sold something: {}",
+        c.revenue
+    );
     assert!(
         (sum - change).abs() <= 1e-6 * change.abs().max(1.0),
         "rewards {sum} vs ledger change {change}"
@@ -61,7 +68,10 @@ fn a_broke_firm_climbs_out_on_its_credit_line() {
         "cash {} should be deep in the credit line",
         broke.cash
     );
-    assert!(broke.costs.interest > 0.0, "a negative balance pays interest");
+    assert!(
+        broke.costs.interest > 0.0,
+        "a negative balance pays interest"
+    );
     env.set("price", 1.0).unwrap();
     let rejected_before = broke.totals.rejected_actions;
     for _ in 0..4_000 {
@@ -105,7 +115,10 @@ fn reorders_beyond_the_credit_line_are_refused() {
             refused += 1;
         }
     }
-    assert!(on_credit >= 5 && refused >= 1, "{on_credit} on credit, {refused} refused");
+    assert!(
+        on_credit >= 5 && refused >= 1,
+        "{on_credit} on credit, {refused} refused"
+    );
 }
 
 /// Every exogenous event of a run: the failure log and the market's demand each hour.
@@ -163,7 +176,11 @@ fn interval_means(plan: &[(&[(&str, f64)], u64)], seed: u64, skip: u64) -> Vec<f
 
 #[test]
 fn base_stock_earns_as_before_once_a_cost_shock_is_over() {
-    let shock: &[(&str, f64)] = &[("cost_multiplier", 1.5), ("holding_cost", 2.0), ("price", 0.9)];
+    let shock: &[(&str, f64)] = &[
+        ("cost_multiplier", 1.5),
+        ("holding_cost", 2.0),
+        ("price", 0.9),
+    ];
     let plan = [(&[][..], 3_000), (shock, 2_000), (&[][..], 3_000)];
     let mut before = 0.0;
     let mut after = 0.0;

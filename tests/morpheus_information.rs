@@ -48,10 +48,21 @@ fn stale_readings_show_the_stock_of_stale_hours_before() {
     let lag = fresh.config().stale_hours as usize;
     for t in lag..a.len() {
         assert_eq!(b[t][..BLOCK], a[t - lag][..BLOCK], "hour {t}");
-        assert_eq!(b[t][BLOCK..], a[t][BLOCK..], "only the stock block is stale");
+        assert_eq!(
+            b[t][BLOCK..],
+            a[t][BLOCK..],
+            "only the stock block is stale"
+        );
     }
-    assert_ne!(a[30][..BLOCK], a[30 - lag][..BLOCK], "stock moved meanwhile");
-    assert_eq!(fresh.counters().unwrap().cash, stale.counters().unwrap().cash);
+    assert_ne!(
+        a[30][..BLOCK],
+        a[30 - lag][..BLOCK],
+        "stock moved meanwhile"
+    );
+    assert_eq!(
+        fresh.counters().unwrap().cash,
+        stale.counters().unwrap().cash
+    );
 }
 
 #[test]

@@ -101,7 +101,10 @@ impl BaseStockAgent {
         // The world's choice of carrier is not observed, so it is re-sent once a day: the
         // cosine of the hour of day is 1 only at midnight.
         let midnight = at(4 * s + self.docks + self.carriers + 4) > 0.999;
-        if let Some(c) = self.params.carrier.filter(|&c| (c as usize) < self.carriers)
+        if let Some(c) = self
+            .params
+            .carrier
+            .filter(|&c| (c as usize) < self.carriers)
             && (midnight || !self.started)
         {
             self.started = true;

@@ -12,7 +12,8 @@ use super::conditions::{MorpheusConditions, PARAMETERS};
 use super::config::MorpheusConfig;
 use super::resources::{
     Clock, Costs, CurrentConditions, Dispatch, FailureEngine, FailureEvent, Goodwill, Ids,
-    InfoLayer, Ledger, ObservationBuffer, OrderBook, PendingAction, Settings, Signals, Stats, TotalStats, WorldRng,
+    InfoLayer, Ledger, ObservationBuffer, OrderBook, PendingAction, Settings, Signals, Stats,
+    TotalStats, WorldRng,
 };
 use super::systems::{build_schedule, write_observation};
 use super::{MorpheusError, Op, SIGNAL_NAMES};

@@ -5,8 +5,8 @@ use bevy_ecs::prelude::{Commands, Query, Res, ResMut};
 use crate::morpheus::Op;
 use crate::morpheus::components::{Dock, PurchaseOrder, Sku, Supplier};
 use crate::morpheus::resources::{
-    Clock, CostKind, CurrentConditions, Dispatch, FailureEngine, HourStats, Ids, InfoLayer,
-    Ledger, PendingAction, Settings, Stats,
+    Clock, CostKind, CurrentConditions, Dispatch, FailureEngine, HourStats, Ids, InfoLayer, Ledger,
+    PendingAction, Settings, Stats,
 };
 
 /// Clears the hour's counters and notes the cash the hour starts with.

@@ -7,8 +7,7 @@ use rand::RngExt;
 
 use crate::morpheus::components::{CustomerOrder, Sku};
 use crate::morpheus::resources::{
-    Clock, CostKind, CurrentConditions, Goodwill, Ids, Ledger, OrderBook, Settings, Stats,
-    WorldRng,
+    Clock, CostKind, CurrentConditions, Goodwill, Ids, Ledger, OrderBook, Settings, Stats, WorldRng,
 };
 
 /// The smallest `k <= cap` with `P(X <= k) > u` for `X ~ Poisson(lambda)`: one uniform

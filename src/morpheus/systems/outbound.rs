@@ -139,7 +139,11 @@ pub fn dispatch_orders(
         capacity -= order.units;
         *on_hand -= order.units;
         *reserved -= order.units;
-        let key = (order.placed, u64::from(order.sku), u64::from(dispatch.carrier));
+        let key = (
+            order.placed,
+            u64::from(order.sku),
+            u64::from(dispatch.carrier),
+        );
         let delay = carrier_delay(&rng, key, on_time, cfg.carrier_delay_max_hours);
         commands.spawn(Shipment {
             order: order.id,
