@@ -142,10 +142,10 @@
 //!   `backlog ≤ S·max_open_orders_per_sku`;
 //! - `holding_cost ≤ (S·initial_stock + q·n)·c·holding_rate·holding_cost·cost_multiplier`
 //!   (one reorder per step at most);
-//! - one step's costs are at most holding + detention (`n` trailers at most) + shipping
-//!   + the dearest single operation + late penalties + lost-sale charges + interest (on
-//!   at most the debt the earlier steps' cost bounds allow), which bounds `ledger_delta`
-//!   and `profit` below; each cost signal is bounded by its own term;
+//! - one step's costs are at most the sum of holding, detention (`n` trailers at most),
+//!   shipping, the dearest single operation, late penalties, lost-sale charges and
+//!   interest (on at most the debt the earlier steps' cost bounds allow), which bounds
+//!   `ledger_delta` and `profit` below; each cost signal is bounded by its own term;
 //! - `ledger_balance ≤ opening_cash + ship·n·p·peak_price`, where `peak_price` is the
 //!   highest price multiplier in force at any step since reset, and `≥ opening_cash −`
 //!   the sum of every past step's cost bound.
