@@ -37,7 +37,7 @@ use perennial::morpheus::{Morpheus, MorpheusConditions, MorpheusConfig, PARAMETE
 use perennial::prelude::*;
 use perennial::regime::{Plan, Regime};
 use perennial::reward::RewardSpec;
-use perennial::world_file::{WorldFile, WorldKind};
+use perennial::world_file::WorldFile;
 use serde_json::json;
 
 struct Options {
@@ -214,11 +214,11 @@ fn schedule_score(
 
 fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
     let file = WorldFile::load(&o.world)?;
-    let WorldKind::Morpheus(config) = &file.world else {
+    let Some(config) = file.params::<MorpheusConfig>() else {
         return Err(format!("{}: not an enterprise (morpheus) world", o.world.display()).into());
     };
     let bench = Bench {
-        config: (**config).clone(),
+        config: config.clone(),
         reward: file
             .reward_spec()
             .ok_or("the world file has no reward specification")?,
