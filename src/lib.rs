@@ -11,6 +11,7 @@ pub mod morpheus;
 pub mod regime;
 pub mod reward;
 pub mod seed;
+pub mod sweep;
 pub mod trace;
 pub mod vector;
 pub mod world_file;

@@ -37,6 +37,8 @@ enum Command {
     Eval(perennial::eval::EvalArgs),
     /// Export a trace's experience as rLLM episodes (Episode > Trajectory > Step).
     Episodes(perennial::episodes::EpisodesArgs),
+    /// Run every (world, agent, seed) of a sweep file, resumably, and score them together.
+    Sweep(perennial::sweep::SweepArgs),
     /// List the shipped world files.
     Worlds,
     /// Validate a world file.
@@ -135,6 +137,12 @@ fn main() -> ExitCode {
         Command::Episodes(args) => perennial::episodes::run_cli(&args)
             .map(|summary| println!("{summary}"))
             .map_err(Failure::input),
+        Command::Sweep(args) => perennial::sweep::run_cli(&args)
+            .map(|out| print!("{out}"))
+            .map_err(|e| Failure {
+                code: e.exit_code(),
+                message: e.to_string(),
+            }),
         Command::Worlds => worlds(),
         Command::Check { world_file } => check(&world_file),
     };
