@@ -30,7 +30,7 @@
 //! | `checkpoints/<run-id>.ckpt.json` | each run's last checkpoint |
 //! | `logs/<run-id>.log` | each run's output, one header line per attempt |
 //! | `manifest.json` | [`Manifest`]: status, exit code, attempts, steps done, paths, error of every run; rewritten atomically whenever a run starts or ends |
-//! | `eval.json`, `eval.txt`, `plot.svg` | `perennial eval` of every finished trace: one group per (task, agent) with bootstrap CIs over seeds |
+//! | `eval.json`, `eval.txt`, `plot.svg` | `perennial eval` of every finished trace: `eval.json` the whole report, `eval.txt` the group comparison (one group per (task, agent), each metric's mean over seeds with its 95% bootstrap CI), `plot.svg` the plot |
 //! | `sweep.lock` | the lock, holding the pid of the sweep using the directory |
 //!
 //! Each run is a separate `perennial run` process (the running executable, or

@@ -12,7 +12,7 @@ use super::file::SweepFile;
 use super::lock::DirLock;
 use super::manifest::{Manifest, RowCounter, RunRecord, RunStatus, failure_message, write_atomic};
 use super::plan::{PlannedRun, plan};
-use crate::eval::{EvalOptions, evaluate, svg};
+use crate::eval::{EvalOptions, comparison_text, evaluate, svg};
 
 /// Exit code of `perennial run` for bad input: retrying cannot help.
 const BAD_INPUT: i32 = 2;
@@ -30,7 +30,8 @@ pub struct SweepOutcome {
     pub dir: PathBuf,
     /// The manifest as written last.
     pub manifest: Manifest,
-    /// The comparison table (`DIR/eval.txt`), when at least one run is done.
+    /// The group comparison (`DIR/eval.txt`: per task and agent, each metric's mean over
+    /// seeds with its 95% bootstrap interval), when at least one run is done.
     pub eval_text: Option<String>,
 }
 
@@ -216,7 +217,11 @@ pub(crate) fn finish(
         let mut json = serde_json::to_string_pretty(&report)
             .expect("a report is made of string-keyed maps, strings and numbers");
         json.push('\n');
-        let text = report.to_text();
+        // The per-run tables are in eval.json; the text is the comparison a reader wants.
+        let mut text = comparison_text(&report.groups);
+        for w in &report.warnings {
+            let _ = writeln!(text, "warning: {w}");
+        }
         write_atomic(&dir.join("eval.json"), json.as_bytes())?;
         write_atomic(&dir.join("eval.txt"), text.as_bytes())?;
         write_atomic(&dir.join("plot.svg"), svg(&report).as_bytes())?;
