@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -60,12 +62,11 @@ def _processes_mentioning(text: str) -> list:
     return found
 
 
-def test_the_ray_backend_writes_the_local_backends_traces_and_leaves_no_process(tmp_path, program, monkeypatch):
+@pytest.fixture
+def local_ray(monkeypatch):
+    """A local Ray with 2 CPUs whose files all stay in a short temp folder; shut down at the
+    end, and checked to leave no process behind."""
     ray = pytest.importorskip("ray")
-    file = _sweep_file(tmp_path)
-    local = sweep(file, backend="local", out=tmp_path / "local", jobs=2)
-    assert [r["status"] for r in local["runs"]] == ["done"] * 8
-
     # Ray's socket paths must stay under ~100 characters: its temp dir is a short folder.
     ray_tmp = tempfile.mkdtemp(prefix="pr-", dir="/tmp")
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
@@ -73,26 +74,79 @@ def test_the_ray_backend_writes_the_local_backends_traces_and_leaves_no_process(
     try:
         ray.init(num_cpus=2, include_dashboard=False, _temp_dir=ray_tmp, log_to_driver=False)
         try:
-            remote = sweep(file, backend="ray", out=tmp_path / "ray")
+            yield ray
         finally:
             ray.shutdown()
-        assert [r["status"] for r in remote["runs"]] == ["done"] * 8
-        assert all(r["exit_code"] == 0 for r in remote["runs"])
-        assert _traces(tmp_path / "ray") == _traces(tmp_path / "local")
-        assert len(_traces(tmp_path / "ray")) == 8
-        groups = json.loads((tmp_path / "ray" / "eval.json").read_text())["groups"]
-        assert sorted((g["task"], g["algorithm_id"]) for g in groups) == [
-            ("cartpole", "actor-critic"), ("cartpole", "random"),
-            ("warehouse", "actor-critic"), ("warehouse", "random"),
-        ]
-        assert (tmp_path / "ray" / "plot.svg").is_file()
-
         deadline = time.monotonic() + 30
         while _processes_mentioning(ray_tmp) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _processes_mentioning(ray_tmp) == []
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def test_the_ray_backend_writes_the_local_backends_traces_and_leaves_no_process(tmp_path, program, local_ray):
+    file = _sweep_file(tmp_path)
+    local = sweep(file, backend="local", out=tmp_path / "local", jobs=2)
+    assert [r["status"] for r in local["runs"]] == ["done"] * 8
+
+    remote = sweep(file, backend="ray", out=tmp_path / "ray")
+    assert [r["status"] for r in remote["runs"]] == ["done"] * 8
+    assert all(r["exit_code"] == 0 for r in remote["runs"])
+    assert _traces(tmp_path / "ray") == _traces(tmp_path / "local")
+    assert len(_traces(tmp_path / "ray")) == 8
+    groups = json.loads((tmp_path / "ray" / "eval.json").read_text())["groups"]
+    assert sorted((g["task"], g["algorithm_id"]) for g in groups) == [
+        ("cartpole", "actor-critic"), ("cartpole", "random"),
+        ("warehouse", "actor-critic"), ("warehouse", "random"),
+    ]
+    assert (tmp_path / "ray" / "plot.svg").is_file()
+
+
+def test_a_run_whose_ray_worker_dies_is_retried_from_its_checkpoint(tmp_path, program, local_ray):
+    file = tmp_path / "one.toml"
+    file.write_text(
+        "[sweep]\n"
+        'name = "one"\n'
+        f'worlds = ["{REPO / "worlds" / "warehouse.toml"}"]\n'
+        'agents = ["random"]\n'
+        "seeds = [5]\n"
+        "steps = 60000\n"
+        "checkpoint_every = 1000\n"
+    )
+    local = tmp_path / "local"
+    sweep(file, backend="local", out=local)
+
+    out = tmp_path / "ray"
+    checkpoint = out / "checkpoints" / "warehouse-random-seed5.ckpt.json"
+    outcome: dict = {}
+
+    def drive() -> None:
+        try:
+            outcome["manifest"] = sweep(file, backend="ray", out=out)
+        except BaseException as e:  # handed to the test thread
+            outcome["error"] = e
+
+    driver = threading.Thread(target=drive)
+    driver.start()
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and driver.is_alive() and time.monotonic() < deadline:
+        if checkpoint.is_file():
+            for pid, cmdline in _processes_mentioning(str(out / "traces")):
+                if " run " in f" {cmdline}":
+                    worker = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                    os.kill(worker, signal.SIGKILL)
+                    killed = worker
+                    break
+        time.sleep(0.02)
+    driver.join(timeout=180)
+    assert killed is not None, "the run finished before its worker could be killed"
+    assert "error" not in outcome, outcome.get("error")
+    assert [r["status"] for r in outcome["manifest"]["runs"]] == ["done"]
+    log = (out / "logs" / "warehouse-random-seed5.log").read_text()
+    assert "--resume" in log, log
+    assert _traces(out) == _traces(local)
 
 
 def test_failed_runs_raise_after_the_others_were_run_and_scored(tmp_path, program):
