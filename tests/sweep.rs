@@ -324,17 +324,18 @@ fn a_second_sweep_on_a_held_directory_is_refused_naming_the_holder() {
 }
 
 #[test]
-fn a_failed_run_is_retried_once_and_a_bad_one_is_reported_without_stopping_the_others() {
+fn a_failed_run_is_retried_once_then_reported_without_stopping_the_others() {
     let dir = tmp("fail");
-    let file = sweep_file(&dir, 300, 100, "\"random\", \"no-such-agent\"");
-    // A stand-in executable whose first attempt at one run crashes.
+    let file = sweep_file(&dir, 300, 100, "\"random\"");
+    // A stand-in executable: one run always crashes, another crashes on its first attempt.
     let marker = dir.join("crashed-once");
     let flaky = dir.join("flaky.sh");
     std::fs::write(
         &flaky,
         format!(
-            "#!/bin/sh\ncase \"$*\" in *warehouse-random-seed1*) if [ ! -e '{m}' ]; then touch '{m}'; \
-             echo 'error: simulated crash' >&2; exit 1; fi;; esac\nexec '{bin}' \"$@\"\n",
+            "#!/bin/sh\ncase \"$*\" in\n*warehouse-random-seed0*) echo 'error: simulated crash' >&2; exit 1;;\n\
+             *warehouse-random-seed1*) if [ ! -e '{m}' ]; then touch '{m}'; exit 1; fi;;\nesac\n\
+             exec '{bin}' \"$@\"\n",
             m = marker.display(),
             bin = env!("CARGO_BIN_EXE_perennial")
         ),
@@ -357,26 +358,44 @@ fn a_failed_run_is_retried_once_and_a_bad_one_is_reported_without_stopping_the_o
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("4 run(s) failed") && err.contains("unknown agent `no-such-agent`"),
+        err.contains("1 run(s) failed") && err.contains("warehouse-random-seed0: simulated crash"),
         "{err}"
     );
     let m = manifest(&out_dir);
     for run in m["runs"].as_array().unwrap() {
         let id = run["run_id"].as_str().unwrap();
-        if id.contains("no-such-agent") {
-            assert_eq!(run["status"], "failed", "{id}");
-            assert_eq!(run["exit_code"], 2);
-            assert_eq!(run["attempts"], 1, "bad input is not retried");
-            assert!(run["error"].as_str().unwrap().contains("unknown agent"));
-        } else {
-            assert_eq!(run["status"], "done", "{id}");
-            let attempts = if id == "warehouse-random-seed1" { 2 } else { 1 };
-            assert_eq!(run["attempts"], attempts, "{id}");
-        }
+        let (status, attempts) = match id {
+            "warehouse-random-seed0" => ("failed", 2),
+            "warehouse-random-seed1" => ("done", 2),
+            _ => ("done", 1),
+        };
+        assert_eq!(run["status"], status, "{id}");
+        assert_eq!(run["attempts"], attempts, "{id}");
     }
     let eval: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("eval.json")).unwrap()).unwrap();
     assert_eq!(eval["groups"].as_array().unwrap().len(), 2);
+    cleanup(&dir);
+}
+
+#[test]
+fn an_agent_a_world_cannot_run_is_refused_at_load() {
+    let dir = tmp("agent");
+    let file = sweep_file(&dir, 100, 50, "\"random\", \"base-stock\"");
+    let out = perennial(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("small.toml:4: field `sweep.agents[1]`")
+            && err.contains("cartpole-drift.toml"),
+        "{err}"
+    );
+    assert!(!dir.join("out").exists());
     cleanup(&dir);
 }
 

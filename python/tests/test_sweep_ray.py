@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perennial.sweep import SweepError, sweep
+from perennial.sweep import sweep
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -149,15 +149,11 @@ def test_a_run_whose_ray_worker_dies_is_retried_from_its_checkpoint(tmp_path, pr
     assert _traces(out) == _traces(local)
 
 
-def test_failed_runs_raise_after_the_others_were_run_and_scored(tmp_path, program):
+def test_an_agent_a_world_cannot_run_raises_value_error_before_anything_runs(tmp_path, program):
     file = _sweep_file(tmp_path, agents='"random", "no-such-agent"')
-    with pytest.raises(SweepError) as caught:
+    with pytest.raises(ValueError, match=r"small.toml:4: field `sweep.agents\[1\]`"):
         sweep(file, out=tmp_path / "out", jobs=2)
-    assert len(caught.value.failed) == 4
-    assert "unknown agent" in str(caught.value)
-    done = [r for r in caught.value.manifest["runs"] if r["status"] == "done"]
-    assert len(done) == 4
-    assert (tmp_path / "out" / "eval.json").is_file()
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_bad_sweep_file_raises_value_error_naming_line_and_field(tmp_path, program):

@@ -7,9 +7,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::error::SweepFileError;
-use crate::env::Env;
+use crate::harness::HarnessConfig;
+use crate::registry::{BuildError, Registry, RunRequest};
 use crate::trace::TraceFormat;
-use crate::world_file::{WorldFile, WorldKind};
+use crate::world_file::WorldFile;
 
 /// A validated sweep file: every (world, agent, seed) combination is one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,17 +97,6 @@ fn is_name(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-/// The task id a world's runs carry in their traces.
-fn task_of(world: &WorldFile) -> String {
-    match &world.world {
-        WorldKind::CartPole(params) => crate::cartpole::CartPole::new(params.clone())
-            .spec()
-            .id
-            .clone(),
-        WorldKind::Morpheus(config) => config.task.clone(),
-    }
-}
-
 /// A world path as written in a sweep file: relative paths are taken from the working
 /// directory, then, like `perennial run`'s world files, from the crate's own directory
 /// (where the shipped `worlds/` are).
@@ -124,24 +114,34 @@ fn resolve_world(written: &str) -> PathBuf {
 }
 
 impl SweepFile {
-    /// Reads and validates a sweep file, loading every world it names.
+    /// Reads and validates a sweep file against the built-in worlds and agents: every world
+    /// it names must load and build, and every agent must run in every world.
     ///
     /// # Errors
     ///
-    /// The file cannot be read or is not a valid sweep file, or a world it names does not
-    /// load; the error names the sweep file, line and field (and the world file's own
-    /// position when a world is invalid).
+    /// The file cannot be read or is not a valid sweep file, a world it names does not
+    /// load, or an agent does not suit a world; the error names the sweep file, line and
+    /// field (and the world file's own position when a world is invalid).
     pub fn load(path: &Path) -> Result<Self, SweepFileError> {
+        Self::load_with(path, Registry::shared_builtin())
+    }
+
+    /// [`SweepFile::load`] against `registry`'s worlds and agents.
+    ///
+    /// # Errors
+    ///
+    /// As [`SweepFile::load`].
+    pub fn load_with(path: &Path, registry: &Registry) -> Result<Self, SweepFileError> {
         let text = std::fs::read_to_string(path).map_err(|e| SweepFileError {
             path: path.to_path_buf(),
             line: None,
             field: None,
             message: format!("cannot read the file: {e}"),
         })?;
-        Self::parse(&text, path)
+        Self::parse_with(&text, path, registry)
     }
 
-    /// Validates sweep-file text; `path` is used in errors.
+    /// Validates sweep-file text against the built-in registry; `path` is used in errors.
     ///
     /// # Errors
     ///
@@ -171,6 +171,19 @@ impl SweepFile {
     /// assert!(err.to_string().starts_with("poles.toml:6: field `sweep.seeds.count`"));
     /// ```
     pub fn parse(text: &str, path: &Path) -> Result<Self, SweepFileError> {
+        Self::parse_with(text, path, Registry::shared_builtin())
+    }
+
+    /// [`SweepFile::parse`] against `registry`'s worlds and agents.
+    ///
+    /// # Errors
+    ///
+    /// As [`SweepFile::load`].
+    pub fn parse_with(
+        text: &str,
+        path: &Path,
+        registry: &Registry,
+    ) -> Result<Self, SweepFileError> {
         let ctx = Ctx { path, text };
         let def: FileDef = toml::from_str(text).map_err(|e| {
             let msg = e.message().trim();
@@ -204,14 +217,14 @@ impl SweepFile {
         for (i, w) in def.worlds.get_ref().iter().enumerate() {
             let field = format!("sweep.worlds[{i}]");
             let resolved = resolve_world(w.get_ref());
-            let world = WorldFile::load(&resolved).map_err(|e| {
+            let world = WorldFile::load_with(&resolved, registry).map_err(|e| {
                 ctx.err(
                     Some(w.span()),
                     &field,
                     format!("the world does not load: {e}"),
                 )
             })?;
-            let task = task_of(&world);
+            let task = check_agents(&ctx, registry, &world, &def.agents, w)?;
             if let Some(other) = worlds.iter().find(|o| o.task == task) {
                 return Err(ctx.err(
                     Some(w.span()),
@@ -318,6 +331,61 @@ impl SweepFile {
     /// Whether the sweep makes no run (never true for a loaded file).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Builds every agent of the sweep in `world` (a world with no agent listed is caught
+/// later, with its own message) and returns the world's task id.
+fn check_agents(
+    ctx: &Ctx<'_>,
+    registry: &Registry,
+    world: &WorldFile,
+    agents: &Spanned<Vec<Spanned<String>>>,
+    written: &Spanned<String>,
+) -> Result<String, SweepFileError> {
+    let Some(kind) = registry.kind(&world.kind) else {
+        return Err(ctx.err(
+            Some(written.span()),
+            "sweep.worlds",
+            format!("no world kind `{}` is registered", world.kind),
+        ));
+    };
+    let mut task = None;
+    for (i, agent) in agents.get_ref().iter().enumerate() {
+        let options = world.agent_options(agent.get_ref());
+        let request = RunRequest {
+            world,
+            agent: agent.get_ref(),
+            agent_options: &options,
+            seed: 0,
+            config: HarnessConfig::default(),
+            run_id: None,
+        };
+        match kind.harness(&request) {
+            Ok(h) => task = Some(h.identity().task.clone()),
+            Err(BuildError::Agent(e)) => {
+                return Err(ctx.err(
+                    Some(agent.span()),
+                    &format!("sweep.agents[{i}]"),
+                    format!("in {}: {e}", world.path.display()),
+                ));
+            }
+            Err(e) => {
+                return Err(ctx.err(
+                    Some(written.span()),
+                    "sweep.worlds",
+                    format!("the world does not build: {e}"),
+                ));
+            }
+        }
+    }
+    match task {
+        Some(t) => Ok(t),
+        None => Err(ctx.err(
+            Some(agents.span()),
+            "sweep.agents",
+            "list at least one agent",
+        )),
     }
 }
 

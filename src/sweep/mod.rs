@@ -78,6 +78,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::registry::Registry;
+
 pub use error::{SweepError, SweepFileError};
 pub use file::{SweepFile, SweepWorld};
 pub use lock::DirLock;
@@ -89,24 +91,28 @@ pub use runner::{SweepOutcome, run_local};
 pub const ATTEMPT_HEADER: &str = "== perennial sweep attempt";
 
 /// `perennial sweep SWEEP_FILE [--jobs N] [--out DIR] [--plan-json | --collect RESULTS]`
-#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct SweepArgs {
     /// The sweep file (TOML).
     pub sweep_file: PathBuf,
     /// Runs at once [default: the machine's cores].
-    #[arg(long, value_name = "N",
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)))]
     pub jobs: Option<usize>,
     /// Sweep directory [default: runs/sweeps/<name>/].
-    #[arg(long, value_name = "DIR")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "DIR"))]
     pub out: Option<PathBuf>,
     /// Print the planned runs as JSON (with their exact `perennial` arguments) and run
     /// nothing.
-    #[arg(long, conflicts_with_all = ["jobs", "collect"])]
+    #[cfg_attr(feature = "cli", arg(long, conflicts_with_all = ["jobs", "collect"]))]
     pub plan_json: bool,
     /// Record the exit codes in RESULTS.json (from runs made elsewhere) in the manifest and
     /// score the finished traces; run nothing.
-    #[arg(long, value_name = "RESULTS.json", conflicts_with = "jobs")]
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "RESULTS.json", conflicts_with = "jobs")
+    )]
     pub collect: Option<PathBuf>,
 }
 
@@ -131,15 +137,17 @@ pub fn perennial_program() -> Result<PathBuf, SweepError> {
     }
 }
 
-/// Runs `perennial sweep`: returns what to print on stdout.
+/// Runs `perennial sweep` with `registry`'s worlds and agents (the runs themselves are
+/// started as [`perennial_program`], which must know the same ones): returns what to print
+/// on stdout.
 ///
 /// # Errors
 ///
 /// A bad sweep file, a held or foreign directory, I/O (see [`SweepError::exit_code`]), and
 /// [`SweepError::RunsFailed`] when any run failed: the summary is then in the error, after
 /// everything else was run, recorded and scored.
-pub fn run_cli(args: &SweepArgs) -> Result<String, SweepError> {
-    let sweep = SweepFile::load(&args.sweep_file)?;
+pub fn run_cli(registry: &Registry, args: &SweepArgs) -> Result<String, SweepError> {
+    let sweep = SweepFile::load_with(&args.sweep_file, registry)?;
     let dir = sweep_dir(&sweep, args.out.as_deref());
     if args.plan_json {
         return plan_json(&sweep, &dir);
