@@ -16,9 +16,11 @@ def to_space(spec: dict[str, Any]) -> spaces.Space:
     if kind == "multi_discrete":
         return spaces.MultiDiscrete(np.asarray(spec["nvec"], dtype=np.int64))
     if kind == "box":
-        # Observations cross the boundary as float32 whatever the bounds' precision.
-        low = np.asarray(spec["low"], dtype=np.float32)
-        high = np.asarray(spec["high"], dtype=np.float32)
+        # Observations cross the boundary as float32. An unbounded element gets the largest
+        # float32, as Gymnasium's own CartPole does, rather than an infinite bound.
+        big = np.finfo(np.float32).max
+        low = np.clip(np.asarray(spec["low"], dtype=np.float64), -big, big).astype(np.float32)
+        high = np.clip(np.asarray(spec["high"], dtype=np.float64), -big, big).astype(np.float32)
         return spaces.Box(low=low, high=high, dtype=np.float32)
     raise ValueError(f"unknown space kind {kind!r} in the world's spec")
 

@@ -54,7 +54,10 @@ class PerennialVectorEnv(VectorEnv):
 
         if kwargs.get("render_mode") is not None:
             raise ValueError("perennial worlds do not render; use render_mode=None")
-        mode = autoreset_mode.value if isinstance(autoreset_mode, AutoresetMode) else autoreset_mode
+        if isinstance(autoreset_mode, AutoresetMode):
+            mode = next(name for name, m in _MODES.items() if m == autoreset_mode)
+        else:
+            mode = autoreset_mode
         path = resolve(world)
         self._vec = _core.Vector(path, int(num_envs), mode)
         single = PerennialEnv(path, seed=0)
@@ -64,7 +67,7 @@ class PerennialVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         single.close()
-        self.metadata = {"autoreset_mode": _MODES[mode], "render_modes": []}
+        self.metadata = {"autoreset_mode": _MODES.get(mode), "render_modes": []}
         self.render_mode = None
         self._mode = _MODES[mode]
         self._world = path
@@ -112,4 +115,4 @@ class PerennialVectorEnv(VectorEnv):
         return obs, rewards, terminated, truncated, infos
 
     def __reduce__(self):
-        return (PerennialVectorEnv, (self._world, self.num_envs, self._mode.value))
+        return (PerennialVectorEnv, (self._world, self.num_envs, self._mode))

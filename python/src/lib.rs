@@ -19,7 +19,6 @@ use pyo3::prelude::*;
 
 use perennial::world_file::{WorldFile, WorldFileError as CoreWorldFileError};
 
-
 create_exception!(
     _core,
     WorldFileError,

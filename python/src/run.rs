@@ -53,9 +53,8 @@ impl Run {
             let target = match trace {
                 None => None,
                 Some(path) => {
-                    let format = match format.or_else(|| {
-                        path.extension().and_then(|e| e.to_str())
-                    }) {
+                    let format = match format.or_else(|| path.extension().and_then(|e| e.to_str()))
+                    {
                         Some("jsonl") | None => TraceFormat::Jsonl,
                         Some("csv") => TraceFormat::Csv,
                         Some(other) => {
@@ -88,7 +87,10 @@ impl Run {
             let spec = self.inner.spec();
             let d = PyDict::new(py);
             d.set_item("id", &spec.id)?;
-            d.set_item("observation_space", space_dict(py, &spec.observation_space)?)?;
+            d.set_item(
+                "observation_space",
+                space_dict(py, &spec.observation_space)?,
+            )?;
             d.set_item("action_space", space_dict(py, &spec.action_space)?)?;
             d.set_item("persistent", spec.persistent)?;
             d.set_item("components", &spec.components)?;
@@ -184,7 +186,14 @@ impl Run {
                     (Some(c), Some(p))
                 }
             };
-            Ok((obs, out.reward, out.terminated, out.truncated, components, payout))
+            Ok((
+                obs,
+                out.reward,
+                out.terminated,
+                out.truncated,
+                components,
+                payout,
+            ))
         })
     }
 

@@ -47,8 +47,7 @@ impl Vector {
     /// A vector of `self.num_envs` copies whose schedulers are seeded as the runs with
     /// seeds `seeds[i]`.
     fn build(&self, seeds: &[u64]) -> PyResult<Backend> {
-        if let (WorldKind::CartPole(params), [only]) = (&self.file.world, &self.file.regimes[..])
-        {
+        if let (WorldKind::CartPole(params), [only]) = (&self.file.world, &self.file.regimes[..]) {
             // One regime never shifts: its conditions are the physics of every copy.
             let mut scratch = CartPole::new(params.clone());
             apply_conditions(&mut scratch, &only.conditions)
@@ -185,7 +184,9 @@ impl Vector {
         mask: PyReadonlyArray1<'py, bool>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
         guarded(|| {
-            let mask = mask.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let mask = mask
+                .as_slice()
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
             if mask.len() != self.num_envs {
                 return Err(PyValueError::new_err(format!(
                     "reset_mask has {} elements for {} copies",

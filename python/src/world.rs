@@ -30,8 +30,14 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "cartpole-drift.toml",
         include_str!("../../worlds/cartpole-drift.toml"),
     ),
-    ("warehouse.toml", include_str!("../../worlds/warehouse.toml")),
-    ("logistics.toml", include_str!("../../worlds/logistics.toml")),
+    (
+        "warehouse.toml",
+        include_str!("../../worlds/warehouse.toml"),
+    ),
+    (
+        "logistics.toml",
+        include_str!("../../worlds/logistics.toml"),
+    ),
 ];
 
 /// How the Python layer names a shipped world: `shipped:<file name>`.
@@ -52,7 +58,11 @@ pub fn load(world: &str) -> Result<WorldFile, WorldFileError> {
             field: None,
             message: format!(
                 "no shipped world file is called `{name}`; the shipped ones are {}",
-                SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                SHIPPED
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }),
     }
@@ -322,9 +332,11 @@ impl Run {
         self.episode_step = 0;
         self.ended = false;
         self.breakdown = None;
-        self.obs = self
-            .world
-            .reset(seed::derive(self.identity.seed, Stream::World, self.episode));
+        self.obs = self.world.reset(seed::derive(
+            self.identity.seed,
+            Stream::World,
+            self.episode,
+        ));
         Ok(&self.obs)
     }
 
@@ -515,4 +527,3 @@ impl Run {
         flushed
     }
 }
-

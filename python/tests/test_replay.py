@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import perennial
@@ -32,7 +33,7 @@ def replay(world: Path, trace: Path, out: Path, *, seed: int, run_id: str, algor
 
 @pytest.mark.parametrize(
     ("world", "steps", "agent"),
-    [("cartpole.toml", 3_000, "random"), ("cartpole-drift.toml", 5_000, "balance"), ("warehouse.toml", 3_000, "base-stock")],
+    [("cartpole.toml", 3_000, "random"), ("cartpole-drift.toml", 5_000, "random"), ("warehouse.toml", 3_000, "base-stock")],
 )
 def test_python_loop_writes_the_bytes_perennial_run_writes(run_cli, worlds_dir, tmp_path, world, steps, agent):
     cli_trace = tmp_path / "cli.jsonl"
@@ -65,7 +66,8 @@ def test_the_first_reset_gives_the_cli_episode_zero_world(run_cli, worlds_dir, t
     run_cli("run", worlds_dir / "cartpole.toml", "--seed", 11, "--steps", 1, "--record-transitions", "--trace", trace)
     first = json.loads(trace.read_text().splitlines()[0])["obs"]
     obs, _ = perennial.make("perennial/CartPole-v1", seed=11).reset()
-    assert obs.tolist() == pytest.approx(first, abs=0, rel=0)
+    # The trace prints each float32 in its shortest form; read back as float32 it is exact.
+    np.testing.assert_array_equal(obs, np.asarray(first, dtype=np.float32))
 
 
 def test_garbage_collection_flushes_the_trace(tmp_path):

@@ -28,7 +28,7 @@ def test_vector_matches_sync_vector_env(world, mode):
     n = 6
     ours = perennial.make_vec(world, n, autoreset_mode=mode)
     theirs = SyncVectorEnv(
-        [lambda: perennial.make(world) for _ in range(n)], autoreset_mode=AutoresetMode(mode)
+        [lambda: perennial.make(world) for _ in range(n)], autoreset_mode=AutoresetMode[mode.upper()]
     )
     assert isinstance(ours, VectorEnv)
     assert ours.metadata["autoreset_mode"] == theirs.metadata["autoreset_mode"]
@@ -93,4 +93,6 @@ def test_bad_batches_step_nothing():
         perennial.make_vec("perennial/CartPole-v1", 2, autoreset_mode="sometimes")
     with pytest.raises(ValueError, match="reset_mask"):
         envs.reset(options={"reset_mask": np.ones(3, dtype=bool)})
-    np.testing.assert_array_equal(envs.step([0, 1, 0])[0][0][:1], obs[0][:1])
+    fresh = perennial.make_vec("perennial/CartPole-v1", 3)
+    np.testing.assert_array_equal(fresh.reset(seed=0)[0], obs)
+    np.testing.assert_array_equal(envs.step([0, 1, 0])[0], fresh.step([0, 1, 0])[0])
