@@ -37,6 +37,10 @@ impl Run {
     /// Builds a run of the world file at `world` with run seed `seed`. With `trace`, rows
     /// go to that file (`format` "jsonl" or "csv", else from the extension).
     #[new]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "these are the Python constructor's keyword arguments"
+    )]
     #[pyo3(signature = (world, seed = 0, run_id = None, algorithm_id = "python".to_string(), trace = None, format = None, record_transitions = false))]
     fn new(
         py: Python<'_>,

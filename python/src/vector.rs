@@ -17,9 +17,9 @@ use crate::{guarded, load_world};
 /// The vector behind a `make_vec` env.
 enum Backend {
     /// A stationary CartPole: the structure-of-arrays vector.
-    CartPole(CartPoleVec),
+    CartPole(Box<CartPoleVec>),
     /// Any other world, each copy with its own scheduler.
-    Generic(VecEnv<World>),
+    Generic(Box<VecEnv<World>>),
 }
 
 /// N copies of one world file. The Python `PerennialVectorEnv` wraps it.
@@ -52,11 +52,11 @@ impl Vector {
             let mut scratch = CartPole::new(params.clone());
             apply_conditions(&mut scratch, &only.conditions)
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
-            return Ok(Backend::CartPole(CartPoleVec::new(
+            return Ok(Backend::CartPole(Box::new(CartPoleVec::new(
                 self.num_envs,
                 scratch.params().clone(),
                 self.mode,
-            )));
+            ))));
         }
         let envs = (0..self.num_envs)
             .map(|_| World::build(&self.file))
@@ -70,7 +70,7 @@ impl Vector {
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
             v = v.scheduler(i, scheduler).map_err(vec_err)?;
         }
-        Ok(Backend::Generic(v))
+        Ok(Backend::Generic(Box::new(v)))
     }
 
     fn last(&self) -> PyResult<&VecStep> {
