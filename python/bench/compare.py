@@ -10,7 +10,8 @@ envs with Gymnasium's numpy `CartPoleVectorEnv`; targets are 5x and 1.5x. The se
 perennial's per-step time into layers, each row measured by stepping that layer alone:
 the Rust call (world step plus building the numpy array and the result tuple), the
 `PerennialEnv` Python method around it, and the wrappers gym.make adds. Each figure is
-the best of `--repeats` timed passes, so a busy machine disturbs it less.
+the best of `--repeats` timed passes, taken round-robin over the workloads, so a busy
+machine disturbs them alike.
 """
 
 from __future__ import annotations
@@ -28,14 +29,15 @@ NUM_ENVS = 4096
 
 
 def single_loop(step, reset, actions: np.ndarray) -> float:
-    """Seconds for len(actions) steps, resetting where an episode ends."""
-    reset()
+    """Seconds for len(actions) steps, resetting where an episode ends: seeded once, then
+    unseeded, as a training loop does."""
+    reset(0)
     acts = actions.tolist()
     start = time.perf_counter()
     for a in acts:
         r = step(a)
         if r[2] or r[3]:
-            reset()
+            reset(None)
     return time.perf_counter() - start
 
 
@@ -45,10 +47,6 @@ def vector_loop(envs, actions: np.ndarray) -> float:
     for row in actions:
         envs.step(row)
     return time.perf_counter() - start
-
-
-def best(repeats: int, f) -> float:
-    return min(f() for _ in range(repeats))
 
 
 def main() -> None:
@@ -67,20 +65,33 @@ def main() -> None:
     unwrapped = ours.unwrapped
     core = unwrapped._run
 
-    t_gym = best(args.repeats, lambda: single_loop(theirs.step, lambda: theirs.reset(seed=0), actions))
-    t_ours = best(args.repeats, lambda: single_loop(ours.step, lambda: ours.reset(seed=0), actions))
-    t_env = best(args.repeats, lambda: single_loop(unwrapped.step, lambda: unwrapped.reset(seed=0), actions))
-    t_core = best(args.repeats, lambda: single_loop(core.step, lambda: core.reset(0), actions))
-
     gym_vec = CartPoleVectorEnv(num_envs=NUM_ENVS)
     our_vec = perennial.make_vec("perennial/CartPole-v1", NUM_ENVS)
-    t_gym_vec = best(args.repeats, lambda: vector_loop(gym_vec, vec_actions))
-    t_our_vec = best(args.repeats, lambda: vector_loop(our_vec, vec_actions))
     core_vec = our_vec._vec
-    t_core_vec = best(
-        args.repeats,
-        lambda: (core_vec.reset(0), _timed(lambda: [core_vec.step(row) for row in vec_actions]))[1],
-    )
+
+    def core_vec_loop() -> float:
+        core_vec.reset(0)
+        start = time.perf_counter()
+        for row in vec_actions:
+            core_vec.step(row)
+        return time.perf_counter() - start
+
+    # Round-robin passes: a load change on a shared machine hits every workload alike.
+    workloads = {
+        "gym": lambda: single_loop(theirs.step, lambda s: theirs.reset(seed=s), actions),
+        "ours": lambda: single_loop(ours.step, lambda s: ours.reset(seed=s), actions),
+        "env": lambda: single_loop(unwrapped.step, lambda s: unwrapped.reset(seed=s), actions),
+        "core": lambda: single_loop(core.step, core.reset, actions),
+        "gym_vec": lambda: vector_loop(gym_vec, vec_actions),
+        "our_vec": lambda: vector_loop(our_vec, vec_actions),
+        "core_vec": core_vec_loop,
+    }
+    times = {name: float("inf") for name in workloads}
+    for _ in range(args.repeats):
+        for name, run in workloads.items():
+            times[name] = min(times[name], run())
+    t_gym, t_ours, t_env, t_core = times["gym"], times["ours"], times["env"], times["core"]
+    t_gym_vec, t_our_vec, t_core_vec = times["gym_vec"], times["our_vec"], times["core_vec"]
 
     n, m = args.steps, args.vec_steps * NUM_ENVS
     print(f"{'workload':<52} {'steps/s':>12} {'vs Gymnasium':>13}")
@@ -106,12 +117,6 @@ def main() -> None:
     ]
     for name, t in vec_layers:
         print(f"{name:<52} {1e6 * t / args.vec_steps:>12.1f} {t / t_our_vec:>12.0%}")
-
-
-def _timed(f) -> float:
-    start = time.perf_counter()
-    f()
-    return time.perf_counter() - start
 
 
 if __name__ == "__main__":
