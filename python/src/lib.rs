@@ -152,6 +152,22 @@ fn export_episodes(
     })
 }
 
+/// Runs the `perennial` command line in this process with `argv` (the arguments after
+/// the program name) and returns its exit code: 0 for success, 2 for bad input, 1 for a
+/// run that failed.
+#[pyfunction]
+fn cli(argv: Vec<String>) -> PyResult<u8> {
+    guarded(|| {
+        let args = std::iter::once("perennial".to_string()).chain(argv);
+        let code =
+            perennial::cli::run_with_args(perennial::registry::Registry::shared_builtin(), args);
+        // ExitCode keeps its value private; every code the CLI returns fits in a u8.
+        Ok((0..=u8::MAX)
+            .find(|&n| std::process::ExitCode::from(n) == code)
+            .unwrap_or(1))
+    })
+}
+
 /// The extension module.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -159,6 +175,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<run::Run>()?;
     m.add_class::<vector::Vector>()?;
     m.add_function(wrap_pyfunction!(check_world, m)?)?;
+    m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_worlds, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(export_episodes, m)?)?;

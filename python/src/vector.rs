@@ -4,12 +4,12 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use perennial::cartpole::CartPole;
+use perennial::cartpole::{CartPole, CartPoleParams};
 use perennial::env::Env;
 use perennial::regime::apply_conditions;
 use perennial::seed::{self, Stream};
 use perennial::vector::{AutoresetMode, CartPoleVec, VecEnv, VecError, VecStep};
-use perennial::world_file::{WorldFile, WorldKind};
+use perennial::world_file::WorldFile;
 
 use crate::world::World;
 use crate::{guarded, load_world};
@@ -47,7 +47,9 @@ impl Vector {
     /// A vector of `self.num_envs` copies whose schedulers are seeded as the runs with
     /// seeds `seeds[i]`.
     fn build(&self, seeds: &[u64]) -> PyResult<Backend> {
-        if let (WorldKind::CartPole(params), [only]) = (&self.file.world, &self.file.regimes[..]) {
+        if let (Some(params), [only]) =
+            (self.file.params::<CartPoleParams>(), &self.file.regimes[..])
+        {
             // One regime never shifts: its conditions are the physics of every copy.
             let mut scratch = CartPole::new(params.clone());
             apply_conditions(&mut scratch, &only.conditions)
@@ -131,7 +133,7 @@ impl Vector {
     /// Whether the structure-of-arrays CartPole vector drives the copies.
     #[getter]
     fn is_cartpole_vec(&self) -> bool {
-        matches!(self.file.world, WorldKind::CartPole(_)) && self.file.regimes.len() == 1
+        self.file.params::<CartPoleParams>().is_some() && self.file.regimes.len() == 1
     }
 
     /// With `seed`, starts copy `i` as the run with seed `seed + i`; without, every copy

@@ -11,16 +11,16 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use perennial::cartpole::CartPole;
+use perennial::cartpole::{CartPole, CartPoleParams};
 use perennial::env::{Env, EnvError, EnvSpec, Transition};
-use perennial::morpheus::Morpheus;
+use perennial::morpheus::{Morpheus, MorpheusConfig};
 use perennial::regime::{
     Conditions, Origin, ParamInfo, Plan, RegimeError, Scheduler, Shiftable, apply_conditions,
 };
 use perennial::reward::{Breakdown, Ceiling};
 use perennial::seed::{self, Stream};
 use perennial::trace::{self, RowRecord, RunIdentity, TraceFormat, TraceSink};
-use perennial::world_file::{WorldFile, WorldFileError, WorldKind};
+use perennial::world_file::{WorldFile, WorldFileError};
 
 /// The world files shipped with the crate, compiled into the extension so an installed
 /// package finds them without the repository: (file name, TOML text).
@@ -87,17 +87,22 @@ pub enum World {
 impl World {
     /// Builds the world a loaded world file describes, with its reward specification.
     pub fn build(file: &WorldFile) -> Result<Self, String> {
-        match &file.world {
-            WorldKind::CartPole(params) => Ok(World::CartPole(CartPole::new(params.clone()))),
-            WorldKind::Morpheus(config) => {
-                let reward = file
-                    .reward_spec()
-                    .unwrap_or_else(perennial::morpheus::default_reward_spec);
-                Morpheus::new((**config).clone(), reward)
-                    .map(|m| World::Morpheus(Box::new(m)))
-                    .map_err(|e| format!("{}: {e}", file.path.display()))
-            }
+        if let Some(params) = file.params::<CartPoleParams>() {
+            return Ok(World::CartPole(CartPole::new(params.clone())));
         }
+        if let Some(config) = file.params::<MorpheusConfig>() {
+            let reward = file
+                .reward_spec()
+                .unwrap_or_else(perennial::morpheus::default_reward_spec);
+            return Morpheus::new(config.clone(), reward)
+                .map(|m| World::Morpheus(Box::new(m)))
+                .map_err(|e| format!("{}: {e}", file.path.display()));
+        }
+        Err(format!(
+            "{}: world kind `{}` is not available from Python; the package builds the kinds `cartpole` and `morpheus`",
+            file.path.display(),
+            file.kind()
+        ))
     }
 }
 
