@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The project's one test command: the Rust tests, then the Python package's tests.
+#
+# On a fresh machine it needs a Rust toolchain and Python 3.9+ with venv. It
+#   1. runs `cargo test --release` (which also builds target/release/perennial, the CLI the
+#      Python tests call);
+#   2. creates the virtualenv .venv/ (or reuses it), installs python/tests/requirements.txt
+#      and the package itself with `pip install ./python`; CARGO_TARGET_DIR points at the
+#      repository's target/, so the wheel build reuses the dependencies step 1 compiled;
+#   3. runs pytest on python/tests/ and fails when it collects no test.
+# Set PERENNIAL_VENV to use another virtualenv and PYTHON to choose the interpreter.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+cargo test --release
+
+python=${PYTHON:-python3}
+venv=${PERENNIAL_VENV:-$root/.venv}
+if [ ! -x "$venv/bin/python" ]; then
+    "$python" -m venv "$venv"
+fi
+pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+"${pip[@]}" install --quiet -r python/tests/requirements.txt
+CARGO_TARGET_DIR="$root/target" "${pip[@]}" install --quiet --no-deps --force-reinstall ./python
+
+# Tools whose dependencies clash with the test requirements get a virtualenv of their own
+# here, made the same way (e.g. `.venv-l2metrics/` for l2metrics), before pytest runs.
+
+export PERENNIAL_BIN=${PERENNIAL_BIN:-$root/target/release/perennial}
+status=0
+"$venv/bin/python" -m pytest python/tests -q -p no:cacheprovider || status=$?
+if [ "$status" -eq 5 ]; then
+    echo "error: pytest collected no test in python/tests" >&2
+fi
+exit "$status"
