@@ -101,6 +101,8 @@ enum FormatArg {
     #[default]
     Jsonl,
     Csv,
+    /// A directory of Parquet part files.
+    Parquet,
 }
 
 /// An error and the exit code it earns: 2 for bad input, 1 for a run that failed.
@@ -297,6 +299,7 @@ fn plan_from_args(args: &RunArgs) -> Result<RunPlan, Failure> {
     let format = match args.format {
         FormatArg::Jsonl => TraceFormat::Jsonl,
         FormatArg::Csv => TraceFormat::Csv,
+        FormatArg::Parquet => TraceFormat::Parquet,
     };
     Ok(RunPlan {
         world_file,
@@ -414,10 +417,7 @@ where
             let run_id = harness.identity().run_id.clone();
             let default =
                 |ext: &str| absolute(&PathBuf::from("runs").join(format!("{run_id}.{ext}")));
-            let ext = match plan.format {
-                TraceFormat::Jsonl => "jsonl",
-                TraceFormat::Csv => "csv",
-            };
+            let ext = plan.format.extension();
             let resolved = RunPlan {
                 trace: (!plan.no_trace).then(|| plan.trace.clone().unwrap_or_else(|| default(ext))),
                 checkpoint: plan.checkpoint_every.map(|_| {
@@ -430,16 +430,18 @@ where
             if let Some(p) = &resolved.trace {
                 ensure_parent(p)?;
                 let id = harness.identity().clone();
-                let sink = trace::create(p, plan.format, &id, &components, &payouts, record)
+                let mut sink = trace::create(p, plan.format, &id, &components, &payouts, record)
                     .map_err(Failure::input)?;
+                let manifest = start_manifest(&resolved, &id, None)?;
+                sink.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
                 harness = harness.trace(sink);
             }
             (harness, resolved)
         }
         Some(ckpt) => {
             let sink = match (&plan.trace, ckpt.trace_bytes) {
-                (Some(p), Some(bytes)) => Some(
-                    trace::append(
+                (Some(p), Some(bytes)) => {
+                    let mut sink = trace::append(
                         p,
                         plan.format,
                         &ckpt.identity,
@@ -448,8 +450,11 @@ where
                         record,
                         bytes,
                     )
-                    .map_err(Failure::input)?,
-                ),
+                    .map_err(Failure::input)?;
+                    let manifest = start_manifest(plan, &ckpt.identity, Some(ckpt.step))?;
+                    sink.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
+                    Some(sink)
+                }
                 _ => None,
             };
             (
@@ -501,6 +506,7 @@ fn report(
     world: &WorldFile,
     plan: &RunPlan,
 ) -> Result<(), Failure> {
+    end_manifest(plan, identity, &result)?;
     let summary = result.map_err(Failure::run)?;
     let secs = started.elapsed().as_secs_f64();
     println!("run        {}", identity.run_id);
@@ -548,4 +554,69 @@ fn report(
         );
     }
     Ok(())
+}
+
+/// Writes the run manifest next to the trace with `exit_status` = `running` and returns it;
+/// a resumed run (`resumed_at` = the checkpoint's step) keeps the first start time.
+fn start_manifest(
+    plan: &RunPlan,
+    identity: &RunIdentity,
+    resumed_at: Option<u64>,
+) -> Result<trace::Manifest, Failure> {
+    let Some(trace_path) = &plan.trace else {
+        return Err(Failure::run("a manifest needs a trace path"));
+    };
+    let path = trace::Manifest::path_for(trace_path, &identity.run_id);
+    let now = trace::utc_now();
+    let earlier = resumed_at.and_then(|_| trace::Manifest::read(&path).ok());
+    let manifest = trace::Manifest {
+        schema_version: trace::TRACE_SCHEMA_VERSION,
+        perennial_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: identity.run_id.clone(),
+        task: identity.task.clone(),
+        world_file: Some(trace::WorldFileRecord::read(&plan.world_file).map_err(Failure::input)?),
+        seed: identity.seed,
+        agent: plan.agent.clone(),
+        agent_options: serde_json::json!({}),
+        trace: Some(trace_path.clone()),
+        options: serde_json::to_value(plan).map_err(Failure::run)?,
+        argv: std::env::args().collect(),
+        started_at: earlier
+            .as_ref()
+            .map_or_else(|| now.clone(), |m| m.started_at.clone()),
+        resumed_at: match (&earlier, resumed_at) {
+            (Some(m), Some(_)) => m.resumed_at.iter().cloned().chain([now]).collect(),
+            (None, Some(_)) => vec![now],
+            _ => Vec::new(),
+        },
+        ended_at: None,
+        steps_done: resumed_at.unwrap_or(0),
+        exit_status: "running".into(),
+    };
+    manifest.write(&path).map_err(Failure::input)?;
+    Ok(manifest)
+}
+
+/// Rewrites the run manifest with the end time, the steps done and the exit status.
+fn end_manifest(
+    plan: &RunPlan,
+    identity: &RunIdentity,
+    result: &Result<RunSummary, perennial::harness::HarnessError>,
+) -> Result<(), Failure> {
+    let Some(trace_path) = &plan.trace else {
+        return Ok(());
+    };
+    let path = trace::Manifest::path_for(trace_path, &identity.run_id);
+    let Ok(mut manifest) = trace::Manifest::read(&path) else {
+        return Ok(());
+    };
+    manifest.ended_at = Some(trace::utc_now());
+    match result {
+        Ok(summary) => {
+            manifest.steps_done = summary.steps;
+            manifest.exit_status = "completed".into();
+        }
+        Err(e) => manifest.exit_status = format!("failed: {e}"),
+    }
+    manifest.write(&path).map_err(Failure::run)
 }

@@ -388,7 +388,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if let Some(p) = self.progress.as_mut() {
             p(self.state.summary.steps);
         }
-        self.flush_trace()?;
+        if let Some(sink) = self.sink.as_mut() {
+            sink.close()?;
+        }
         Ok(self.state.summary)
     }
 
