@@ -255,6 +255,7 @@ pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, Eval
     }
 
     let runs: Vec<RunReport> = runs.into_iter().map(RunScan::into_report).collect();
+    warnings.extend(crate::trace::manifest_warnings(paths, &runs));
     let groups = compare(&runs, options.bootstrap_resamples, options.bootstrap_seed);
     Ok(Report {
         runs,

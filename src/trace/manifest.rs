@@ -210,6 +210,55 @@ fn rfc3339(secs: u64) -> String {
     )
 }
 
+/// Each evaluated run's manifest, looked up next to each trace in `paths` in turn.
+fn manifests<'a>(
+    paths: &[PathBuf],
+    runs: &'a [crate::eval::RunReport],
+) -> Vec<(&'a crate::eval::RunReport, Manifest)> {
+    runs.iter()
+        .filter_map(|r| {
+            paths
+                .iter()
+                .find_map(|p| Manifest::find(p, &r.run_id))
+                .map(|m| (r, m))
+        })
+        .collect()
+}
+
+/// One summary line per evaluated run that has a manifest (see [`Manifest::summary`]).
+pub fn manifest_summaries(paths: &[PathBuf], runs: &[crate::eval::RunReport]) -> Vec<String> {
+    manifests(paths, runs)
+        .iter()
+        .map(|(_, m)| m.summary())
+        .collect()
+}
+
+/// A warning per task whose runs came from different world-file texts (by their manifests'
+/// hashes): comparing such runs compares different worlds.
+pub fn manifest_warnings(paths: &[PathBuf], runs: &[crate::eval::RunReport]) -> Vec<String> {
+    let mut by_task: std::collections::BTreeMap<&str, Vec<(&str, &str)>> = Default::default();
+    let found = manifests(paths, runs);
+    for (run, m) in &found {
+        if let Some(w) = &m.world_file {
+            by_task
+                .entry(run.task.as_str())
+                .or_default()
+                .push((run.run_id.as_str(), w.hash.as_str()));
+        }
+    }
+    by_task
+        .into_iter()
+        .filter(|(_, v)| v.iter().any(|(_, h)| *h != v[0].1))
+        .map(|(task, v)| {
+            let list: Vec<String> = v.iter().map(|(r, h)| format!("{r} ({h})")).collect();
+            format!(
+                "runs of task `{task}` came from different world-file contents: {}; their metrics compare different worlds (see each run's manifest.json)",
+                list.join(", ")
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

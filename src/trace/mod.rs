@@ -35,7 +35,10 @@ mod parquet_writer;
 mod reader;
 mod row;
 
-pub use manifest::{Manifest, TRACE_SCHEMA_VERSION, WorldFileRecord, content_hash, utc_now};
+pub use manifest::{
+    Manifest, TRACE_SCHEMA_VERSION, WorldFileRecord, content_hash, manifest_summaries,
+    manifest_warnings, utc_now,
+};
 pub use parquet_reader::parquet_manifest;
 pub use parquet_writer::{
     ACTION_KEY, MANIFEST_KEY, PART_BYTES, PART_SECONDS, schema as parquet_schema,
