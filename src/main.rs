@@ -37,6 +37,9 @@ enum Command {
     Eval(perennial::eval::EvalArgs),
     /// Export a trace's experience as rLLM episodes (Episode > Trajectory > Step).
     Episodes(perennial::episodes::EpisodesArgs),
+    /// Export traces for other tools.
+    #[command(subcommand)]
+    Export(ExportCommand),
     /// List the shipped world files.
     Worlds,
     /// Validate a world file.
@@ -44,6 +47,45 @@ enum Command {
         /// The world file.
         world_file: PathBuf,
     },
+}
+
+/// `perennial export ...`
+#[derive(Subcommand)]
+enum ExportCommand {
+    /// Write the L2Logger log layout (one scenario folder per run, one block per
+    /// configuration interval), so `python -m l2metrics -l OUT/<run-id> -p reward` scores it.
+    L2logger(L2LoggerArgs),
+}
+
+#[derive(clap::Args)]
+struct L2LoggerArgs {
+    /// Trace files or Parquet directories, read in the order given.
+    #[arg(required = true, value_name = "TRACE")]
+    traces: Vec<PathBuf>,
+    /// The logging base folder; each run becomes `OUT/<run-id>/`.
+    #[arg(long, value_name = "OUT")]
+    out: PathBuf,
+    /// Steps averaged into one L2Logger experience.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..))]
+    steps_per_exp: u64,
+}
+
+fn export_l2logger(args: &L2LoggerArgs) -> Result<(), Failure> {
+    let options = trace::L2LoggerOptions {
+        steps_per_exp: args.steps_per_exp,
+    };
+    for run in trace::export_l2logger(&args.traces, &args.out, &options).map_err(Failure::input)? {
+        println!(
+            "{}: {} blocks, {} experiences -> {} (score it: python -m l2metrics -l {} -p reward --no-plot)",
+            run.run_id,
+            run.blocks,
+            run.experiences,
+            run.dir.display(),
+            run.dir.display()
+        );
+    }
+    Ok(())
 }
 
 /// The world file `perennial run` uses when none is given.
@@ -137,6 +179,7 @@ fn main() -> ExitCode {
         Command::Episodes(args) => perennial::episodes::run_cli(&args)
             .map(|summary| println!("{summary}"))
             .map_err(Failure::input),
+        Command::Export(ExportCommand::L2logger(args)) => export_l2logger(&args),
         Command::Worlds => worlds(),
         Command::Check { world_file } => check(&world_file),
     };

@@ -29,6 +29,7 @@ use csv_writer::CsvWriter;
 use jsonl::JsonlWriter;
 mod error;
 mod jsonl;
+pub mod l2logger;
 mod manifest;
 mod parquet_reader;
 mod parquet_writer;
@@ -39,6 +40,7 @@ pub use manifest::{
     Manifest, TRACE_SCHEMA_VERSION, WorldFileRecord, content_hash, manifest_summaries,
     manifest_warnings, utc_now,
 };
+pub use l2logger::{ExportedRun, L2LoggerOptions, export_l2logger};
 pub use parquet_reader::parquet_manifest;
 pub use parquet_writer::{
     ACTION_KEY, MANIFEST_KEY, PART_BYTES, PART_SECONDS, schema as parquet_schema,
