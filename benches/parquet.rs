@@ -29,7 +29,9 @@ fn harness(format: TraceFormat) -> u64 {
     };
     let mut h = Harness::new(env, agent, 1).config(config);
     let id = h.identity().clone();
-    h = h.trace(trace::create(&path(format), format, &id, &[], &[], false).expect("temp dir is writable"));
+    h = h.trace(
+        trace::create(&path(format), format, &id, &[], &[], false).expect("temp dir is writable"),
+    );
     h.run().expect("random actions are valid").steps
 }
 

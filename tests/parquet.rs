@@ -34,9 +34,7 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn rows(paths: &[&Path]) -> Vec<TraceRow> {
-    TraceReader::open(paths)
-        .collect::<Result<_, _>>()
-        .unwrap()
+    TraceReader::open(paths).collect::<Result<_, _>>().unwrap()
 }
 
 fn parts(dir: &Path) -> Vec<PathBuf> {
@@ -57,7 +55,15 @@ fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathB
     );
     for (trace, format) in [(&jsonl, "jsonl"), (&parquet, "parquet")] {
         let mut args = vec![
-            "run", world, "--steps", steps, "--seed", "3", "--trace", path(trace), "--format",
+            "run",
+            world,
+            "--steps",
+            steps,
+            "--seed",
+            "3",
+            "--trace",
+            path(trace),
+            "--format",
             format,
         ];
         args.extend(extra);
@@ -92,13 +98,8 @@ fn transitions_read_back_from_parquet_list_columns() {
     );
     let (a, b) = (rows(&[&jsonl]), rows(&[&parquet]));
     assert_eq!(a.len(), b.len());
-    for (x, y) in a.iter().zip(&b) {
-        assert_eq!(x.action, y.action, "step {}", x.step);
-        let (ox, oy) = (x.obs.as_ref().unwrap(), y.obs.as_ref().unwrap());
-        // JSON Lines prints the f32 observation in its shortest form; Parquet keeps the f32.
-        let as_f32 = |v: &Vec<f64>| v.iter().map(|&f| f as f32).collect::<Vec<_>>();
-        assert_eq!(as_f32(ox), as_f32(oy), "step {}", x.step);
-    }
+    assert!(b[0].obs.as_ref().is_some_and(|o| o.len() == 4));
+    assert_eq!(a, b);
     let episodes = |trace: &Path| {
         let out = temp(&format!(
             "{}.episodes.jsonl",
@@ -121,8 +122,18 @@ fn eval_json_is_identical_for_parquet_and_jsonl() {
 
 #[test]
 fn one_eval_call_reads_parquet_and_jsonl_together() {
-    let (jsonl, _) = both("worlds/cartpole.toml", "300", &["--run-id", "mixed-a"], "mixed-a");
-    let (_, parquet) = both("worlds/cartpole.toml", "300", &["--run-id", "mixed-b"], "mixed-b");
+    let (jsonl, _) = both(
+        "worlds/cartpole.toml",
+        "300",
+        &["--run-id", "mixed-a"],
+        "mixed-a",
+    );
+    let (_, parquet) = both(
+        "worlds/cartpole.toml",
+        "300",
+        &["--run-id", "mixed-b"],
+        "mixed-b",
+    );
     let out = run(&["eval", path(&jsonl), path(&parquet), "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let ids: Vec<&str> = report["runs"]
@@ -156,19 +167,14 @@ fn a_manifest_records_what_produced_the_run() {
     assert_eq!(beside.exit_status, "completed");
     assert!(beside.ended_at.is_some());
     let world = beside.world_file.as_ref().unwrap();
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/cartpole.toml"),
-    )
-    .unwrap();
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/cartpole.toml"))
+            .unwrap();
     assert_eq!(world.text, text);
     assert_eq!(world.hash, perennial::trace::content_hash(&text));
     assert_eq!(beside.options["format"], "parquet");
-    let inside = Manifest::parse(
-        &perennial::trace::parquet_manifest(&trace)
-            .unwrap()
-            .unwrap(),
-    )
-    .unwrap();
+    let inside =
+        Manifest::parse(&perennial::trace::parquet_manifest(&trace).unwrap().unwrap()).unwrap();
     assert_eq!(inside.run_id, "manifested");
     assert_eq!(inside.world_file, beside.world_file);
     let text = String::from_utf8(run(&["eval", path(&trace)]).stdout).unwrap();
@@ -217,9 +223,9 @@ fn sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run() {
         "run",
         "worlds/warehouse.toml",
         "--agent",
-        "base-stock",
+        "adaptive-base-stock",
         "--steps",
-        "60000",
+        "150000",
         "--seed",
         "5",
         "--format",
@@ -232,7 +238,7 @@ fn sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run() {
             "--trace",
             path(&cut),
             "--checkpoint-every",
-            "7000",
+            "10000",
             "--checkpoint",
             path(&ckpt),
         ])
@@ -241,13 +247,19 @@ fn sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run() {
         .unwrap();
     let started = Instant::now();
     while !ckpt.exists() {
-        assert!(started.elapsed() < Duration::from_secs(120), "no checkpoint appeared");
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no checkpoint appeared"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
     child.kill().unwrap();
     child.wait().unwrap();
     let cut_rows = rows(&[&cut]).len();
-    assert!(cut_rows < 60_000, "the run was killed mid-way ({cut_rows} rows)");
+    assert!(
+        cut_rows < 150_000,
+        "the run was killed mid-way ({cut_rows} rows)"
+    );
     run(&["run", "--resume", path(&ckpt)]);
     assert_eq!(rows(&[&whole]), rows(&[&cut]));
 }
@@ -280,9 +292,16 @@ fn a_torn_part_is_reported_and_the_complete_parts_are_read() {
     let mut reader = TraceReader::open(&[&trace]);
     let read: Vec<TraceRow> = (&mut reader).collect::<Result<_, _>>().unwrap();
     assert_eq!(read.len(), 2000);
-    let torn: Vec<String> = reader.torn_tails().iter().map(ToString::to_string).collect();
+    let torn: Vec<String> = reader
+        .torn_tails()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(torn.len(), 2, "{torn:?}");
-    assert!(torn.iter().any(|t| t.contains("part-00002.parquet")), "{torn:?}");
+    assert!(
+        torn.iter().any(|t| t.contains("part-00002.parquet")),
+        "{torn:?}"
+    );
     let out = run(&["eval", path(&trace), "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["runs"][0]["steps"], 2000);
@@ -316,7 +335,9 @@ fn hostile_parquet_input_is_exit_2_with_a_clear_message() {
     )]));
     let batch = arrow_array::RecordBatch::try_new(
         schema.clone(),
-        vec![std::sync::Arc::new(arrow_array::Float64Array::from(vec![1.0, 2.0]))],
+        vec![std::sync::Arc::new(arrow_array::Float64Array::from(vec![
+            1.0, 2.0,
+        ]))],
     )
     .unwrap();
     let mut w =
@@ -347,4 +368,25 @@ fn hostile_parquet_input_is_exit_2_with_a_clear_message() {
         "is a file",
     );
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
+
+    let folder = temp("someone-elses-folder");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("notes.parquet"), b"mine").unwrap();
+    fails_with(
+        &[
+            "run",
+            "worlds/cartpole.toml",
+            "--steps",
+            "10",
+            "--format",
+            "parquet",
+            "--trace",
+            path(&folder),
+        ],
+        "not a part file",
+    );
+    assert_eq!(
+        std::fs::read(folder.join("notes.parquet")).unwrap(),
+        b"mine"
+    );
 }

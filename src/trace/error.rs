@@ -78,6 +78,11 @@ impl fmt::Display for TraceError {
             TraceError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             TraceError::Parse {
                 path,
+                line: 0,
+                message,
+            } => write!(f, "{}: {message}", path.display()),
+            TraceError::Parse {
+                path,
                 line,
                 message,
             } => write!(f, "{}:{line}: {message}", path.display()),

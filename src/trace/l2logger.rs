@@ -366,7 +366,10 @@ mod tests {
 
     #[test]
     fn worker_ids_keep_only_what_l2logger_accepts() {
-        assert_eq!(worker_id("warehouse-random-seed0"), "warehouse-random-seed0");
+        assert_eq!(
+            worker_id("warehouse-random-seed0"),
+            "warehouse-random-seed0"
+        );
         assert_eq!(worker_id("a b/c"), "a_b_c");
     }
 
@@ -384,6 +387,9 @@ mod tests {
         let order = value_order(&["shipped".into(), "holding".into()]);
         // c_holding, c_shipped, reward
         assert_eq!(order, vec![Some(1), Some(0), None]);
-        assert_eq!(l2_timestamp("2026-11-30T02:30:05Z"), "20261130T023005.000000");
+        assert_eq!(
+            l2_timestamp("2026-11-30T02:30:05Z"),
+            "20261130T023005.000000"
+        );
     }
 }

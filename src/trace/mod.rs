@@ -36,11 +36,11 @@ mod parquet_writer;
 mod reader;
 mod row;
 
+pub use l2logger::{ExportedRun, L2LoggerOptions, export_l2logger};
 pub use manifest::{
     Manifest, TRACE_SCHEMA_VERSION, WorldFileRecord, content_hash, manifest_summaries,
     manifest_warnings, utc_now,
 };
-pub use l2logger::{ExportedRun, L2LoggerOptions, export_l2logger};
 pub use parquet_reader::parquet_manifest;
 pub use parquet_writer::{
     ACTION_KEY, MANIFEST_KEY, PART_BYTES, PART_SECONDS, schema as parquet_schema,
@@ -146,6 +146,25 @@ fn fresh_parquet_dir(dir: &Path) -> Result<usize, TraceError> {
         ));
     }
     std::fs::create_dir_all(dir).map_err(|e| TraceError::io(dir, e))?;
+    // Only a previous trace's parts are replaced: a folder holding anything else is not a
+    // trace directory, and nothing in it is removed.
+    for entry in std::fs::read_dir(dir).map_err(|e| TraceError::io(dir, e))? {
+        let name = entry
+            .map_err(|e| TraceError::io(dir, e))?
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        let ours = (name.starts_with("part-") && name.ends_with(".parquet"))
+            || (name.starts_with(".part-") && name.ends_with(".tmp"));
+        if !ours {
+            return Err(TraceError::io(
+                dir,
+                std::io::Error::other(format!(
+                    "this folder holds `{name}`, which is not a part file of a Parquet trace; choose another --trace path (a new or trace-only folder)"
+                )),
+            ));
+        }
+    }
     parquet_writer::cut_back(dir, 0)
 }
 

@@ -492,7 +492,22 @@ impl ParquetSource {
                 let values = values.as_primitive_opt::<Float32Type>().ok_or_else(|| {
                     TraceError::parse(at.path, at.line, "column `obs` must be a list of float32")
                 })?;
-                obs = Some(values.values().iter().map(|&v| f64::from(v)).collect());
+                // The f64 the JSON Lines trace reads back: the f32's shortest decimal form,
+                // so both formats give the same rows.
+                let mut text = ryu::Buffer::new();
+                obs = Some(
+                    values
+                        .values()
+                        .iter()
+                        .map(|&v| {
+                            if v.is_finite() {
+                                text.format_finite(v).parse().unwrap_or(f64::from(v))
+                            } else {
+                                f64::from(v)
+                            }
+                        })
+                        .collect(),
+                );
             }
             if let Some(list) = &b.action {
                 let values = list.value(i);
