@@ -44,11 +44,11 @@ use perennial::agents::{
 };
 use perennial::eval::{EvalOptions, comparison_text, evaluate};
 use perennial::harness::{Agent, Harness, HarnessConfig};
-use perennial::morpheus::{Morpheus, default_reward_spec};
+use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::prelude::*;
 use perennial::seed::{self, Stream};
 use perennial::trace::{self, TraceFormat};
-use perennial::world_file::{WorldFile, WorldKind};
+use perennial::world_file::WorldFile;
 
 const DEFAULT_STEPS: u64 = 32_000;
 const SEEDS: [u64; 3] = [0, 1, 2];
@@ -73,7 +73,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     let steps = step_budget()?;
     let world =
         WorldFile::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/warehouse.toml"))?;
-    let WorldKind::Morpheus(layout) = &world.world else {
+    let Some(layout) = world.params::<MorpheusConfig>() else {
         return Err(format!("{} is not an enterprise world", world.path.display()).into());
     };
     let reward = world.reward_spec().unwrap_or_else(default_reward_spec);
@@ -89,7 +89,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     let mut per_agent: Vec<(&str, Vec<f64>)> = AGENTS.iter().map(|&a| (a, Vec::new())).collect();
     for seed in SEEDS {
         for (name, rewards) in &mut per_agent {
-            let env = Morpheus::new((**layout).clone(), reward.clone())?;
+            let env = Morpheus::new(layout.clone(), reward.clone())?;
             let agent = make_agent(name, &env, seed);
             let harness = Harness::new(env, agent, seed)
                 .scheduler(world.scheduler(seed::derive(seed, Stream::Scheduler, 0))?)

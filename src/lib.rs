@@ -3,12 +3,15 @@
 
 pub mod agents;
 pub mod cartpole;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod env;
 pub mod episodes;
 pub mod eval;
 pub mod harness;
 pub mod morpheus;
 pub mod regime;
+pub mod registry;
 pub mod reward;
 pub mod seed;
 pub mod trace;

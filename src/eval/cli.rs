@@ -5,23 +5,24 @@ use std::path::PathBuf;
 use super::{EvalError, EvalOptions, evaluate, plot_svg};
 
 /// `perennial eval TRACE... [--json] [--plot FILE.svg] [--window W] [--include-payout]`
-#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct EvalArgs {
     /// Trace files (JSON Lines, or CSV by the `.csv` extension), read in the order given.
-    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
+    #[cfg_attr(feature = "cli", arg(required = true, num_args = 1.., value_name = "TRACE"))]
     pub traces: Vec<PathBuf>,
     /// Print the report as JSON instead of tables.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub json: bool,
     /// Also draw the rolling-mean reward with the intervals shaded into this SVG file.
-    #[arg(long, value_name = "FILE.svg")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE.svg"))]
     pub plot: Option<PathBuf>,
     /// Smoothing window W, in steps.
-    #[arg(long, default_value_t = 100, value_name = "W",
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 100, value_name = "W",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)))]
     pub window: usize,
     /// Count episode-end payouts in the reward the metrics smooth.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub include_payout: bool,
 }
 

@@ -1,0 +1,420 @@
+//! `perennial run`: a plan from the flags (or a checkpoint), a harness from the registry,
+//! its outputs, the run, and the report.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::args::{FormatArg, RunArgs};
+use super::info::locate;
+use super::{Failure, progress};
+use crate::harness::{
+    Checkpoint, CheckpointPlan, DynHarness, HarnessConfig, RunSummary, StopReason,
+};
+use crate::registry::{Kind, Registry, RunRequest};
+use crate::trace::{RunIdentity, TraceFormat};
+use crate::world_file::WorldFile;
+
+/// The world file `perennial run` uses when none is given.
+const DEFAULT_WORLD: &str = "worlds/warehouse.toml";
+
+/// Everything `perennial run` decided from its flags and the world file; stored in
+/// checkpoints so `--resume` continues the same run.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct RunPlan {
+    /// The world file, absolute.
+    pub world_file: PathBuf,
+    /// The agent's name.
+    pub agent: String,
+    /// The agent's options: the world file's `[agent.<name>]` table with `--agent-opt`
+    /// overrides applied.
+    #[serde(default)]
+    pub agent_options: toml::Table,
+    /// The run seed.
+    pub seed: u64,
+    /// How the harness drives the run.
+    pub config: HarnessConfig,
+    /// The run id, when given.
+    pub run_id: Option<String>,
+    /// The trace format.
+    pub format: TraceFormat,
+    /// The trace file (resolved to its default once the run id is known).
+    pub trace: Option<PathBuf>,
+    /// Write no trace.
+    pub no_trace: bool,
+    /// Steps between checkpoints, when checkpointing.
+    pub checkpoint_every: Option<u64>,
+    /// The checkpoint file (resolved to its default once the run id is known).
+    pub checkpoint: Option<PathBuf>,
+}
+
+impl RunPlan {
+    fn request<'a>(&'a self, world: &'a WorldFile) -> RunRequest<'a> {
+        RunRequest {
+            world,
+            agent: &self.agent,
+            agent_options: &self.agent_options,
+            seed: self.seed,
+            config: self.config.clone(),
+            run_id: self.run_id.clone(),
+        }
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+pub(super) fn run(registry: &Registry, args: &RunArgs) -> Result<(), Failure> {
+    let (plan, resume) = match &args.resume {
+        Some(ckpt_path) => {
+            let (plan, ckpt) = plan_from_checkpoint(ckpt_path)?;
+            (plan, Some(ckpt))
+        }
+        None => (plan_from_args(registry, args)?, None),
+    };
+    let world = WorldFile::load_with(&plan.world_file, registry).map_err(Failure::input)?;
+    let kind = kind_of(registry, &world)?;
+    let (harness, plan) = match resume {
+        None => start(kind, &world, plan)?,
+        Some(ckpt) => (continue_from(kind, &world, &plan, ckpt)?, plan),
+    };
+    let harness = with_checkpoints(harness, &plan)?;
+    let identity = harness.identity().clone();
+    let started = Instant::now();
+    let result = progress::drive(harness, plan.config.steps);
+    end_manifest(&plan, &identity, &result)?;
+    let summary = result.map_err(Failure::run)?;
+    report(&summary, started, &identity, &world, &plan);
+    Ok(())
+}
+
+fn kind_of<'r>(registry: &'r Registry, world: &WorldFile) -> Result<&'r dyn Kind, Failure> {
+    registry
+        .kind(world.kind())
+        .ok_or_else(|| Failure::input(format!("unknown world kind `{}`", world.kind())))
+}
+
+fn plan_from_checkpoint(path: &Path) -> Result<(RunPlan, Checkpoint), Failure> {
+    let ckpt = Checkpoint::read(path).map_err(Failure::input)?;
+    let plan: RunPlan = serde_json::from_value(ckpt.meta.clone()).map_err(|e| {
+        Failure::input(format!(
+            "{}: this checkpoint was not written by `perennial run` ({e})",
+            path.display()
+        ))
+    })?;
+    Ok((plan, ckpt))
+}
+
+fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failure> {
+    let world_file = absolute(&locate(
+        args.world_file
+            .as_deref()
+            .unwrap_or(Path::new(DEFAULT_WORLD)),
+    ));
+    let world = WorldFile::load_with(&world_file, registry).map_err(Failure::input)?;
+    let d = &world.harness;
+    let config = HarnessConfig {
+        window_steps: args.window_steps.or(d.window_steps).unwrap_or(256),
+        auto_reset: args.auto_reset.or(d.auto_reset).unwrap_or(false),
+        steps: args.steps.or(d.steps).unwrap_or(100_000),
+        record_transitions: args.record_transitions,
+    };
+    if config.window_steps == 0 {
+        return Err(Failure::input("--window-steps must be at least 1"));
+    }
+    if args.checkpoint_every == Some(0) {
+        return Err(Failure::input("--checkpoint-every must be at least 1"));
+    }
+    let agent = args
+        .agent
+        .clone()
+        .or_else(|| d.agent.clone())
+        .unwrap_or_else(|| "random".into());
+    let mut agent_options = world.agent_options(&agent);
+    for opt in &args.agent_opt {
+        set_option(&mut agent_options, opt).map_err(Failure::input)?;
+    }
+    Ok(RunPlan {
+        world_file,
+        agent,
+        agent_options,
+        seed: args.seed.or(d.seed).unwrap_or(0),
+        config,
+        run_id: args.run_id.clone(),
+        format: match args.format {
+            FormatArg::Jsonl => TraceFormat::Jsonl,
+            FormatArg::Csv => TraceFormat::Csv,
+            FormatArg::Parquet => TraceFormat::Parquet,
+        },
+        trace: args.trace.as_deref().map(absolute),
+        no_trace: args.no_trace,
+        checkpoint_every: args.checkpoint_every,
+        checkpoint: args.checkpoint.as_deref().map(absolute),
+    })
+}
+
+/// Applies one `--agent-opt KEY=VALUE` to `table`: a dotted KEY names nested tables, VALUE
+/// is read as TOML and, failing that, taken as a string.
+pub(crate) fn set_option(table: &mut toml::Table, opt: &str) -> Result<(), String> {
+    let (key, raw) = opt
+        .split_once('=')
+        .ok_or_else(|| format!("--agent-opt `{opt}`: expected KEY=VALUE"))?;
+    let path: Vec<&str> = key.trim().split('.').collect();
+    if path.iter().any(|p| p.is_empty()) {
+        return Err(format!(
+            "--agent-opt `{opt}`: the key is empty or has an empty part"
+        ));
+    }
+    let value = toml::from_str::<toml::Table>(&format!("v = {}", raw.trim()))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.trim().to_string()));
+    let (last, parents) = path.split_last().unwrap_or((&"", &[]));
+    let mut at = table;
+    for part in parents {
+        let entry = at
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        at = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("--agent-opt `{opt}`: `{part}` is not a table"))?;
+    }
+    at.insert(last.to_string(), value);
+    Ok(())
+}
+
+fn ensure_parent(p: &Path) -> Result<(), Failure> {
+    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
+    }
+    Ok(())
+}
+
+/// A new run: builds the harness, resolves the default output paths from its run id and
+/// opens the trace. Returns the resolved plan, which checkpoints store.
+fn start(
+    kind: &dyn Kind,
+    world: &WorldFile,
+    plan: RunPlan,
+) -> Result<(Box<dyn DynHarness>, RunPlan), Failure> {
+    let mut harness = kind.harness(&plan.request(world)).map_err(Failure::input)?;
+    let plan = resolve_paths(plan, &harness.identity().run_id);
+    if let Some(p) = &plan.trace {
+        ensure_parent(p)?;
+        harness
+            .open_trace(p, plan.format, None)
+            .map_err(Failure::input)?;
+        let identity = harness.identity().clone();
+        let manifest = start_manifest(&plan, &identity, None)?;
+        harness.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
+    }
+    Ok((harness, plan))
+}
+
+/// Default paths depend on the run id, known only once the harness is built.
+fn resolve_paths(plan: RunPlan, run_id: &str) -> RunPlan {
+    let default = |ext: &str| absolute(&PathBuf::from("runs").join(format!("{run_id}.{ext}")));
+    let ext = plan.format.extension();
+    RunPlan {
+        trace: (!plan.no_trace).then(|| plan.trace.clone().unwrap_or_else(|| default(ext))),
+        checkpoint: plan.checkpoint_every.map(|_| {
+            plan.checkpoint
+                .clone()
+                .unwrap_or_else(|| default("ckpt.json"))
+        }),
+        ..plan
+    }
+}
+
+/// A resumed run: the harness from the checkpoint, the trace cut back to its length.
+fn continue_from(
+    kind: &dyn Kind,
+    world: &WorldFile,
+    plan: &RunPlan,
+    ckpt: Checkpoint,
+) -> Result<Box<dyn DynHarness>, Failure> {
+    let trace_bytes = ckpt.trace_bytes;
+    let at_step = ckpt.step;
+    let mut harness = kind
+        .resume(&plan.request(world), ckpt)
+        .map_err(Failure::input)?;
+    if let (Some(p), Some(bytes)) = (&plan.trace, trace_bytes) {
+        harness
+            .open_trace(p, plan.format, Some(bytes))
+            .map_err(Failure::input)?;
+        let identity = harness.identity().clone();
+        let manifest = start_manifest(plan, &identity, Some(at_step))?;
+        harness.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
+    }
+    Ok(harness)
+}
+
+fn with_checkpoints(
+    mut harness: Box<dyn DynHarness>,
+    plan: &RunPlan,
+) -> Result<Box<dyn DynHarness>, Failure> {
+    if let (Some(path), Some(every)) = (&plan.checkpoint, plan.checkpoint_every) {
+        ensure_parent(path)?;
+        let meta = serde_json::to_value(plan).map_err(Failure::run)?;
+        harness.set_checkpoint(CheckpointPlan {
+            path: path.to_path_buf(),
+            every,
+            meta,
+        });
+    }
+    Ok(harness)
+}
+
+fn report(
+    summary: &RunSummary,
+    started: Instant,
+    identity: &crate::trace::RunIdentity,
+    world: &WorldFile,
+    plan: &RunPlan,
+) {
+    let secs = started.elapsed().as_secs_f64();
+    println!("run        {}", identity.run_id);
+    println!("world      {} ({})", world.path.display(), identity.task);
+    println!(
+        "agent      {}   seed {}",
+        identity.algorithm_id, identity.seed
+    );
+    println!(
+        "steps      {}   episodes ended {}   shifts {}   stopped: {}",
+        summary.steps,
+        summary.episodes_ended,
+        summary.shifts,
+        match summary.stop {
+            StopReason::Budget => "step budget spent",
+            StopReason::EpisodeEnded => "the env ended the episode (auto_reset off)",
+        }
+    );
+    println!(
+        "reward     total {:.3}   mean/step {:.5}",
+        summary.total_reward,
+        summary.total_reward / summary.steps.max(1) as f64
+    );
+    println!("time       {secs:.2} s for this invocation");
+    println!();
+    println!("{:<20} {:>10} {:>14}", "regime", "steps", "mean reward");
+    for (label, s) in &summary.labels {
+        if s.steps > 0 {
+            println!(
+                "{label:<20} {:>10} {:>14.5}",
+                s.steps,
+                s.reward / s.steps as f64
+            );
+        }
+    }
+    if let Some(p) = &plan.trace {
+        println!();
+        println!("trace      {}", p.display());
+        println!("score it:  perennial eval {}", p.display());
+    }
+    if let (Some(p), Some(every)) = (&plan.checkpoint, plan.checkpoint_every) {
+        println!(
+            "checkpoint {} (every {every} steps; continue with --resume)",
+            p.display()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_option;
+
+    #[test]
+    fn agent_options_parse_as_toml_and_nest_by_dots() {
+        let mut t = toml::Table::new();
+        set_option(&mut t, "actor_lr=3e-4").unwrap();
+        set_option(&mut t, "baseline.reorder_point = 40").unwrap();
+        set_option(&mut t, "mode=greedy").unwrap();
+        assert_eq!(t["actor_lr"].as_float(), Some(3e-4));
+        assert_eq!(t["baseline"]["reorder_point"].as_integer(), Some(40));
+        assert_eq!(t["mode"].as_str(), Some("greedy"));
+    }
+
+    #[test]
+    fn an_agent_option_without_a_value_or_key_is_an_error() {
+        let mut t = toml::Table::new();
+        assert!(
+            set_option(&mut t, "actor_lr")
+                .unwrap_err()
+                .contains("KEY=VALUE")
+        );
+        assert!(set_option(&mut t, "a..b=1").is_err());
+        set_option(&mut t, "x=1").unwrap();
+        assert!(
+            set_option(&mut t, "x.y=1")
+                .unwrap_err()
+                .contains("not a table")
+        );
+    }
+}
+/// Writes the run manifest next to the trace with `exit_status` = `running` and returns it;
+/// a resumed run (`resumed_at` = the checkpoint's step) keeps the first start time.
+fn start_manifest(
+    plan: &RunPlan,
+    identity: &RunIdentity,
+    resumed_at: Option<u64>,
+) -> Result<crate::trace::Manifest, Failure> {
+    let Some(trace_path) = &plan.trace else {
+        return Err(Failure::run("a manifest needs a trace path"));
+    };
+    let path = crate::trace::Manifest::path_for(trace_path, &identity.run_id);
+    let now = crate::trace::utc_now();
+    let earlier = resumed_at.and_then(|_| crate::trace::Manifest::read(&path).ok());
+    let manifest = crate::trace::Manifest {
+        schema_version: crate::trace::TRACE_SCHEMA_VERSION,
+        perennial_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: identity.run_id.clone(),
+        task: identity.task.clone(),
+        world_file: Some(
+            crate::trace::WorldFileRecord::read(&plan.world_file).map_err(Failure::input)?,
+        ),
+        seed: identity.seed,
+        agent: plan.agent.clone(),
+        agent_options: serde_json::json!({}),
+        trace: Some(trace_path.clone()),
+        options: serde_json::to_value(plan).map_err(Failure::run)?,
+        argv: std::env::args().collect(),
+        started_at: earlier
+            .as_ref()
+            .map_or_else(|| now.clone(), |m| m.started_at.clone()),
+        resumed_at: match (&earlier, resumed_at) {
+            (Some(m), Some(_)) => m.resumed_at.iter().cloned().chain([now]).collect(),
+            (None, Some(_)) => vec![now],
+            _ => Vec::new(),
+        },
+        ended_at: None,
+        steps_done: resumed_at.unwrap_or(0),
+        exit_status: "running".into(),
+    };
+    manifest.write(&path).map_err(Failure::input)?;
+    Ok(manifest)
+}
+
+/// Rewrites the run manifest with the end time, the steps done and the exit status.
+fn end_manifest(
+    plan: &RunPlan,
+    identity: &RunIdentity,
+    result: &Result<RunSummary, crate::harness::HarnessError>,
+) -> Result<(), Failure> {
+    let Some(trace_path) = &plan.trace else {
+        return Ok(());
+    };
+    let path = crate::trace::Manifest::path_for(trace_path, &identity.run_id);
+    let Ok(mut manifest) = crate::trace::Manifest::read(&path) else {
+        return Ok(());
+    };
+    manifest.ended_at = Some(crate::trace::utc_now());
+    match result {
+        Ok(summary) => {
+            manifest.steps_done = summary.steps;
+            manifest.exit_status = "completed".into();
+        }
+        Err(e) => manifest.exit_status = format!("failed: {e}"),
+    }
+    manifest.write(&path).map_err(Failure::run)
+}
