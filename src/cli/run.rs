@@ -320,38 +320,6 @@ fn report(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::set_option;
-
-    #[test]
-    fn agent_options_parse_as_toml_and_nest_by_dots() {
-        let mut t = toml::Table::new();
-        set_option(&mut t, "actor_lr=3e-4").unwrap();
-        set_option(&mut t, "baseline.reorder_point = 40").unwrap();
-        set_option(&mut t, "mode=greedy").unwrap();
-        assert_eq!(t["actor_lr"].as_float(), Some(3e-4));
-        assert_eq!(t["baseline"]["reorder_point"].as_integer(), Some(40));
-        assert_eq!(t["mode"].as_str(), Some("greedy"));
-    }
-
-    #[test]
-    fn an_agent_option_without_a_value_or_key_is_an_error() {
-        let mut t = toml::Table::new();
-        assert!(
-            set_option(&mut t, "actor_lr")
-                .unwrap_err()
-                .contains("KEY=VALUE")
-        );
-        assert!(set_option(&mut t, "a..b=1").is_err());
-        set_option(&mut t, "x=1").unwrap();
-        assert!(
-            set_option(&mut t, "x.y=1")
-                .unwrap_err()
-                .contains("not a table")
-        );
-    }
-}
 /// Writes the run manifest next to the trace with `exit_status` = `running` and returns it;
 /// a resumed run (`resumed_at` = the checkpoint's step) keeps the first start time.
 fn start_manifest(
@@ -417,4 +385,37 @@ fn end_manifest(
         Err(e) => manifest.exit_status = format!("failed: {e}"),
     }
     manifest.write(&path).map_err(Failure::run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_option;
+
+    #[test]
+    fn agent_options_parse_as_toml_and_nest_by_dots() {
+        let mut t = toml::Table::new();
+        set_option(&mut t, "actor_lr=3e-4").unwrap();
+        set_option(&mut t, "baseline.reorder_point = 40").unwrap();
+        set_option(&mut t, "mode=greedy").unwrap();
+        assert_eq!(t["actor_lr"].as_float(), Some(3e-4));
+        assert_eq!(t["baseline"]["reorder_point"].as_integer(), Some(40));
+        assert_eq!(t["mode"].as_str(), Some("greedy"));
+    }
+
+    #[test]
+    fn an_agent_option_without_a_value_or_key_is_an_error() {
+        let mut t = toml::Table::new();
+        assert!(
+            set_option(&mut t, "actor_lr")
+                .unwrap_err()
+                .contains("KEY=VALUE")
+        );
+        assert!(set_option(&mut t, "a..b=1").is_err());
+        set_option(&mut t, "x=1").unwrap();
+        assert!(
+            set_option(&mut t, "x.y=1")
+                .unwrap_err()
+                .contains("not a table")
+        );
+    }
 }
