@@ -24,8 +24,14 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 "${pip[@]}" install --quiet -r python/tests/requirements.txt
 CARGO_TARGET_DIR="$root/target" "${pip[@]}" install --quiet --no-deps --force-reinstall ./python
 
-# Tools whose dependencies clash with the test requirements get a virtualenv of their own
-# here, made the same way (e.g. `.venv-l2metrics/` for l2metrics), before pytest runs.
+# Tools whose dependencies clash with the test requirements get a virtualenv of their own,
+# made the same way: l2metrics 3.1 needs numpy<2, pandas<2.3 and pyarrow<18.
+l2venv=${L2METRICS_VENV:-$root/target/l2metrics-venv}
+if [ ! -x "$l2venv/bin/python" ]; then
+    "$python" -m venv "$l2venv"
+fi
+"$l2venv/bin/python" -m pip --disable-pip-version-check install --quiet -r python/tests/requirements-l2metrics.txt
+export L2METRICS_VENV=$l2venv
 
 export PERENNIAL_BIN=${PERENNIAL_BIN:-$root/target/release/perennial}
 status=0
