@@ -34,7 +34,7 @@ fn config() -> HarnessConfig {
 
 /// Runs `world` with a seeded random agent, once in the harness loop and once with the
 /// same actions chosen outside it, and returns both traces' bytes.
-fn both_ways(file: &WorldFile, seed: u64) -> (Vec<u8>, Vec<u8>) {
+fn both_ways(file: &WorldFile, seed: u64, tag: &str) -> (Vec<u8>, Vec<u8>) {
     let registry = Registry::builtin();
     let make = || dyn_env::build(file, &registry).unwrap();
     let scheduler = || {
@@ -42,8 +42,8 @@ fn both_ways(file: &WorldFile, seed: u64) -> (Vec<u8>, Vec<u8>) {
             .unwrap()
     };
     let (own, driven) = (
-        temp(&format!("own-{seed}.jsonl")),
-        temp(&format!("driven-{seed}.jsonl")),
+        temp(&format!("own-{tag}-{seed}.jsonl")),
+        temp(&format!("driven-{tag}-{seed}.jsonl")),
     );
 
     let env = make();
@@ -86,7 +86,7 @@ fn both_ways(file: &WorldFile, seed: u64) -> (Vec<u8>, Vec<u8>) {
 #[test]
 fn a_driven_run_writes_the_same_bytes_as_the_harness_loop() {
     for name in ["cartpole-drift.toml", "warehouse.toml"] {
-        let (own, driven) = both_ways(&world(name), 4);
+        let (own, driven) = both_ways(&world(name), 4, name);
         assert!(own.len() > 1_000, "{name}");
         assert!(own == driven, "{name}: the two traces differ");
     }
@@ -109,7 +109,7 @@ fn a_type_erased_world_writes_the_same_trace_as_its_type() {
         .unwrap();
     let typed = std::fs::read(&path).unwrap();
     let _ = std::fs::remove_file(&path);
-    let (erased, _) = both_ways(&file, 4);
+    let (erased, _) = both_ways(&file, 4, "erased");
     assert!(typed == erased, "erasing the type changed the trace");
 }
 
