@@ -7,6 +7,7 @@
 //! | `base-stock` | [`BaseStockAgent`] | enterprise world | no |
 //! | `adaptive-base-stock` | [`AdaptiveBaseStock`] | enterprise world | yes, its stock levels, on every window |
 //! | `actor-critic` | [`ActorCritic`] | any with a `Discrete` action space | yes, on every window |
+//! | `ppo`, `ppo-replay`, `ppo-ewc`, `ppo-context`, `ppo-plastic` | [`Ppo`] | any with a `Discrete` action space | yes, on every window (see [`ppo`]) |
 //!
 //! # The agent registry
 //!
@@ -42,11 +43,13 @@
 mod actor_critic;
 mod balance;
 mod base_stock;
+pub mod ppo;
 mod random;
 
 pub use actor_critic::{ActorCritic, ActorCriticParams};
 pub use balance::BalanceAgent;
 pub use base_stock::{AdaptiveBaseStock, AdaptiveParams, BaseStockAgent, BaseStockParams};
+pub use ppo::{ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, ReplayParams, UpdateStats};
 pub use random::RandomAgent;
 
 use std::fmt;
@@ -180,7 +183,25 @@ pub fn generic<E: Env<Action = usize> + 'static>() -> Vec<(&'static str, AgentBu
             let dim = ctx.spec().observation_space.len();
             Ok(Box::new(ActorCritic::new(dim, n, ctx.options()?, ctx.seed)))
         }),
+        ("ppo", ppo_family),
+        ("ppo-replay", ppo_family),
+        ("ppo-ewc", ppo_family),
+        ("ppo-context", ppo_family),
+        ("ppo-plastic", ppo_family),
     ]
+}
+
+/// Builds the PPO family `ctx.name` from its options table.
+fn ppo_family<E: Env<Action = usize> + 'static>(
+    ctx: &AgentCtx<'_, E>,
+) -> Result<Box<dyn Agent<E>>, AgentError> {
+    let n = ctx.discrete_actions()?;
+    let dim = ctx.spec().observation_space.len();
+    match Ppo::by_name(ctx.name, dim, n, ctx.options.clone(), ctx.seed) {
+        Ok(Some(agent)) => Ok(Box::new(agent)),
+        Ok(None) => Err(AgentError::unknown(ctx.name, &ppo::FAMILIES)),
+        Err(message) => Err(AgentError::new(ctx.name, message)),
+    }
 }
 
 /// The generic agent named `name`, if there is one.
