@@ -11,7 +11,7 @@ use crate::harness::{
     Checkpoint, CheckpointPlan, DynHarness, HarnessConfig, RunSummary, StopReason,
 };
 use crate::registry::{Kind, Registry, RunRequest};
-use crate::trace::TraceFormat;
+use crate::trace::{RunIdentity, TraceFormat};
 use crate::world_file::WorldFile;
 
 /// The world file `perennial run` uses when none is given.
@@ -81,7 +81,9 @@ pub(super) fn run(registry: &Registry, args: &RunArgs) -> Result<(), Failure> {
     let harness = with_checkpoints(harness, &plan)?;
     let identity = harness.identity().clone();
     let started = Instant::now();
-    let summary = progress::drive(harness, plan.config.steps).map_err(Failure::run)?;
+    let result = progress::drive(harness, plan.config.steps);
+    end_manifest(&plan, &identity, &result)?;
+    let summary = result.map_err(Failure::run)?;
     report(&summary, started, &identity, &world, &plan);
     Ok(())
 }
@@ -142,6 +144,7 @@ fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failur
         format: match args.format {
             FormatArg::Jsonl => TraceFormat::Jsonl,
             FormatArg::Csv => TraceFormat::Csv,
+            FormatArg::Parquet => TraceFormat::Parquet,
         },
         trace: args.trace.as_deref().map(absolute),
         no_trace: args.no_trace,
@@ -202,6 +205,9 @@ fn start(
         harness
             .open_trace(p, plan.format, None)
             .map_err(Failure::input)?;
+        let identity = harness.identity().clone();
+        let manifest = start_manifest(&plan, &identity, None)?;
+        harness.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
     }
     Ok((harness, plan))
 }
@@ -209,10 +215,7 @@ fn start(
 /// Default paths depend on the run id, known only once the harness is built.
 fn resolve_paths(plan: RunPlan, run_id: &str) -> RunPlan {
     let default = |ext: &str| absolute(&PathBuf::from("runs").join(format!("{run_id}.{ext}")));
-    let ext = match plan.format {
-        TraceFormat::Jsonl => "jsonl",
-        TraceFormat::Csv => "csv",
-    };
+    let ext = plan.format.extension();
     RunPlan {
         trace: (!plan.no_trace).then(|| plan.trace.clone().unwrap_or_else(|| default(ext))),
         checkpoint: plan.checkpoint_every.map(|_| {
@@ -232,6 +235,7 @@ fn continue_from(
     ckpt: Checkpoint,
 ) -> Result<Box<dyn DynHarness>, Failure> {
     let trace_bytes = ckpt.trace_bytes;
+    let at_step = ckpt.step;
     let mut harness = kind
         .resume(&plan.request(world), ckpt)
         .map_err(Failure::input)?;
@@ -239,6 +243,9 @@ fn continue_from(
         harness
             .open_trace(p, plan.format, Some(bytes))
             .map_err(Failure::input)?;
+        let identity = harness.identity().clone();
+        let manifest = start_manifest(plan, &identity, Some(at_step))?;
+        harness.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
     }
     Ok(harness)
 }
@@ -311,6 +318,73 @@ fn report(
             p.display()
         );
     }
+}
+
+/// Writes the run manifest next to the trace with `exit_status` = `running` and returns it;
+/// a resumed run (`resumed_at` = the checkpoint's step) keeps the first start time.
+fn start_manifest(
+    plan: &RunPlan,
+    identity: &RunIdentity,
+    resumed_at: Option<u64>,
+) -> Result<crate::trace::Manifest, Failure> {
+    let Some(trace_path) = &plan.trace else {
+        return Err(Failure::run("a manifest needs a trace path"));
+    };
+    let path = crate::trace::Manifest::path_for(trace_path, &identity.run_id);
+    let now = crate::trace::utc_now();
+    let earlier = resumed_at.and_then(|_| crate::trace::Manifest::read(&path).ok());
+    let manifest = crate::trace::Manifest {
+        schema_version: crate::trace::TRACE_SCHEMA_VERSION,
+        perennial_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: identity.run_id.clone(),
+        task: identity.task.clone(),
+        world_file: Some(
+            crate::trace::WorldFileRecord::read(&plan.world_file).map_err(Failure::input)?,
+        ),
+        seed: identity.seed,
+        agent: plan.agent.clone(),
+        agent_options: serde_json::json!({}),
+        trace: Some(trace_path.clone()),
+        options: serde_json::to_value(plan).map_err(Failure::run)?,
+        argv: std::env::args().collect(),
+        started_at: earlier
+            .as_ref()
+            .map_or_else(|| now.clone(), |m| m.started_at.clone()),
+        resumed_at: match (&earlier, resumed_at) {
+            (Some(m), Some(_)) => m.resumed_at.iter().cloned().chain([now]).collect(),
+            (None, Some(_)) => vec![now],
+            _ => Vec::new(),
+        },
+        ended_at: None,
+        steps_done: resumed_at.unwrap_or(0),
+        exit_status: "running".into(),
+    };
+    manifest.write(&path).map_err(Failure::input)?;
+    Ok(manifest)
+}
+
+/// Rewrites the run manifest with the end time, the steps done and the exit status.
+fn end_manifest(
+    plan: &RunPlan,
+    identity: &RunIdentity,
+    result: &Result<RunSummary, crate::harness::HarnessError>,
+) -> Result<(), Failure> {
+    let Some(trace_path) = &plan.trace else {
+        return Ok(());
+    };
+    let path = crate::trace::Manifest::path_for(trace_path, &identity.run_id);
+    let Ok(mut manifest) = crate::trace::Manifest::read(&path) else {
+        return Ok(());
+    };
+    manifest.ended_at = Some(crate::trace::utc_now());
+    match result {
+        Ok(summary) => {
+            manifest.steps_done = summary.steps;
+            manifest.exit_status = "completed".into();
+        }
+        Err(e) => manifest.exit_status = format!("failed: {e}"),
+    }
+    manifest.write(&path).map_err(Failure::run)
 }
 
 #[cfg(test)]

@@ -437,7 +437,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if let Some(p) = self.progress.as_mut() {
             p(self.state.summary.steps);
         }
-        self.flush_trace()?;
+        if let Some(sink) = self.sink.as_mut() {
+            sink.close()?;
+        }
         Ok(self.state.summary)
     }
 
@@ -769,6 +771,8 @@ pub trait DynHarness {
         format: crate::trace::TraceFormat,
         append_at: Option<u64>,
     ) -> Result<(), TraceError>;
+    /// Hands the trace sink the run manifest (see [`TraceSink::attach_manifest`]).
+    fn attach_manifest(&mut self, json: &str);
     /// See [`Harness::checkpoint`].
     fn set_checkpoint(&mut self, plan: CheckpointPlan);
     /// See [`Harness::on_progress`].
@@ -797,6 +801,12 @@ impl<E: Env + Shiftable, A: Agent<E>> DynHarness for Harness<E, A> {
         append_at: Option<u64>,
     ) -> Result<(), TraceError> {
         Harness::open_trace(self, path, format, append_at)
+    }
+
+    fn attach_manifest(&mut self, json: &str) {
+        if let Some(sink) = self.sink.as_mut() {
+            sink.attach_manifest(json);
+        }
     }
 
     fn set_checkpoint(&mut self, plan: CheckpointPlan) {
