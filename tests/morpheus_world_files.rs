@@ -31,7 +31,9 @@ fn check(path: &str, task: &str) {
     // Every label recurs within the default run: the cycle comes round at least twice.
     let steps = file.harness.steps.unwrap_or(0);
     assert!(
-        *every > 0 && labels.len() >= file.regimes.len() && steps >= 2 * labels.len() as u64 * every,
+        *every > 0
+            && labels.len() >= file.regimes.len()
+            && steps >= 2 * labels.len() as u64 * every,
         "{}: labels recur",
         path.display()
     );

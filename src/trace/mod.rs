@@ -136,9 +136,9 @@ pub fn create(
         return Ok(Box::new(parquet_writer::ParquetWriter::new(
             path,
             identity,
-            components,
-            payouts,
-            record_transitions,
+            &columns.components,
+            &columns.payouts,
+            columns.record_transitions,
             next,
             0,
         )));
@@ -202,9 +202,9 @@ pub fn append(
         return Ok(Box::new(parquet_writer::ParquetWriter::new(
             path,
             identity,
-            components,
-            payouts,
-            record_transitions,
+            &columns.components,
+            &columns.payouts,
+            columns.record_transitions,
             next,
             at_byte,
         )));
