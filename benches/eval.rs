@@ -32,15 +32,13 @@ fn write_trace(path: &Path, rows: u64) {
     };
     let components = ["progress".to_string(), "cost".to_string()];
     let payouts = ["bonus".to_string()];
-    let mut w = perennial::trace::create(
-        path,
-        TraceFormat::Jsonl,
-        &identity,
-        &components,
-        &payouts,
-        false,
-    )
-    .expect("create the bench trace");
+    let columns = perennial::trace::TraceColumns {
+        components: components.to_vec(),
+        payouts: payouts.to_vec(),
+        record_transitions: false,
+    };
+    let mut w = perennial::trace::create(path, TraceFormat::Jsonl, &identity, &columns)
+        .expect("create the bench trace");
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let (mut episode, mut episode_step) = (0u64, 0u64);
     let mut episode_len = rng.random_range(50..400u64);

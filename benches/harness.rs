@@ -5,7 +5,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use perennial::agents::RandomAgent;
 use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::prelude::*;
-use perennial::trace::{self, TraceFormat};
+use perennial::trace::TraceFormat;
 use std::hint::black_box;
 
 const STEPS: u64 = 200_000;
@@ -25,11 +25,7 @@ fn harness(traced: bool) -> u64 {
     if traced {
         let path =
             std::env::temp_dir().join(format!("perennial-bench-{}.jsonl", std::process::id()));
-        let id = h.identity().clone();
-        h = h.trace(
-            trace::create(&path, TraceFormat::Jsonl, &id, &[], &[], false)
-                .expect("temp dir is writable"),
-        );
+        h = h.trace(path, TraceFormat::Jsonl);
     }
     h.run().expect("random actions are valid").steps
 }

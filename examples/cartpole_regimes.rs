@@ -40,7 +40,7 @@ use perennial::eval::{EvalOptions, evaluate};
 use perennial::harness::{Harness, HarnessConfig};
 use perennial::prelude::*;
 use perennial::seed::{self, Stream};
-use perennial::trace::{self, TraceFormat};
+use perennial::trace::TraceFormat;
 use perennial::world_file::WorldFile;
 
 const DEFAULT_STEPS: u64 = 48_000;
@@ -73,7 +73,6 @@ fn run() -> Result<(), Box<dyn Error>> {
         ActorCriticParams::default(),
         SEED,
     );
-    let (components, payouts) = (env.spec().components.clone(), env.spec().payouts.clone());
     let config = HarnessConfig {
         window_steps: 128,
         auto_reset: true,
@@ -88,10 +87,8 @@ fn run() -> Result<(), Box<dyn Error>> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let id = harness.identity().clone();
     let path = dir.join(format!("{}.jsonl", id.run_id));
-    let sink = trace::create(&path, TraceFormat::Jsonl, &id, &components, &payouts, false)?;
-
     let started = Instant::now();
-    let summary = harness.trace(sink).run()?;
+    let summary = harness.trace(&path, TraceFormat::Jsonl).run()?;
     println!(
         "{} steps, {} episodes ended (falls and time limits), {} regime shifts in {:.2} s; trace: {}\n",
         summary.steps,

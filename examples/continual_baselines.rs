@@ -42,7 +42,7 @@ use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::prelude::*;
 use perennial::seed::{self, Stream};
-use perennial::trace::{self, TraceFormat};
+use perennial::trace::TraceFormat;
 use perennial::world_file::WorldFile;
 
 const DEFAULT_STEPS: u64 = 12_000;
@@ -153,18 +153,9 @@ fn run_traced<E: Env + Shiftable>(
     dir: &Path,
 ) -> Result<PathBuf, Box<dyn Error>> {
     let id = harness.identity().clone();
-    let spec = harness.env().spec();
     let path = dir.join(format!("{}.jsonl", id.run_id));
-    let sink = trace::create(
-        &path,
-        TraceFormat::Jsonl,
-        &id,
-        &spec.components,
-        &spec.payouts,
-        false,
-    )?;
     let started = Instant::now();
-    let summary = harness.trace(sink).run()?;
+    let summary = harness.trace(&path, TraceFormat::Jsonl).run()?;
     println!(
         "{:<40} {} steps in {:>6.2} s, mean reward per step {:>9.4}; trace: {}",
         id.run_id,

@@ -43,7 +43,7 @@ use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::prelude::*;
 use perennial::regime::{Conditions, ParamInfo, RegimeError, validate_conditions};
 use perennial::seed::{self, Stream};
-use perennial::trace::{self, TraceFormat};
+use perennial::trace::TraceFormat;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -323,16 +323,7 @@ fn run_traced<A: Agent<Thermostat>>(
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let id = harness.identity().clone();
     let path = dir.join(format!("{}.jsonl", id.run_id));
-    let spec = harness.env().spec();
-    let sink = trace::create(
-        &path,
-        TraceFormat::Jsonl,
-        &id,
-        &spec.components,
-        &spec.payouts,
-        false,
-    )?;
-    let summary = harness.trace(sink).run()?;
+    let summary = harness.trace(&path, TraceFormat::Jsonl).run()?;
     println!(
         "{:<28} {} steps, {} episodes ended, reward per step {:.4}; trace: {}",
         id.run_id,

@@ -42,7 +42,7 @@ use perennial::agents::RandomAgent;
 use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::prelude::*;
-use perennial::trace::{self, TraceFormat};
+use perennial::trace::TraceFormat;
 use perennial::vector::{AutoresetMode, CartPoleVec};
 use rand::Rng;
 
@@ -196,15 +196,7 @@ fn cartpole_harness(steps: u64, trace: Option<&std::path::Path>) -> Result<(), B
     };
     let mut harness = Harness::new(env, agent, SEED).config(config);
     if let Some(path) = trace {
-        let id = harness.identity().clone();
-        harness = harness.trace(trace::create(
-            path,
-            TraceFormat::Jsonl,
-            &id,
-            &[],
-            &[],
-            false,
-        )?);
+        harness = harness.trace(path, TraceFormat::Jsonl);
     }
     black_box(harness.run()?);
     Ok(())

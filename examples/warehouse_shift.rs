@@ -53,7 +53,7 @@ use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::prelude::*;
 use perennial::seed::{self, Stream};
-use perennial::trace::{self, TraceFormat};
+use perennial::trace::TraceFormat;
 use perennial::world_file::WorldFile;
 
 const DEFAULT_STEPS: u64 = 32_000;
@@ -156,18 +156,9 @@ fn run_traced(
     dir: &Path,
 ) -> Result<(PathBuf, f64), Box<dyn Error>> {
     let id = harness.identity().clone();
-    let spec = harness.env().spec();
     let path = dir.join(format!("{}.jsonl", id.run_id));
-    let sink = trace::create(
-        &path,
-        TraceFormat::Jsonl,
-        &id,
-        &spec.components,
-        &spec.payouts,
-        false,
-    )?;
     let started = Instant::now();
-    let summary = harness.trace(sink).run()?;
+    let summary = harness.trace(&path, TraceFormat::Jsonl).run()?;
     let mean = summary.total_reward / summary.steps.max(1) as f64;
     println!(
         "{:<38} {} steps in {:>5.2} s, mean reward per step {mean:>8.4}; trace: {}",

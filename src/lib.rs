@@ -5,6 +5,7 @@ pub mod agents;
 pub mod cartpole;
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod dyn_env;
 pub mod env;
 pub mod episodes;
 pub mod eval;

@@ -39,6 +39,7 @@ use serde::de::DeserializeOwned;
 
 use crate::agents::{self, AgentBuilder, AgentCtx, AgentError};
 use crate::cartpole::{CartPole, CartPoleParams};
+use crate::dyn_env::DynEnv;
 use crate::env::Env;
 use crate::harness::{Agent, Checkpoint, DynHarness, Harness, HarnessConfig};
 use crate::morpheus::{self, Morpheus, MorpheusConfig};
@@ -228,6 +229,12 @@ pub trait Kind: Send + Sync {
     fn default_reward(&self) -> Option<RewardSpec>;
     /// The agents this kind can run, generic ones first.
     fn agent_names(&self) -> Vec<&'static str>;
+    /// Builds the file's world, type-erased (see [`crate::dyn_env`]).
+    ///
+    /// # Errors
+    ///
+    /// The world cannot be built.
+    fn build_env(&self, world: &WorldFile) -> Result<Box<dyn DynEnv>, BuildError>;
     /// Builds the world and the agent, checking the agent's options, and drops both.
     ///
     /// # Errors
@@ -355,6 +362,10 @@ impl<K: WorldKind> Kind for Entry<K> {
 
     fn agent_names(&self) -> Vec<&'static str> {
         self.names()
+    }
+
+    fn build_env(&self, world: &WorldFile) -> Result<Box<dyn DynEnv>, BuildError> {
+        Ok(Box::new(self.env(world)?))
     }
 
     fn check_agent(

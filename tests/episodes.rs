@@ -11,7 +11,7 @@ use perennial::episodes::{
 };
 use perennial::harness::{Agent, Harness, HarnessConfig, StopReason};
 use perennial::prelude::*;
-use perennial::trace::{self, TraceFormat, TraceReader, TraceRow};
+use perennial::trace::{TraceFormat, TraceReader, TraceRow};
 
 /// A fresh directory for one test's files.
 fn scratch(test: &str) -> PathBuf {
@@ -33,22 +33,17 @@ fn record<A: Agent<CartPole>>(
     record_transitions: bool,
 ) -> perennial::harness::RunSummary {
     let harness = Harness::new(env, agent, seed);
-    let sink = trace::create(
-        path,
-        TraceFormat::from_path(path),
-        harness.identity(),
-        &[],
-        &[],
-        record_transitions,
-    )
-    .expect("create the trace");
     let config = HarnessConfig {
         steps,
         auto_reset: true,
         record_transitions,
         ..HarnessConfig::default()
     };
-    harness.trace(sink).config(config).run().expect("run")
+    harness
+        .trace(path, TraceFormat::from_path(path))
+        .config(config)
+        .run()
+        .expect("run")
 }
 
 fn random_cartpole_run(path: &Path, max_episode_steps: u64, steps: u64) {

@@ -52,10 +52,8 @@ fn cartpole_trace(path: &Path, seed: u64) {
             auto_reset: true,
             ..HarnessConfig::default()
         });
-    let identity = harness.identity().clone();
     let format = TraceFormat::from_path(path);
-    let sink = perennial::trace::create(path, format, &identity, &[], &[], false).unwrap();
-    let summary = harness.trace(sink).run().unwrap();
+    let summary = harness.trace(path, format).run().unwrap();
     assert_eq!(summary.steps, 2_000);
 }
 

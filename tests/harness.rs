@@ -7,7 +7,7 @@ use perennial::agents::RandomAgent;
 use perennial::harness::{Agent, Harness, HarnessConfig, StopReason};
 use perennial::prelude::*;
 use perennial::seed::{self, Stream};
-use perennial::trace::{self, TraceFormat, TraceReader, TraceRow};
+use perennial::trace::{TraceFormat, TraceReader, TraceRow};
 
 /// Keeps the pole up for a long time: push towards the side the pole is falling to.
 struct Balance;
@@ -44,11 +44,8 @@ fn gravity_cycle(every: u64) -> Scheduler {
 fn traced<A: Agent<CartPole>>(
     harness: Harness<CartPole, A>,
     path: &PathBuf,
-    record: bool,
 ) -> (Vec<TraceRow>, StopReason) {
-    let id = harness.identity().clone();
-    let sink = trace::create(path, TraceFormat::Jsonl, &id, &[], &[], record).unwrap();
-    let summary = harness.trace(sink).run().unwrap();
+    let summary = harness.trace(path, TraceFormat::Jsonl).run().unwrap();
     let rows = TraceReader::open(&[path])
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
@@ -66,7 +63,7 @@ fn shift_does_not_end_episode_and_dynamics_follow_the_new_gravity() {
     let harness = Harness::new(CartPole::new(CartPoleParams::default()), Balance, 11)
         .scheduler(gravity_cycle(50))
         .config(config);
-    let (rows, stop) = traced(harness, &path, true);
+    let (rows, stop) = traced(harness, &path);
     assert_eq!(
         stop,
         StopReason::Budget,
@@ -144,7 +141,6 @@ fn windows_are_invisible_in_the_trace() {
                     .scheduler(gravity_cycle(100))
                     .config(config),
                 &path,
-                false,
             );
             std::fs::read(&path).unwrap()
         })
@@ -158,7 +154,7 @@ fn windows_are_invisible_in_the_trace() {
 fn auto_reset_off_stops_at_the_first_episode_end() {
     let env = CartPole::new(CartPoleParams::default());
     let agent = RandomAgent::new(env.spec().action_space.clone(), 1);
-    let (rows, stop) = traced(Harness::new(env, agent, 1), &temp("off.jsonl"), false);
+    let (rows, stop) = traced(Harness::new(env, agent, 1), &temp("off.jsonl"));
     assert_eq!(stop, StopReason::EpisodeEnded);
     let last = rows.last().unwrap();
     assert!(last.terminated || last.truncated);
@@ -182,7 +178,6 @@ fn auto_reset_on_runs_many_episodes_with_fresh_worlds() {
     let (rows, stop) = traced(
         Harness::new(env, agent, 1).config(config),
         &temp("on.jsonl"),
-        false,
     );
     assert_eq!(stop, StopReason::Budget);
     assert_eq!(rows.len(), 5000);
@@ -225,7 +220,6 @@ fn seeded_trace(seed: u64, name: &str) -> Vec<u8> {
             .scheduler(scheduler)
             .config(config),
         &path,
-        true,
     );
     std::fs::read(&path).unwrap()
 }
@@ -257,8 +251,7 @@ fn origins_are_recorded_for_all_four_plans() {
             let mut h = Harness::new(CartPole::new(CartPoleParams::default()), Balance, 3)
                 .scheduler(scheduler)
                 .config(config);
-            let id = h.identity().clone();
-            h = h.trace(trace::create(&path, TraceFormat::Jsonl, &id, &[], &[], false).unwrap());
+            h = h.trace(&path, TraceFormat::Jsonl);
             if let Some(at) = manual_at {
                 h.advance(at).unwrap();
                 h.scheduler_mut().shift_to("b").unwrap();
@@ -343,11 +336,7 @@ fn an_invalid_action_stops_the_run_with_the_step_and_keeps_earlier_rows() {
     }
     let path = temp("bad.jsonl");
     let h = Harness::new(CartPole::new(CartPoleParams::default()), Bad(0), 0);
-    let id = h.identity().clone();
-    let err = h
-        .trace(trace::create(&path, TraceFormat::Jsonl, &id, &[], &[], false).unwrap())
-        .run()
-        .unwrap_err();
+    let err = h.trace(&path, TraceFormat::Jsonl).run().unwrap_err();
     assert!(
         err.to_string().starts_with("step 5: invalid action 9"),
         "{err}"
@@ -416,11 +405,7 @@ fn a_world_returning_a_nan_reward_stops_the_run_with_the_step_and_keeps_earlier_
     let agent = RandomAgent::new(Space::Discrete { n: 1 }, 0);
     let path = temp("leaky.jsonl");
     let h = Harness::new(env, agent, 0);
-    let id = h.identity().clone();
-    let err = h
-        .trace(trace::create(&path, TraceFormat::Jsonl, &id, &[], &[], false).unwrap())
-        .run()
-        .unwrap_err();
+    let err = h.trace(&path, TraceFormat::Jsonl).run().unwrap_err();
     assert!(
         err.to_string()
             .starts_with("step 7: the world returned a non-finite reward (NaN)"),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use perennial::agents::{ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, ReplayParams};
 use perennial::harness::{Agent, Checkpoint, CheckpointPlan, Harness, HarnessConfig, Window};
 use perennial::prelude::*;
-use perennial::trace::{self, TraceFormat};
+use perennial::trace::TraceFormat;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ppo-{name}"));
@@ -77,18 +77,7 @@ fn config(steps: u64) -> HarnessConfig {
 }
 
 fn traced(harness: Harness<CartPole, Ppo>, path: &Path) -> Harness<CartPole, Ppo> {
-    let id = harness.identity().clone();
-    let spec = harness.env().spec();
-    let sink = trace::create(
-        path,
-        TraceFormat::Jsonl,
-        &id,
-        &spec.components,
-        &spec.payouts,
-        false,
-    )
-    .expect("trace opens");
-    harness.trace(sink)
+    harness.trace(path, TraceFormat::Jsonl)
 }
 
 /// Runs `name` straight through, and again with checkpoints (every 300 steps, so the last
@@ -125,19 +114,10 @@ fn resume_is_byte_identical(name: &str) {
     let bytes = ckpt
         .trace_bytes
         .expect("the checkpoint knows the trace length");
-    let identity = ckpt.identity.clone();
-    let sink = trace::append(
-        &cut_path,
-        TraceFormat::Jsonl,
-        &identity,
-        &[],
-        &[],
-        false,
-        bytes,
-    )
-    .expect("the trace reopens");
-    let mut resumed =
-        Harness::resume(cartpole(), family(name, 9), ckpt, Some(sink)).expect("it resumes");
+    let mut resumed = Harness::resume(cartpole(), family(name, 9), ckpt, None).expect("it resumes");
+    resumed
+        .open_trace(&cut_path, TraceFormat::Jsonl, Some(bytes))
+        .expect("the trace reopens");
     resumed.advance(steps).expect("the run goes on");
     assert_eq!(
         Agent::<CartPole>::save_state(resumed.agent()).expect("ppo saves its state"),

@@ -59,7 +59,7 @@
 //! use perennial::agents::RandomAgent;
 //! use perennial::episodes::{export, read_episodes, AdvantageEstimator, ExportOptions};
 //! use perennial::harness::{Harness, HarnessConfig};
-//! use perennial::trace::{self, TraceFormat};
+//! use perennial::trace::TraceFormat;
 //!
 //! let dir = std::env::temp_dir().join(format!("perennial-episodes-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(&dir)?;
@@ -68,9 +68,8 @@
 //! let env = CartPole::new(CartPoleParams::default());
 //! let agent = RandomAgent::new(env.spec().action_space.clone(), 3);
 //! let harness = Harness::new(env, agent, 3);
-//! let sink = trace::create(&trace_path, TraceFormat::Jsonl, harness.identity(), &[], &[], true)?;
 //! let config = HarnessConfig { steps: 200, auto_reset: true, record_transitions: true, ..HarnessConfig::default() };
-//! harness.trace(sink).config(config).run()?;
+//! harness.trace(&trace_path, TraceFormat::Jsonl).config(config).run()?;
 //!
 //! let out = dir.join("episodes.jsonl");
 //! let options = ExportOptions { advantage: Some(AdvantageEstimator::Grpo), ..ExportOptions::default() };

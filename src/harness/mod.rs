@@ -24,5 +24,6 @@ pub use crate::trace::RunIdentity;
 pub use agent::{Agent, Window};
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
 pub use run::{
-    DynHarness, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StopReason,
+    DynHarness, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StepOutcome,
+    StopReason, episode_seed,
 };

@@ -103,6 +103,11 @@ pub enum HarnessError {
     Trace(TraceError),
     /// A checkpoint could not be written or resumed.
     Checkpoint(String),
+    /// [`Harness::step_with`] was called after the run stopped or spent its budget.
+    Stopped {
+        /// Steps done.
+        step: u64,
+    },
 }
 
 impl fmt::Display for HarnessError {
@@ -121,6 +126,10 @@ impl fmt::Display for HarnessError {
             HarnessError::Regime { step, source } => write!(f, "step {step}: {source}"),
             HarnessError::Trace(e) => write!(f, "writing the trace: {e}"),
             HarnessError::Checkpoint(msg) => write!(f, "checkpoint: {msg}"),
+            HarnessError::Stopped { step } => write!(
+                f,
+                "step {step}: the run has stopped (budget spent, episode ended with auto_reset off, or an earlier error); start a new run"
+            ),
         }
     }
 }
@@ -131,7 +140,9 @@ impl std::error::Error for HarnessError {
             HarnessError::Env { source, .. } => Some(source),
             HarnessError::Regime { source, .. } => Some(source),
             HarnessError::Trace(e) => Some(e),
-            HarnessError::NonFiniteReward { .. } | HarnessError::Checkpoint(_) => None,
+            HarnessError::NonFiniteReward { .. }
+            | HarnessError::Checkpoint(_)
+            | HarnessError::Stopped { .. } => None,
         }
     }
 }
@@ -171,6 +182,10 @@ pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
     progress: Option<Progress>,
     state: RunState<E::Obs, E::Action>,
     checkpoint: Option<CheckpointPlan>,
+    /// The action's JSON, reused from step to step.
+    action_json: Vec<u8>,
+    /// The trace [`Harness::trace`] asked for, opened when the run starts.
+    pending_trace: Option<(std::path::PathBuf, crate::trace::TraceFormat)>,
 }
 
 /// Steps between two progress callbacks.
@@ -196,6 +211,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             progress: None,
             state: RunState::default(),
             checkpoint: None,
+            action_json: Vec::new(),
+            pending_trace: None,
         }
     }
 
@@ -244,6 +261,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 stopped: checkpoint.stopped,
             },
             checkpoint: None,
+            action_json: Vec::new(),
+            pending_trace: None,
         })
     }
 
@@ -311,9 +330,15 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         self
     }
 
-    /// Sets where rows go (default: nowhere).
-    pub fn trace(mut self, sink: Box<dyn TraceSink>) -> Self {
-        self.sink = Some(sink);
+    /// Writes the run's trace to `path` in `format` (default: no trace). The file is
+    /// created when the run starts, with the columns of the env's spec and the config then
+    /// in force (see [`Harness::open_trace`]); an error creating it is the run's error.
+    pub fn trace(
+        mut self,
+        path: impl Into<std::path::PathBuf>,
+        format: crate::trace::TraceFormat,
+    ) -> Self {
+        self.pending_trace = Some((path.into(), format));
         self
     }
 
@@ -331,22 +356,11 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         format: crate::trace::TraceFormat,
         append_at: Option<u64>,
     ) -> Result<(), TraceError> {
-        let spec = self.env.spec();
-        let (components, payouts) = (&spec.components, &spec.payouts);
-        let record = self.config.record_transitions;
+        let columns =
+            crate::trace::TraceColumns::for_env(self.env.spec(), self.config.record_transitions);
         let sink = match append_at {
-            None => {
-                crate::trace::create(path, format, &self.identity, components, payouts, record)?
-            }
-            Some(bytes) => crate::trace::append(
-                path,
-                format,
-                &self.identity,
-                components,
-                payouts,
-                record,
-                bytes,
-            )?,
+            None => crate::trace::create(path, format, &self.identity, &columns)?,
+            Some(bytes) => crate::trace::append(path, format, &self.identity, &columns, bytes)?,
         };
         self.sink = Some(sink);
         Ok(())
@@ -467,6 +481,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     }
 
     fn start(&mut self) -> Result<(), HarnessError> {
+        if let Some((path, format)) = self.pending_trace.take() {
+            self.open_trace(&path, format, None)?;
+        }
         self.state.baseline = self.env.snapshot();
         self.state.window.reserve(self.config.window_steps.max(1));
         self.apply(0)?;
@@ -475,10 +492,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             .labels
             .entry(self.scheduler.label().to_string())
             .or_default();
-        self.state.obs = Some(
-            self.env
-                .reset(seed::derive(self.identity.seed, Stream::World, 0)),
-        );
+        self.state.obs = Some(self.env.reset(episode_seed(self.identity.seed, 0)));
         Ok(())
     }
 
@@ -489,129 +503,218 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if self.state.obs.is_none() {
             self.start()?;
         }
-        let window_steps = self.config.window_steps.max(1);
         let end = self.state.step.saturating_add(steps).min(self.config.steps);
-        let no_values: Vec<f64> = Vec::new();
-        let mut action_json: Vec<u8> = Vec::new();
         while self.state.step < end {
-            let step = self.state.step;
-            if self.scheduler.next_shift_due(step) {
-                self.close_label();
-                if self.scheduler.before_step(step).is_some() {
-                    self.apply(step)?;
-                    self.state.summary.shifts += 1;
-                }
-                self.state
-                    .summary
-                    .labels
-                    .entry(self.scheduler.label().to_string())
-                    .or_default();
-            }
-            let Some(obs) = self.state.obs.take() else {
+            self.before_step()?;
+            let Some(obs) = self.state.obs.as_ref() else {
                 return Ok(false);
             };
-            let action = self.agent.act(&obs);
-            let t = match self.env.step(&action) {
-                Ok(t) => t,
-                Err(source) => {
-                    self.state.obs = Some(obs);
-                    return Err(HarnessError::Env { step, source });
-                }
-            };
-            if !t.reward.is_finite() {
-                return Err(HarnessError::NonFiniteReward {
-                    step,
-                    reward: t.reward,
-                });
-            }
-            let done = t.done();
-            if let Some(sink) = self.sink.as_mut() {
-                let ceiling = self.env.ceiling().map(|c| c.applicable(done));
-                if self.config.record_transitions {
-                    action_json.clear();
-                    if serde_json::to_writer(&mut action_json, &action).is_err() {
-                        action_json.clear();
-                        action_json.extend(b"null");
-                    }
-                }
-                let (components, payouts) = match &t.breakdown {
-                    Some(b) => (
-                        &b.components[..],
-                        if done { &b.payouts[..] } else { &no_values[..] },
-                    ),
-                    None => (&no_values[..], &no_values[..]),
-                };
-                sink.write_row(&RowRecord {
-                    step,
-                    episode: self.state.episode,
-                    episode_step: self.state.episode_step,
-                    reward: t.reward,
-                    components,
-                    payouts,
-                    regime: self.scheduler.label(),
-                    origin: self.scheduler.origin(),
-                    terminated: t.terminated,
-                    truncated: t.truncated,
-                    ceiling,
-                    obs: self.config.record_transitions.then(|| obs.as_slice()),
-                    action_json: self
-                        .config
-                        .record_transitions
-                        .then(|| std::str::from_utf8(&action_json).unwrap_or("null")),
-                })?;
-            }
-            let st = &mut self.state;
-            st.step += 1;
-            st.episode_step += 1;
-            st.summary.steps += 1;
-            st.summary.total_reward += t.reward;
-            st.label_totals.steps += 1;
-            st.label_totals.reward += t.reward;
-
-            let w = &mut st.window;
-            w.obs.push(obs);
-            w.actions.push(action);
-            w.rewards.push(t.reward);
-            w.terminated.push(t.terminated);
-            w.truncated.push(t.truncated);
-            w.next_obs.push(t.observation.clone());
-            if w.len() >= window_steps {
-                self.agent.update(&self.state.window);
-                self.state.window.clear(step + 1);
-                self.flush_trace()?;
-            }
-            if (step + 1).is_multiple_of(PROGRESS_EVERY)
-                && let Some(p) = self.progress.as_mut()
-            {
-                p(step + 1);
-            }
-
-            let st = &mut self.state;
-            if done {
-                st.summary.episodes_ended += 1;
-                if !self.config.auto_reset {
-                    st.summary.stop = StopReason::EpisodeEnded;
-                    st.stopped = true;
-                    return Ok(false);
-                }
-                st.episode += 1;
-                st.episode_step = 0;
-                st.obs = Some(self.env.reset(seed::derive(
-                    self.identity.seed,
-                    Stream::World,
-                    st.episode,
-                )));
-            } else {
-                st.obs = Some(t.observation);
-            }
-            if let Some(plan) = &self.checkpoint
-                && self.state.step.is_multiple_of(plan.every.max(1))
-            {
-                self.write_checkpoint()?;
+            let action = self.agent.act(obs);
+            if !self.take_step(action)?.go_on {
+                return Ok(false);
             }
         }
         Ok(self.state.step < self.config.steps)
     }
+
+    /// Takes one step with an action the caller chose instead of the agent: the same path
+    /// [`Harness::run`] takes (scheduler before the step, env step, counters, trace row,
+    /// the agent's `update` at window ends, auto-reset with the episode's seed,
+    /// checkpoints), so an externally driven run writes the same bytes as `perennial run`
+    /// given the same actions. The agent's `act` is not called; its `update` still is, so
+    /// pass an agent that learns nothing (e.g. [`crate::agents::RandomAgent`]) when the
+    /// caller does the learning. Read the observation to act on with
+    /// [`Harness::observation`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Harness::run`]; [`HarnessError::Stopped`] once the budget is spent or the run
+    /// stopped (an episode ended with `auto_reset` off, or an earlier error).
+    pub fn step_with(&mut self, action: E::Action) -> Result<StepOutcome<E::Obs>, HarnessError> {
+        if self.state.stopped || self.state.step >= self.config.steps {
+            return Err(HarnessError::Stopped {
+                step: self.state.step,
+            });
+        }
+        let result = self.step_with_inner(action);
+        if result.is_err() {
+            self.state.stopped = true;
+            let _ = self.flush_trace();
+        }
+        result
+    }
+
+    fn step_with_inner(&mut self, action: E::Action) -> Result<StepOutcome<E::Obs>, HarnessError> {
+        if self.state.obs.is_none() {
+            self.start()?;
+        }
+        self.before_step()?;
+        self.take_step(action)
+    }
+
+    /// The observation the next action answers: the env's last, or after an episode end the
+    /// first of the next episode. `None` before the first step of a new run.
+    pub fn observation(&self) -> Option<&E::Obs> {
+        self.state.obs.as_ref()
+    }
+
+    /// Lets the scheduler shift the regime before the step at the current index.
+    fn before_step(&mut self) -> Result<(), HarnessError> {
+        let step = self.state.step;
+        if self.scheduler.next_shift_due(step) {
+            self.close_label();
+            if self.scheduler.before_step(step).is_some() {
+                self.apply(step)?;
+                self.state.summary.shifts += 1;
+            }
+            self.state
+                .summary
+                .labels
+                .entry(self.scheduler.label().to_string())
+                .or_default();
+        }
+        Ok(())
+    }
+
+    /// Steps the env with `action` and does everything a step entails after it.
+    fn take_step(&mut self, action: E::Action) -> Result<StepOutcome<E::Obs>, HarnessError> {
+        let step = self.state.step;
+        let Some(obs) = self.state.obs.take() else {
+            return Err(HarnessError::Stopped { step });
+        };
+        let t = match self.env.step(&action) {
+            Ok(t) => t,
+            Err(source) => {
+                self.state.obs = Some(obs);
+                return Err(HarnessError::Env { step, source });
+            }
+        };
+        if !t.reward.is_finite() {
+            return Err(HarnessError::NonFiniteReward {
+                step,
+                reward: t.reward,
+            });
+        }
+        let done = t.done();
+        if let Some(sink) = self.sink.as_mut() {
+            let no_values: &[f64] = &[];
+            let ceiling = self.env.ceiling().map(|c| c.applicable(done));
+            let action_json = &mut self.action_json;
+            if self.config.record_transitions {
+                action_json.clear();
+                if serde_json::to_writer(&mut *action_json, &action).is_err() {
+                    action_json.clear();
+                    action_json.extend(b"null");
+                }
+            }
+            let (components, payouts) = match &t.breakdown {
+                Some(b) => (
+                    &b.components[..],
+                    if done { &b.payouts[..] } else { no_values },
+                ),
+                None => (no_values, no_values),
+            };
+            sink.write_row(&RowRecord {
+                step,
+                episode: self.state.episode,
+                episode_step: self.state.episode_step,
+                reward: t.reward,
+                components,
+                payouts,
+                regime: self.scheduler.label(),
+                origin: self.scheduler.origin(),
+                terminated: t.terminated,
+                truncated: t.truncated,
+                ceiling,
+                obs: self.config.record_transitions.then(|| obs.as_slice()),
+                action_json: self
+                    .config
+                    .record_transitions
+                    .then(|| std::str::from_utf8(action_json).unwrap_or("null")),
+            })?;
+        }
+        let st = &mut self.state;
+        st.step += 1;
+        st.episode_step += 1;
+        st.summary.steps += 1;
+        st.summary.total_reward += t.reward;
+        st.label_totals.steps += 1;
+        st.label_totals.reward += t.reward;
+
+        let w = &mut st.window;
+        w.obs.push(obs);
+        w.actions.push(action);
+        w.rewards.push(t.reward);
+        w.terminated.push(t.terminated);
+        w.truncated.push(t.truncated);
+        w.next_obs.push(t.observation.clone());
+        if w.len() >= self.config.window_steps.max(1) {
+            self.agent.update(&self.state.window);
+            self.state.window.clear(step + 1);
+            self.flush_trace()?;
+        }
+        if (step + 1).is_multiple_of(PROGRESS_EVERY)
+            && let Some(p) = self.progress.as_mut()
+        {
+            p(step + 1);
+        }
+
+        let mut stepped = StepOutcome {
+            reward: t.reward,
+            terminated: t.terminated,
+            truncated: t.truncated,
+            final_observation: None,
+            go_on: true,
+        };
+        let st = &mut self.state;
+        if done {
+            st.summary.episodes_ended += 1;
+            stepped.final_observation = Some(t.observation);
+            if !self.config.auto_reset {
+                st.summary.stop = StopReason::EpisodeEnded;
+                st.stopped = true;
+                stepped.go_on = false;
+                return Ok(stepped);
+            }
+            st.episode += 1;
+            st.episode_step = 0;
+            st.obs = Some(self.env.reset(episode_seed(self.identity.seed, st.episode)));
+        } else {
+            st.obs = Some(t.observation);
+        }
+        if let Some(plan) = &self.checkpoint
+            && self.state.step.is_multiple_of(plan.every.max(1))
+        {
+            self.write_checkpoint()?;
+        }
+        stepped.go_on = self.state.step < self.config.steps;
+        Ok(stepped)
+    }
+}
+
+/// The world seed of episode `episode` of a run with seed `run_seed`: the harness resets
+/// the env with it at the run's start (episode 0) and after each episode end with
+/// `auto_reset` on. It is [`seed::derive`]`(run_seed, Stream::World, episode)`, so an
+/// externally driven run that resets with `episode_seed(seed, k)` builds the same worlds as
+/// `perennial run --seed seed --auto-reset`.
+pub fn episode_seed(run_seed: u64, episode: u64) -> u64 {
+    seed::derive(run_seed, Stream::World, episode)
+}
+
+/// What one [`Harness::step_with`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepOutcome<O> {
+    /// The step's reward.
+    pub reward: f64,
+    /// The world reached a terminal state.
+    pub terminated: bool,
+    /// The env cut the episode off.
+    pub truncated: bool,
+    /// When the episode ended: its last observation (the harness has already reset the env
+    /// if `auto_reset` is on; [`Harness::observation`] is the new episode's first).
+    pub final_observation: Option<O>,
+    /// The run can take another step (budget left, not stopped).
+    pub go_on: bool,
 }
 
 /// Where a run stands between two calls to [`Harness::advance`].

@@ -96,7 +96,31 @@ pub trait TraceSink {
     fn attach_manifest(&mut self, _json: &str) {}
 }
 
-/// Creates a trace file for `format`, with the run's identity and reward term names.
+/// The columns a trace carries besides the fixed ones: the env's reward component and
+/// payout names and whether the `obs` and `action` columns are written. The harness builds
+/// it from its env's spec and its config ([`TraceColumns::for_env`]), so rows always match.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceColumns {
+    /// Per-step reward component names, in the env's order.
+    pub components: Vec<String>,
+    /// Episode-end payout names, in the env's order.
+    pub payouts: Vec<String>,
+    /// Write the `obs` and `action` columns.
+    pub record_transitions: bool,
+}
+
+impl TraceColumns {
+    /// The columns of a trace of an env with `spec`.
+    pub fn for_env(spec: &crate::env::EnvSpec, record_transitions: bool) -> Self {
+        TraceColumns {
+            components: spec.components.clone(),
+            payouts: spec.payouts.clone(),
+            record_transitions,
+        }
+    }
+}
+
+/// Creates a trace file for `format`, with the run's identity and columns.
 ///
 /// # Errors
 ///
@@ -105,33 +129,23 @@ pub fn create(
     path: &Path,
     format: TraceFormat,
     identity: &RunIdentity,
-    components: &[String],
-    payouts: &[String],
-    record_transitions: bool,
+    columns: &TraceColumns,
 ) -> Result<Box<dyn TraceSink>, TraceError> {
     if format == TraceFormat::Parquet {
         let next = fresh_parquet_dir(path)?;
         return Ok(Box::new(parquet_writer::ParquetWriter::new(
             path,
             identity,
-            components,
-            payouts,
-            record_transitions,
+            &columns.components,
+            &columns.payouts,
+            columns.record_transitions,
             next,
             0,
         )));
     }
     let file = File::create(path).map_err(|e| TraceError::io(path, e))?;
     let out = RowBuffer::new(file, path, 0);
-    open_sink(
-        out,
-        format,
-        identity,
-        components,
-        payouts,
-        record_transitions,
-        true,
-    )
+    open_sink(out, format, identity, columns, true)
 }
 
 /// Makes `dir` an empty Parquet trace directory: creates it, or removes the part files a
@@ -180,9 +194,7 @@ pub fn append(
     path: &Path,
     format: TraceFormat,
     identity: &RunIdentity,
-    components: &[String],
-    payouts: &[String],
-    record_transitions: bool,
+    columns: &TraceColumns,
     at_byte: u64,
 ) -> Result<Box<dyn TraceSink>, TraceError> {
     if format == TraceFormat::Parquet {
@@ -190,9 +202,9 @@ pub fn append(
         return Ok(Box::new(parquet_writer::ParquetWriter::new(
             path,
             identity,
-            components,
-            payouts,
-            record_transitions,
+            &columns.components,
+            &columns.payouts,
+            columns.record_transitions,
             next,
             at_byte,
         )));
@@ -216,26 +228,18 @@ pub fn append(
     std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(at_byte))
         .map_err(|e| TraceError::io(path, e))?;
     let out = RowBuffer::new(file, path, at_byte);
-    open_sink(
-        out,
-        format,
-        identity,
-        components,
-        payouts,
-        record_transitions,
-        at_byte == 0,
-    )
+    open_sink(out, format, identity, columns, at_byte == 0)
 }
 
 fn open_sink(
     out: RowBuffer,
     format: TraceFormat,
     identity: &RunIdentity,
-    components: &[String],
-    payouts: &[String],
-    record_transitions: bool,
+    columns: &TraceColumns,
     fresh: bool,
 ) -> Result<Box<dyn TraceSink>, TraceError> {
+    let (components, payouts) = (&columns.components[..], &columns.payouts[..]);
+    let record_transitions = columns.record_transitions;
     Ok(match format {
         TraceFormat::Jsonl => Box::new(JsonlWriter::new(
             out,
@@ -356,15 +360,12 @@ mod tests {
 
     fn write(path: &Path, format: TraceFormat, rows: u64) {
         let names = ["x".to_string(), "y".to_string()];
-        let mut sink = create(
-            path,
-            format,
-            &identity(),
-            &names,
-            &["settle".to_string()],
-            false,
-        )
-        .unwrap();
+        let columns = TraceColumns {
+            components: names.to_vec(),
+            payouts: vec!["settle".to_string()],
+            record_transitions: false,
+        };
+        let mut sink = create(path, format, &identity(), &columns).unwrap();
         for s in 0..rows {
             let last = s + 1 == rows;
             sink.write_row(&record(s, if last { &[3.0] } else { &[] }))
