@@ -5,7 +5,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use perennial::agents::RandomAgent;
 use perennial::harness::{Harness, HarnessConfig};
 use perennial::prelude::*;
-use perennial::trace::{self, TraceFormat, TraceReader};
+use perennial::trace::{TraceFormat, TraceReader};
 use std::hint::black_box;
 use std::path::PathBuf;
 
@@ -27,12 +27,12 @@ fn harness(format: TraceFormat) -> u64 {
         auto_reset: true,
         ..HarnessConfig::default()
     };
-    let mut h = Harness::new(env, agent, 1).config(config);
-    let id = h.identity().clone();
-    h = h.trace(
-        trace::create(&path(format), format, &id, &[], &[], false).expect("temp dir is writable"),
-    );
-    h.run().expect("random actions are valid").steps
+    Harness::new(env, agent, 1)
+        .config(config)
+        .trace(path(format), format)
+        .run()
+        .expect("random actions are valid")
+        .steps
 }
 
 fn read_all(format: TraceFormat) -> f64 {

@@ -278,15 +278,9 @@ impl Run {
                 .map_err(|e| RunError::Usage(format!("{}: {e}", dir.display())))?;
         }
         let spec = self.world.spec();
-        let sink = trace::create(
-            &t.path,
-            t.format,
-            &self.identity,
-            &spec.components,
-            &spec.payouts,
-            t.record_transitions,
-        )
-        .map_err(|e| RunError::Usage(e.to_string()))?;
+        let columns = trace::TraceColumns::for_env(spec, t.record_transitions);
+        let sink = trace::create(&t.path, t.format, &self.identity, &columns)
+            .map_err(|e| RunError::Usage(e.to_string()))?;
         self.sink = Some(sink);
         Ok(())
     }
