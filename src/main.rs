@@ -94,6 +94,10 @@ struct RunArgs {
     /// step and appended to; every other flag comes from the checkpoint.
     #[arg(long, value_name = "CHECKPOINT", conflicts_with_all = ["world_file", "agent", "steps", "seed", "window_steps", "auto_reset", "trace", "run_id", "record_transitions", "no_trace", "checkpoint_every"])]
     resume: Option<PathBuf>,
+    /// With --resume: continue even though the world file changed since the checkpoint
+    /// (the run then follows the edited file, and its trace differs from an uninterrupted one).
+    #[arg(long, requires = "resume")]
+    allow_world_change: bool,
 }
 
 #[derive(Clone, Copy, Default, clap::ValueEnum)]
@@ -229,6 +233,11 @@ struct RunPlan {
     checkpoint_every: Option<u64>,
     /// The checkpoint file (resolved to its default once the run id is known).
     checkpoint: Option<PathBuf>,
+    /// The world file's content when the run started, and its hash
+    /// ([`perennial::output::content_hash`]): a resume refuses an edited world file.
+    world_text: String,
+    /// The hash of `world_text`.
+    world_hash: String,
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -245,7 +254,8 @@ fn run(args: RunArgs) -> Result<(), Failure> {
                     ckpt_path.display()
                 ))
             })?;
-            (plan, Some(ckpt))
+            check_world_unchanged(&plan, ckpt_path, args.allow_world_change)?;
+            (plan, Some((ckpt, ckpt_path.clone())))
         }
         None => (plan_from_args(&args)?, None),
     };
@@ -281,6 +291,8 @@ fn plan_from_args(args: &RunArgs) -> Result<RunPlan, Failure> {
             .unwrap_or(Path::new(DEFAULT_WORLD)),
     ));
     let world = WorldFile::load(&world_file).map_err(Failure::input)?;
+    let world_text = std::fs::read_to_string(&world_file)
+        .map_err(|e| Failure::input(format!("{}: {e}", world_file.display())))?;
     let d = &world.harness;
     let config = HarnessConfig {
         window_steps: args.window_steps.or(d.window_steps).unwrap_or(256),
@@ -288,8 +300,15 @@ fn plan_from_args(args: &RunArgs) -> Result<RunPlan, Failure> {
         steps: args.steps.or(d.steps).unwrap_or(100_000),
         record_transitions: args.record_transitions,
     };
-    if config.window_steps == 0 {
-        return Err(Failure::input("--window-steps must be at least 1"));
+    if config.window_steps == 0 || config.window_steps > perennial::limits::MAX_WINDOW_STEPS {
+        return Err(Failure::input(format!(
+            "--window-steps is {}; use 1 to {}",
+            config.window_steps,
+            perennial::limits::MAX_WINDOW_STEPS
+        )));
+    }
+    if let Some(id) = &args.run_id {
+        perennial::limits::check_id("--run-id", id).map_err(Failure::input)?;
     }
     if args.checkpoint_every == Some(0) {
         return Err(Failure::input("--checkpoint-every must be at least 1"));
@@ -313,7 +332,70 @@ fn plan_from_args(args: &RunArgs) -> Result<RunPlan, Failure> {
         no_trace: args.no_trace,
         checkpoint_every: args.checkpoint_every,
         checkpoint: args.checkpoint.as_deref().map(absolute),
+        world_hash: perennial::output::content_hash(world_text.as_bytes()),
+        world_text,
     })
+}
+
+/// Refuses to resume against a world file edited since the checkpoint, unless asked to.
+fn check_world_unchanged(plan: &RunPlan, ckpt: &Path, allow: bool) -> Result<(), Failure> {
+    let now = std::fs::read(&plan.world_file)
+        .map_err(|e| Failure::input(format!("{}: {e}", plan.world_file.display())))?;
+    let hash = perennial::output::content_hash(&now);
+    if hash == plan.world_hash || allow {
+        return Ok(());
+    }
+    Err(Failure::input(format!(
+        "{}: the world file changed since the checkpoint {} was written (hash {} then, {hash} now), so the resumed run would not continue the same world; restore it, or pass --allow-world-change to follow the edited file (nothing was touched)",
+        plan.world_file.display(),
+        ckpt.display(),
+        plan.world_hash
+    )))
+}
+
+/// Checks every output path before any work: each must be a regular file or absent, none
+/// may be an input (the world file, the checkpoint being resumed) or another output, and
+/// the trace's extension must match its format.
+fn check_outputs(plan: &RunPlan, resume: Option<&Path>) -> Result<(), Failure> {
+    use perennial::output::{check_distinct, check_output};
+    let mut outputs: Vec<(&str, &Path)> = Vec::new();
+    if let Some(t) = &plan.trace {
+        outputs.push(("--trace", t));
+        let ext = t.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let (wrong, want) = match plan.format {
+            TraceFormat::Jsonl => ("csv", "jsonl"),
+            TraceFormat::Csv => ("jsonl", "csv"),
+        };
+        if ext.eq_ignore_ascii_case(wrong) {
+            return Err(Failure::input(format!(
+                "--trace {}: the extension says {wrong} but the format is {want}; pass --format {wrong} or name the file .{want}",
+                t.display()
+            )));
+        }
+    }
+    if let Some(c) = &plan.checkpoint {
+        outputs.push(("--checkpoint", c));
+    }
+    for (_, p) in &outputs {
+        check_output(p).map_err(Failure::input)?;
+    }
+    let mut inputs: Vec<(&str, &Path)> = vec![("the world file", &plan.world_file)];
+    if let Some(r) = resume {
+        inputs.push(("--resume", r));
+    }
+    // Resuming writes the checkpoint it read: that one pair is the same file on purpose.
+    let outputs: Vec<(&str, &Path)> = outputs
+        .into_iter()
+        .filter(|(role, p)| !(*role == "--checkpoint" && resume.is_some_and(|r| same_file(r, p))))
+        .collect();
+    check_distinct(&inputs, &outputs).map_err(Failure::input)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 fn ensure_parent(p: &Path) -> Result<(), Failure> {
@@ -388,7 +470,7 @@ fn run_env<E>(
     env: E,
     world: &WorldFile,
     plan: &RunPlan,
-    resume: Option<Checkpoint>,
+    resume: Option<(Checkpoint, PathBuf)>,
     world_agents: (&[&str], WorldAgents<E>),
 ) -> Result<(), Failure>
 where
@@ -398,20 +480,22 @@ where
     let components = env.spec().components.clone();
     let payouts = env.spec().payouts.clone();
     let record = plan.config.record_transitions;
+    let lock;
     let (mut harness, plan) = match resume {
         None => {
             let scheduler = world
                 .scheduler(perennial::seed::derive(plan.seed, Stream::Scheduler, 0))
                 .map_err(Failure::input)?;
+            let run_id = match &plan.run_id {
+                Some(id) => id.clone(),
+                None => default_run_id(plan, &env.spec().id, agent.algorithm_id())?,
+            };
             let mut harness = Harness::new(env, agent, plan.seed)
                 .scheduler(scheduler)
-                .config(plan.config.clone());
-            if let Some(id) = &plan.run_id {
-                harness = harness.run_id(id.clone());
-            }
+                .config(plan.config.clone())
+                .run_id(run_id.clone());
             // Default paths depend on the run id, known only now; the resolved plan is what
             // checkpoints store, so a resumed run writes to the same files.
-            let run_id = harness.identity().run_id.clone();
             let default =
                 |ext: &str| absolute(&PathBuf::from("runs").join(format!("{run_id}.{ext}")));
             let ext = match plan.format {
@@ -427,6 +511,8 @@ where
                 }),
                 ..plan.clone()
             };
+            check_outputs(&resolved, None)?;
+            lock = lock_checkpoint(&resolved)?;
             if let Some(p) = &resolved.trace {
                 ensure_parent(p)?;
                 let id = harness.identity().clone();
@@ -436,26 +522,40 @@ where
             }
             (harness, resolved)
         }
-        Some(ckpt) => {
-            let sink = match (&plan.trace, ckpt.trace_bytes) {
-                (Some(p), Some(bytes)) => Some(
-                    trace::append(
+        Some((ckpt, ckpt_path)) => {
+            check_outputs(plan, Some(&ckpt_path))?;
+            lock = lock_checkpoint(plan)?;
+            // Everything in the checkpoint is checked (Harness::resume) before the trace
+            // is opened, and the trace's own length and last row before it is cut.
+            let (bytes, tail, identity) = (
+                ckpt.trace_bytes,
+                ckpt.trace_tail.clone(),
+                ckpt.identity.clone(),
+            );
+            let mut harness = Harness::resume(env, agent, ckpt, None).map_err(Failure::input)?;
+            match (&plan.trace, bytes) {
+                (Some(p), Some(bytes)) => {
+                    let sink = trace::append(
                         p,
                         plan.format,
-                        &ckpt.identity,
+                        &identity,
                         &components,
                         &payouts,
                         record,
                         bytes,
+                        tail.as_deref(),
                     )
-                    .map_err(Failure::input)?,
-                ),
-                _ => None,
-            };
-            (
-                Harness::resume(env, agent, ckpt, sink).map_err(Failure::input)?,
-                plan.clone(),
-            )
+                    .map_err(Failure::input)?;
+                    harness = harness.trace(sink);
+                }
+                (Some(_), None) | (None, Some(_)) => {
+                    return Err(Failure::input(
+                        "the checkpoint's trace fields do not match its run plan; it was edited, and cannot be resumed",
+                    ));
+                }
+                (None, None) => {}
+            }
+            (harness, plan.clone())
         }
     };
     if let (Some(path), Some(every)) = (&plan.checkpoint, plan.checkpoint_every) {
@@ -467,6 +567,8 @@ where
             meta,
         });
     }
+    signals::install();
+    harness = harness.stop_when(&signals::RAISED);
     let identity = harness.identity().clone();
     let started = Instant::now();
     let result = if std::io::stderr().is_terminal() {
@@ -491,7 +593,97 @@ where
     } else {
         harness.run()
     };
-    report(result, started, &identity, world, &plan)
+    let reported = report(result, started, &identity, world, &plan);
+    drop(lock);
+    reported?;
+    match signals::code() {
+        Some(code) => {
+            match &plan.checkpoint {
+                Some(p) if p.exists() => eprintln!(
+                    "interrupted: every row so far is in the trace; continue with: perennial run --resume {}",
+                    p.display()
+                ),
+                _ => eprintln!(
+                    "interrupted: every row so far is in the trace; run with --checkpoint-every N to be able to continue"
+                ),
+            }
+            Err(Failure {
+                code,
+                message: "stopped by a signal".into(),
+            })
+        }
+        None => Ok(()),
+    }
+}
+
+/// SIGINT and SIGTERM end a run cleanly: the handler only raises a flag that the harness
+/// reads once per step (see `Harness::stop_when`), so the step under way finishes, the trace
+/// is flushed and a checkpoint written before the process exits with 128 + the signal.
+mod signals {
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+    /// Raised by the handler.
+    pub static RAISED: AtomicBool = AtomicBool::new(false);
+    static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+    extern "C" fn on_signal(sig: libc::c_int) {
+        // Only atomic stores: async-signal-safe.
+        SIGNAL.store(sig, Ordering::Relaxed);
+        RAISED.store(true, Ordering::Relaxed);
+    }
+
+    /// Installs the handler for SIGINT and SIGTERM.
+    pub fn install() {
+        let handler: extern "C" fn(libc::c_int) = on_signal;
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: the handler only performs atomic stores, which are async-signal-safe.
+            unsafe {
+                libc::signal(sig, handler as libc::sighandler_t);
+            }
+        }
+    }
+
+    /// The exit code the caught signal earns (130 for SIGINT, 143 for SIGTERM), if any.
+    pub fn code() -> Option<u8> {
+        RAISED
+            .load(Ordering::Relaxed)
+            .then(|| 128 + SIGNAL.load(Ordering::Relaxed) as u8)
+    }
+}
+
+/// Holds the checkpoint's lock for the run, so two runs never share one checkpoint.
+fn lock_checkpoint(plan: &RunPlan) -> Result<Option<perennial::output::OutputLock>, Failure> {
+    match &plan.checkpoint {
+        Some(p) => {
+            ensure_parent(p)?;
+            perennial::output::OutputLock::beside(p)
+                .map(Some)
+                .map_err(Failure::input)
+        }
+        None => Ok(None),
+    }
+}
+
+/// `{task}-{agent}-seed{seed}`, with the world file's stem after the task when it differs
+/// from the task, so two world files of one task do not share default paths, while the
+/// same command twice still writes the same bytes.
+fn default_run_id(plan: &RunPlan, task: &str, agent: &str) -> Result<String, Failure> {
+    let stem = plan
+        .world_file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let id = if stem.is_empty() || stem == task {
+        format!("{task}-{agent}-seed{}", plan.seed)
+    } else {
+        format!("{task}-{stem}-{agent}-seed{}", plan.seed)
+    };
+    perennial::limits::check_id(
+        "the default run id (from the task and world file name)",
+        &id,
+    )
+    .map_err(|e| Failure::input(format!("{e}; pass --run-id")))?;
+    Ok(id)
 }
 
 fn report(
@@ -517,6 +709,7 @@ fn report(
         match summary.stop {
             StopReason::Budget => "step budget spent",
             StopReason::EpisodeEnded => "the env ended the episode (auto_reset off)",
+            StopReason::Interrupted => "interrupted by a signal",
         }
     );
     println!(
@@ -541,7 +734,10 @@ fn report(
         println!("trace      {}", p.display());
         println!("score it:  perennial eval {}", p.display());
     }
-    if let (Some(p), Some(every)) = (&plan.checkpoint, plan.checkpoint_every) {
+    // Only a checkpoint that exists is announced: none is written before `every` steps.
+    if let (Some(p), Some(every)) = (&plan.checkpoint, plan.checkpoint_every)
+        && summary.steps >= every
+    {
         println!(
             "checkpoint {} (every {every} steps; continue with --resume)",
             p.display()

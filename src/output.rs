@@ -214,6 +214,23 @@ pub fn check_distinct(
     Ok(())
 }
 
+/// A hash of `bytes` (FNV-1a, 64 bits, as 16 hex digits): stable across platforms and
+/// versions, for telling whether a file changed (not a defence against a forger).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(perennial::output::content_hash(b""), "cbf29ce484222325");
+/// ```
+pub fn content_hash(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
 /// The temp file [`write_atomic`] uses for `path`: beside it, named after it and the pid.
 fn temp_path(path: &Path) -> PathBuf {
     let mut name: OsString = path.as_os_str().to_owned();
@@ -415,7 +432,8 @@ mod tests {
     use super::*;
 
     fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("perennial-output-{}-{name}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("perennial-output-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
@@ -460,12 +478,18 @@ mod tests {
         let err = check_distinct(&[("world file", &world)], &[("--trace", &other_spelling)])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("--trace") && err.contains("world file"), "{err}");
+        assert!(
+            err.contains("--trace") && err.contains("world file"),
+            "{err}"
+        );
         let a = d.join("a.jsonl");
         let err = check_distinct(&[], &[("--trace", &a), ("--checkpoint", &a)])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("--checkpoint") && err.contains("--trace"), "{err}");
+        assert!(
+            err.contains("--checkpoint") && err.contains("--trace"),
+            "{err}"
+        );
         assert!(check_distinct(&[("world file", &world)], &[("--trace", &a)]).is_ok());
     }
 
@@ -496,7 +520,10 @@ mod tests {
         let ck = d.join("c.ckpt.json");
         let held = OutputLock::beside(&ck).unwrap();
         let err = OutputLock::beside(&ck).unwrap_err().to_string();
-        assert!(err.contains(&format!("pid {}", std::process::id())), "{err}");
+        assert!(
+            err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
         drop(held);
     }
 }

@@ -164,10 +164,12 @@ impl Default for EvalOptions {
 /// cannot be written or read back ([`EvalError::Io`]). A torn last line is not an error: it
 /// is listed in [`Report::warnings`].
 pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, EvalError> {
-    if options.window == 0 {
-        return Err(EvalError::InvalidOptions(
-            "the smoothing window must be at least 1 step".into(),
-        ));
+    if options.window == 0 || options.window > crate::limits::MAX_EVAL_WINDOW {
+        return Err(EvalError::InvalidOptions(format!(
+            "the smoothing window is {}; use 1 to {} steps",
+            options.window,
+            crate::limits::MAX_EVAL_WINDOW
+        )));
     }
     let mut runs: Vec<RunScan> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -205,6 +207,22 @@ pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, Eval
                 }
             };
             let run = &mut runs[r];
+            let refuse = |message: String| {
+                EvalError::Trace(crate::trace::TraceError::parse(at.path, at.line, message))
+            };
+            if let Some(column) = run.identity_change(row) {
+                return Err(refuse(format!(
+                    "run `{}` changes its `{column}` mid-run; a run's identity columns must be the same on every row (give distinct runs distinct run ids)",
+                    run.run_id
+                )));
+            }
+            if row.step == u64::MAX {
+                return Err(refuse(format!(
+                    "run `{}` reaches step {}, the last representable one; the next step would wrap",
+                    run.run_id,
+                    u64::MAX
+                )));
+            }
             if run.rows > 0 && row.step != run.next_step {
                 return Err(EvalError::NonContiguous {
                     path: at.path.to_path_buf(),

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +48,9 @@ pub enum StopReason {
     Budget,
     /// The env ended an episode and `auto_reset` is off.
     EpisodeEnded,
+    /// The flag given to [`Harness::stop_when`] was raised (e.g. by SIGTERM): the run
+    /// stopped after a whole step, with a checkpoint when checkpointing is on.
+    Interrupted,
 }
 
 /// Reward earned under one label.
@@ -101,6 +105,13 @@ pub enum HarnessError {
     },
     /// The trace could not be written.
     Trace(TraceError),
+    /// The trace could not be written at a step (e.g. the disk is full).
+    TraceAt {
+        /// Global step index of the row that could not be written.
+        step: u64,
+        /// The cause.
+        source: TraceError,
+    },
     /// A checkpoint could not be written or resumed.
     Checkpoint(String),
 }
@@ -120,6 +131,10 @@ impl fmt::Display for HarnessError {
             ),
             HarnessError::Regime { step, source } => write!(f, "step {step}: {source}"),
             HarnessError::Trace(e) => write!(f, "writing the trace: {e}"),
+            HarnessError::TraceAt { step, source } => write!(
+                f,
+                "step {step}: writing the trace: {source}; every row before this step's window is in the trace"
+            ),
             HarnessError::Checkpoint(msg) => write!(f, "checkpoint: {msg}"),
         }
     }
@@ -130,7 +145,7 @@ impl std::error::Error for HarnessError {
         match self {
             HarnessError::Env { source, .. } => Some(source),
             HarnessError::Regime { source, .. } => Some(source),
-            HarnessError::Trace(e) => Some(e),
+            HarnessError::Trace(e) | HarnessError::TraceAt { source: e, .. } => Some(e),
             HarnessError::NonFiniteReward { .. } | HarnessError::Checkpoint(_) => None,
         }
     }
@@ -171,6 +186,7 @@ pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
     progress: Option<Progress>,
     state: RunState<E::Obs, E::Action>,
     checkpoint: Option<CheckpointPlan>,
+    interrupt: Option<&'static AtomicBool>,
 }
 
 /// Steps between two progress callbacks.
@@ -196,6 +212,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             progress: None,
             state: RunState::default(),
             checkpoint: None,
+            interrupt: None,
         }
     }
 
@@ -215,6 +232,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         let bad = |what: &str, e: String| {
             HarnessError::Checkpoint(format!("the saved {what} does not fit: {e}"))
         };
+        checkpoint.validate().map_err(HarnessError::Checkpoint)?;
         env.load_state(checkpoint.env)
             .map_err(|e| bad("world", e.to_string()))?;
         agent
@@ -244,12 +262,22 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 stopped: checkpoint.stopped,
             },
             checkpoint: None,
+            interrupt: None,
         })
     }
 
     /// Writes a checkpoint every `plan.every` steps (see [`Checkpoint`]).
     pub fn checkpoint(mut self, plan: CheckpointPlan) -> Self {
         self.checkpoint = Some(plan);
+        self
+    }
+
+    /// Stops the run cleanly once `flag` is set (a signal handler sets it): the step under
+    /// way finishes and is recorded, a checkpoint is written when checkpointing is on, and
+    /// the run ends with [`StopReason::Interrupted`]. The flag is read once per step, a
+    /// relaxed atomic load. A `static` suits a signal handler.
+    pub fn stop_when(mut self, flag: &'static AtomicBool) -> Self {
+        self.interrupt = Some(flag);
         self
     }
 
@@ -262,9 +290,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         let Some(plan) = self.checkpoint.as_ref() else {
             return Ok(());
         };
-        let trace_bytes = match self.sink.as_mut() {
-            Some(sink) => Some(sink.sync()?),
-            None => None,
+        let (trace_bytes, trace_tail) = match self.sink.as_mut() {
+            Some(sink) => (Some(sink.sync()?), sink.tail()?),
+            None => (None, None),
         };
         let ckpt_err = |e: String| HarnessError::Checkpoint(e);
         let value = |v: Result<serde_json::Value, serde_json::Error>| {
@@ -288,6 +316,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             env: self.env.save_state().map_err(|e| ckpt_err(e.to_string()))?,
             agent: self.agent.save_state().map_err(ckpt_err)?,
             trace_bytes,
+            trace_tail,
         };
         ckpt.write(&plan.path).map_err(ckpt_err)
     }
@@ -431,7 +460,10 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
 
     fn start(&mut self) -> Result<(), HarnessError> {
         self.state.baseline = self.env.snapshot();
-        self.state.window.reserve(self.config.window_steps.max(1));
+        // Bounded: a huge window grows as it fills instead of failing to allocate at once.
+        self.state
+            .window
+            .reserve(self.config.window_steps.clamp(1, 1 << 16));
         self.apply(0)?;
         self.state
             .summary
@@ -457,6 +489,17 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         let no_values: Vec<f64> = Vec::new();
         let mut action_json: Vec<u8> = Vec::new();
         while self.state.step < end {
+            if let Some(flag) = &self.interrupt
+                && flag.load(Ordering::Relaxed)
+            {
+                // Checkpointed before it is marked stopped, so the resumed run goes on.
+                if self.checkpoint.is_some() {
+                    self.write_checkpoint()?;
+                }
+                self.state.summary.stop = StopReason::Interrupted;
+                self.state.stopped = true;
+                return Ok(false);
+            }
             let step = self.state.step;
             if self.scheduler.next_shift_due(step) {
                 self.close_label();
@@ -521,7 +564,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                         .config
                         .record_transitions
                         .then(|| std::str::from_utf8(&action_json).unwrap_or("null")),
-                })?;
+                })
+                .map_err(|source| HarnessError::TraceAt { step, source })?;
             }
             let st = &mut self.state;
             st.step += 1;
@@ -541,7 +585,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             if w.len() >= window_steps {
                 self.agent.update(&self.state.window);
                 self.state.window.clear(step + 1);
-                self.flush_trace()?;
+                self.flush_trace()
+                    .map_err(|source| HarnessError::TraceAt { step, source })?;
             }
             if (step + 1).is_multiple_of(PROGRESS_EVERY)
                 && let Some(p) = self.progress.as_mut()

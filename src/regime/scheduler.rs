@@ -502,7 +502,12 @@ mod tests {
         let mut v = serde_json::to_value(&s).unwrap();
         v["current"] = serde_json::json!(7);
         let bad: Scheduler = serde_json::from_value(v.clone()).unwrap();
-        assert!(bad.check_restored().unwrap_err().to_string().contains("current"));
+        assert!(
+            bad.check_restored()
+                .unwrap_err()
+                .to_string()
+                .contains("current")
+        );
         v["current"] = serde_json::json!(0);
         v["plan"]["every"] = serde_json::json!(0);
         let bad: Scheduler = serde_json::from_value(v).unwrap();

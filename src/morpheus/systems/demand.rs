@@ -76,7 +76,8 @@ pub fn poisson_quantile(u: f64, lambda: f64, cap: u64) -> u64 {
 fn ln_factorial(n: f64) -> f64 {
     let inv = 1.0 / n;
     let inv2 = inv * inv;
-    n * n.ln() - n + 0.5 * (std::f64::consts::TAU * n).ln()
+    n * n.ln() - n
+        + 0.5 * (std::f64::consts::TAU * n).ln()
         + inv * (1.0 / 12.0 - inv2 * (1.0 / 360.0 - inv2 / 1260.0))
 }
 
