@@ -166,6 +166,21 @@ fn locate(path: &Path) -> PathBuf {
 
 fn check(path: &Path) -> Result<(), Failure> {
     let world = WorldFile::load(path).map_err(Failure::input)?;
+    // `check` accepts exactly the agents `run` would.
+    if let Some(agent) = &world.harness.agent {
+        let mut names = vec!["random", "actor-critic"];
+        names.extend(match &world.world {
+            WorldKind::CartPole(_) => CARTPOLE_AGENTS,
+            WorldKind::Morpheus(_) => MORPHEUS_AGENTS,
+        });
+        if !names.contains(&agent.as_str()) {
+            return Err(Failure::input(format!(
+                "{}: field `harness.agent`: unknown agent `{agent}` for this world; use one of: {}",
+                path.display(),
+                names.join(", ")
+            )));
+        }
+    }
     println!(
         "{}: ok ({} world, {} regimes: {}; {} schedule)",
         path.display(),
@@ -266,7 +281,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             &world,
             &plan,
             resume,
-            (&["balance"], cartpole_agents),
+            (CARTPOLE_AGENTS, cartpole_agents),
         ),
         WorldKind::Morpheus(config) => {
             let reward = world
@@ -278,7 +293,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
                 &world,
                 &plan,
                 resume,
-                (&["base-stock", "adaptive-base-stock"], morpheus_agents),
+                (MORPHEUS_AGENTS, morpheus_agents),
             )
         }
     }
@@ -405,6 +420,11 @@ fn ensure_parent(p: &Path) -> Result<(), Failure> {
     }
     Ok(())
 }
+
+/// CartPole's own agents.
+const CARTPOLE_AGENTS: &[&str] = &["balance"];
+/// The enterprise world's own agents.
+const MORPHEUS_AGENTS: &[&str] = &["base-stock", "adaptive-base-stock"];
 
 /// A world's own agents, by name, besides the ones every discrete world has.
 type WorldAgents<E> = fn(&str, &E, u64) -> Option<Box<dyn Agent<E>>>;

@@ -264,11 +264,21 @@ impl Ctx<'_> {
             .try_into()
             .map_err(|e: toml::de::Error| {
                 let msg = e.message().to_string();
+                // A value error (`-3` for a count) names no key: the key is the first one
+                // that fails on its own, so the message points at its line, not the table's.
                 let key = msg
                     .split('`')
                     .nth(1)
                     .filter(|k| table.get_ref().contains_key(*k))
-                    .map(str::to_string);
+                    .map(str::to_string)
+                    .or_else(|| {
+                        table.get_ref().iter().find_map(|(k, v)| {
+                            let mut alone = toml::Table::new();
+                            alone.insert(k.clone(), v.clone());
+                            let solo: Result<T, _> = alone.try_into();
+                            solo.is_err().then(|| k.clone())
+                        })
+                    });
                 let span = key
                     .as_deref()
                     .and_then(|k| self.find_key(table.span().start, k))

@@ -178,6 +178,8 @@ pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, Eval
     // run and file, since a run's rows are contiguous within a file.
     let mut segments: Vec<(usize, u64)> = Vec::new();
     let mut spill = Spill::create()?;
+    // Runs already warned of a reward above its ceiling.
+    let mut above_ceiling: HashSet<usize> = HashSet::new();
 
     for path in paths {
         let mut reader = TraceReader::open(std::slice::from_ref(path));
@@ -231,6 +233,20 @@ pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, Eval
                     expected: run.next_step,
                     found: row.step,
                 });
+            }
+            if let Some(c) = row.ceiling
+                && row.reward > c
+                && above_ceiling.insert(r)
+            {
+                warnings.push(format!(
+                    "{}:{}: run `{}` step {}: reward {} is above its ceiling {}; the gap metrics assume a ceiling bounds the reward (only the first such row of a run is reported)",
+                    at.path.display(),
+                    at.line,
+                    run.run_id,
+                    row.step,
+                    row.reward,
+                    c
+                ));
             }
             let x = if options.include_payout {
                 row.reward
