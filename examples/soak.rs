@@ -50,8 +50,14 @@ fn binary() -> Result<PathBuf, String> {
 
 fn run() -> Result<bool, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let steps: u64 = args.first().map_or(Ok(200_000), |s| s.parse()).map_err(|e| format!("STEPS: {e}"))?;
-    let kills: u32 = args.get(1).map_or(Ok(20), |s| s.parse()).map_err(|e| format!("KILLS: {e}"))?;
+    let steps: u64 = args
+        .first()
+        .map_or(Ok(200_000), |s| s.parse())
+        .map_err(|e| format!("STEPS: {e}"))?;
+    let kills: u32 = args
+        .get(1)
+        .map_or(Ok(20), |s| s.parse())
+        .map_err(|e| format!("KILLS: {e}"))?;
     let bin = binary()?;
     let dir = std::env::temp_dir().join(format!("perennial-soak-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;

@@ -225,7 +225,14 @@ fn cases() -> Vec<Case> {
         Case {
             what: "run: --trace on a device",
             file: None,
-            args: &["run", "worlds/cartpole.toml", "--steps", "5", "--trace", "/dev/full"],
+            args: &[
+                "run",
+                "worlds/cartpole.toml",
+                "--steps",
+                "5",
+                "--trace",
+                "/dev/full",
+            ],
             code: 2,
             expect: &["/dev/full: is a device"],
         },
@@ -263,7 +270,7 @@ fn cases() -> Vec<Case> {
             file: None,
             args: &["run", "worlds/cartpole.toml", "--run-id", "../../x"],
             code: 2,
-            expect: &["--run-id", "contains '/'"],
+            expect: &["--run-id", "starts with `.`"],
         },
         Case {
             what: "run: empty --run-id",

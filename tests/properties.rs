@@ -253,7 +253,11 @@ fn leaves(v: &serde_json::Value, at: String, out: &mut Vec<String>) {
     match v {
         serde_json::Value::Object(m) if !m.is_empty() => {
             for (k, x) in m {
-                leaves(x, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out);
+                leaves(
+                    x,
+                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    out,
+                );
             }
         }
         serde_json::Value::Array(a) if !a.is_empty() => {

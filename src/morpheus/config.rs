@@ -407,7 +407,7 @@ impl MorpheusConfig {
             return Err(ConfigError {
                 field: "stock_scale",
                 message: format!(
-                    "is {}; use at least {MIN_STOCK_SCALE}, or observations overflow to infinity",
+                    "is {:e}; use at least {MIN_STOCK_SCALE}, or observations overflow to infinity",
                     self.stock_scale
                 ),
             });
