@@ -170,7 +170,8 @@ fn tampered_checkpoint_fields_are_refused_and_no_row_is_deleted() {
     let (_, trace, ckpt) = checkpointed_run(&d, 250, 100);
     let before = std::fs::read(&trace).unwrap();
     let valid: serde_json::Value = serde_json::from_slice(&std::fs::read(&ckpt).unwrap()).unwrap();
-    let tamper: [(&str, fn(&mut serde_json::Value)); 4] = [
+    type Edit = fn(&mut serde_json::Value);
+    let tamper: [(&str, Edit); 4] = [
         ("scheduler", |v| v["scheduler"]["current"] = 99.into()),
         ("scheduler", |v| v["scheduler"]["plan"]["every"] = 0.into()),
         ("step", |v| v["step"] = 1_000_000.into()),

@@ -143,7 +143,7 @@ impl Scheduler {
                 if !weights.is_empty()
                     && (weights.len() != labels.len()
                         || weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
-                        || !(weights.iter().sum::<f64>() > 0.0)
+                        || weights.iter().sum::<f64>() <= 0.0
                         || !weights.iter().sum::<f64>().is_finite())
                 {
                     return Err(RegimeError::BadPlan(
