@@ -41,7 +41,7 @@ use perennial::harness::{Harness, HarnessConfig};
 use perennial::prelude::*;
 use perennial::seed::{self, Stream};
 use perennial::trace::{self, TraceFormat};
-use perennial::world_file::{WorldFile, WorldKind};
+use perennial::world_file::WorldFile;
 
 const DEFAULT_STEPS: u64 = 48_000;
 const SEED: u64 = 0;
@@ -60,7 +60,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     let steps = step_budget()?;
     let world =
         WorldFile::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/cartpole-drift.toml"))?;
-    let WorldKind::CartPole(params) = world.world.clone() else {
+    let Some(params) = world.params::<CartPoleParams>().cloned() else {
         return Err(format!("{} is not a CartPole world", world.path.display()).into());
     };
     let env = CartPole::new(params);

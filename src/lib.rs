@@ -3,6 +3,8 @@
 
 pub mod agents;
 pub mod cartpole;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod env;
 pub mod episodes;
 pub mod eval;
@@ -11,6 +13,7 @@ pub mod limits;
 pub mod morpheus;
 pub mod output;
 pub mod regime;
+pub mod registry;
 pub mod reward;
 pub mod seed;
 pub mod trace;

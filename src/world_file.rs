@@ -30,7 +30,16 @@
 //! auto_reset = true
 //! seed = 0
 //! agent = "random"
+//!
+//! [agent.actor-critic]               # optional: options of an agent, by its name
+//! actor_lr = 0.01
 //! ```
+//!
+//! The kind is looked up in a [`Registry`] ([`WorldFile::load`] uses the built-in one,
+//! [`WorldFile::load_with`] takes yours); the kind parses and checks its own
+//! `[world.params]`. `[harness] agent` and every `[agent.<name>]` table must name an agent
+//! the kind has; the options themselves are checked when the agent is built
+//! (`perennial check` builds it).
 //!
 //! Schedules: `fixed` takes `shifts = [{ step = 0, label = "a" }, { step = 500, label = "b" }]`;
 //! `cycle` takes `labels` and `every`; `stochastic` takes `labels`, optional `weights`,
@@ -49,11 +58,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::cartpole::{CartPole, CartPoleParams};
-use crate::morpheus::{self, Morpheus, MorpheusConfig};
-use crate::regime::{
-    ParamInfo, Plan, Regime, RegimeError, Scheduler, Shiftable, validate_conditions,
-};
+use crate::regime::{ParamInfo, Plan, Regime, RegimeError, Scheduler, validate_conditions};
+use crate::registry::{Registry, WorldParams};
 use crate::reward::{RewardSpec, Term};
 
 /// A world file that cannot be used, with where and why.
@@ -100,20 +106,6 @@ pub struct HarnessDefaults {
     pub agent: Option<String>,
 }
 
-/// The world a file describes, with its parameters.
-#[derive(Clone, Debug, PartialEq)]
-pub enum WorldKind {
-    /// Gymnasium's CartPole-v1 (see [`crate::cartpole`]).
-    CartPole(CartPoleParams),
-    /// The persistent enterprise world (see [`crate::morpheus`]).
-    Morpheus(Box<MorpheusConfig>),
-}
-
-impl WorldKind {
-    /// The kind names a world file may use.
-    pub const NAMES: &'static [&'static str] = &["cartpole", "morpheus"];
-}
-
 /// A loaded and validated world file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorldFile {
@@ -121,8 +113,10 @@ pub struct WorldFile {
     pub path: PathBuf,
     /// One-line description.
     pub description: String,
-    /// The world and its parameters.
-    pub world: WorldKind,
+    /// The world's kind name, as registered.
+    pub kind: String,
+    /// The kind's parameters (read them with [`WorldFile::params`]).
+    pub params: WorldParams,
     /// The regimes, in file order; the first is the initial regime unless the schedule says otherwise.
     pub regimes: Vec<Regime>,
     /// The schedule.
@@ -131,6 +125,10 @@ pub struct WorldFile {
     pub reward: Option<RewardSpec>,
     /// Run defaults.
     pub harness: HarnessDefaults,
+    /// Agent options by agent name, from `[agent.<name>]` tables.
+    pub agents: BTreeMap<String, toml::Table>,
+    /// The kind's reward specification, used when the file gives none.
+    default_reward: Option<RewardSpec>,
 }
 
 #[derive(Deserialize)]
@@ -142,6 +140,7 @@ struct FileDef {
     reward: Option<Spanned<RewardDef>>,
     #[serde(default)]
     harness: HarnessDefaults,
+    agent: Option<Spanned<BTreeMap<Spanned<String>, Spanned<toml::Table>>>>,
 }
 
 #[derive(Deserialize)]
@@ -249,46 +248,6 @@ impl Ctx<'_> {
         }
         None
     }
-
-    /// Deserializes a kind's parameter table, pointing errors at the offending key.
-    fn params<T: for<'de> Deserialize<'de> + Default>(
-        &self,
-        params: Option<&Spanned<toml::Table>>,
-    ) -> Result<T, WorldFileError> {
-        let Some(table) = params else {
-            return Ok(T::default());
-        };
-        table
-            .get_ref()
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                let msg = e.message().to_string();
-                // A value error (`-3` for a count) names no key: the key is the first one
-                // that fails on its own, so the message points at its line, not the table's.
-                let key = msg
-                    .split('`')
-                    .nth(1)
-                    .filter(|k| table.get_ref().contains_key(*k))
-                    .map(str::to_string)
-                    .or_else(|| {
-                        table.get_ref().iter().find_map(|(k, v)| {
-                            let mut alone = toml::Table::new();
-                            alone.insert(k.clone(), v.clone());
-                            let solo: Result<T, _> = alone.try_into();
-                            solo.is_err().then(|| k.clone())
-                        })
-                    });
-                let span = key
-                    .as_deref()
-                    .and_then(|k| self.find_key(table.span().start, k))
-                    .or_else(|| Some(table.span()));
-                let field = key
-                    .map(|k| format!("world.params.{k}"))
-                    .unwrap_or_else(|| "world.params".into());
-                self.err(span, Some(&field), msg)
-            })
-    }
 }
 
 impl WorldFile {
@@ -299,6 +258,15 @@ impl WorldFile {
     /// The file cannot be read, or is not a valid world file; the error names the file,
     /// line and field.
     pub fn load(path: &Path) -> Result<Self, WorldFileError> {
+        Self::load_with(path, Registry::shared_builtin())
+    }
+
+    /// Reads and validates a world file whose kind is looked up in `registry`.
+    ///
+    /// # Errors
+    ///
+    /// As [`WorldFile::load`].
+    pub fn load_with(path: &Path, registry: &Registry) -> Result<Self, WorldFileError> {
         let fail = |message: String| WorldFileError {
             path: path.to_path_buf(),
             line: None,
@@ -316,7 +284,7 @@ impl WorldFile {
                 message: format!("byte {at} is not valid UTF-8; save the file as UTF-8"),
             }
         })?;
-        Self::parse(&text, path)
+        Self::parse_with(&text, path, registry)
     }
 
     /// Validates world-file text; `path` is used in errors.
@@ -341,6 +309,19 @@ impl WorldFile {
     /// assert!(err.to_string().starts_with("moon.toml:6: field `regimes.moon.conditions.gravty`"));
     /// ```
     pub fn parse(text: &str, path: &Path) -> Result<Self, WorldFileError> {
+        Self::parse_with(text, path, Registry::shared_builtin())
+    }
+
+    /// Validates world-file text whose kind is looked up in `registry`.
+    ///
+    /// # Errors
+    ///
+    /// As [`WorldFile::load`].
+    pub fn parse_with(
+        text: &str,
+        path: &Path,
+        registry: &Registry,
+    ) -> Result<Self, WorldFileError> {
         let ctx = Ctx { path, text };
         let def: FileDef = toml::from_str(text).map_err(|e| {
             // Only serde's field errors name a field between backticks; a syntax error's
@@ -353,49 +334,30 @@ impl WorldFile {
             ctx.err(e.span(), field.as_deref(), msg.to_string())
         })?;
         let world_def = def.world.get_ref();
-        let (world, parameters) = match world_def.kind.get_ref().as_str() {
-            "cartpole" => {
-                let params: CartPoleParams = ctx.params(world_def.params.as_ref())?;
-                let env = CartPole::new(params.clone());
-                check_params(&ctx, &env, world_def.params.as_ref())?;
-                (WorldKind::CartPole(params), env.parameters())
-            }
-            "morpheus" => {
-                let config: MorpheusConfig = ctx.params(world_def.params.as_ref())?;
-                config.validate().map_err(|e| {
-                    let span = world_def
-                        .params
-                        .as_ref()
-                        .and_then(|t| ctx.find_key(t.span().start, e.field))
-                        .or_else(|| world_def.params.as_ref().map(|t| t.span()));
-                    ctx.err(
-                        span,
-                        Some(&format!("world.params.{}", e.field)),
-                        e.message.clone(),
-                    )
-                })?;
-                let env = Morpheus::new(config.clone(), morpheus::default_reward_spec()).map_err(
-                    |e| {
-                        ctx.err(
-                            world_def.params.as_ref().map(|t| t.span()),
-                            Some("world.params"),
-                            e.to_string(),
-                        )
-                    },
-                )?;
-                (WorldKind::Morpheus(Box::new(config)), env.parameters())
-            }
-            other => {
-                return Err(ctx.err(
-                    Some(world_def.kind.span()),
-                    Some("world.kind"),
-                    format!(
-                        "unknown world kind `{other}`; use one of: {}",
-                        WorldKind::NAMES.join(", ")
-                    ),
-                ));
-            }
+        let kind_name = world_def.kind.get_ref();
+        let Some(kind) = registry.kind(kind_name) else {
+            return Err(ctx.err(
+                Some(world_def.kind.span()),
+                Some("world.kind"),
+                format!(
+                    "unknown world kind `{kind_name}`; use one of: {}",
+                    registry.kind_names().join(", ")
+                ),
+            ));
         };
+        let table = world_def.params.as_ref();
+        let (params, parameters) = kind.load(table.map(|t| t.get_ref())).map_err(|e| {
+            let span = e
+                .field
+                .as_deref()
+                .and_then(|k| table.and_then(|t| ctx.find_key(t.span().start, k)))
+                .or_else(|| table.map(|t| t.span()));
+            let field = match &e.field {
+                Some(k) => format!("world.params.{k}"),
+                None => "world.params".into(),
+            };
+            ctx.err(span, Some(&field), e.message)
+        })?;
 
         let regimes = regimes(&ctx, def.regimes, &parameters)?;
         let plan = match def.schedule {
@@ -407,7 +369,7 @@ impl WorldFile {
         }
         let reward = match def.reward {
             None => None,
-            Some(r) => Some(reward(&ctx, r, &world)?),
+            Some(r) => Some(reward(&ctx, r, kind.reward_signals())?),
         };
         if let Some(w) = def.harness.window_steps
             && (w == 0 || w > crate::limits::MAX_WINDOW_STEPS)
@@ -425,33 +387,47 @@ impl WorldFile {
             let span = ctx.find_key(0, "agent");
             return Err(ctx.err(span, Some("harness.agent"), message));
         }
+        let agents = agent_tables(
+            &ctx,
+            def.agent,
+            &def.harness,
+            &kind.agent_names(),
+            kind_name,
+        )?;
         Ok(WorldFile {
             path: path.to_path_buf(),
             description: world_def.description.clone(),
-            world,
+            kind: kind_name.clone(),
+            params,
             regimes,
             plan,
             reward,
             harness: def.harness,
+            agents,
+            default_reward: kind.default_reward(),
         })
     }
 
     /// The world's kind name as written in the file.
-    pub fn kind(&self) -> &'static str {
-        match self.world {
-            WorldKind::CartPole(_) => "cartpole",
-            WorldKind::Morpheus(_) => "morpheus",
-        }
+    pub fn kind(&self) -> &str {
+        &self.kind
     }
 
-    /// The reward specification the world runs with: the file's, else the world's default
+    /// The kind's parameters as `T` (e.g. [`crate::cartpole::CartPoleParams`] for a
+    /// `cartpole` file), or `None` when the file is of another kind.
+    pub fn params<T: std::any::Any>(&self) -> Option<&T> {
+        self.params.get()
+    }
+
+    /// The options table of agent `name`: its `[agent.<name>]` table, or an empty one.
+    pub fn agent_options(&self, name: &str) -> toml::Table {
+        self.agents.get(name).cloned().unwrap_or_default()
+    }
+
+    /// The reward specification the world runs with: the file's, else the kind's default
     /// (none for CartPole, whose reward is Gymnasium's).
     pub fn reward_spec(&self) -> Option<RewardSpec> {
-        match (&self.reward, &self.world) {
-            (Some(r), _) => Some(r.clone()),
-            (None, WorldKind::Morpheus(_)) => Some(morpheus::default_reward_spec()),
-            (None, WorldKind::CartPole(_)) => None,
-        }
+        self.reward.clone().or_else(|| self.default_reward.clone())
     }
 
     /// A scheduler for these regimes and plan, its stream seeded with `seed`.
@@ -462,24 +438,6 @@ impl WorldFile {
     pub fn scheduler(&self, seed: u64) -> Result<Scheduler, RegimeError> {
         Scheduler::new(self.regimes.clone(), self.plan.clone(), seed)
     }
-}
-
-/// Checks a world's initial parameters against its own ranges.
-fn check_params<W: Shiftable>(
-    ctx: &Ctx<'_>,
-    env: &W,
-    table: Option<&Spanned<toml::Table>>,
-) -> Result<(), WorldFileError> {
-    validate_conditions(&env.parameters(), &env.snapshot()).map_err(|e| {
-        let name = match &e {
-            RegimeError::OutOfRange { name, .. } | RegimeError::UnknownParameter { name, .. } => {
-                name.clone()
-            }
-            _ => String::new(),
-        };
-        let span = table.and_then(|t| ctx.find_key(t.span().start, &name));
-        ctx.err(span, Some(&format!("world.params.{name}")), e.to_string())
-    })
 }
 
 fn regimes(
@@ -708,19 +666,49 @@ fn plan(
     Ok(plan)
 }
 
+/// Checks that `[harness] agent` and every `[agent.<name>]` table name an agent of the kind.
+fn agent_tables(
+    ctx: &Ctx<'_>,
+    tables: Option<Spanned<BTreeMap<Spanned<String>, Spanned<toml::Table>>>>,
+    harness: &HarnessDefaults,
+    known: &[&str],
+    kind: &str,
+) -> Result<BTreeMap<String, toml::Table>, WorldFileError> {
+    let unknown = |name: &str| {
+        format!(
+            "the `{kind}` world has no agent `{name}`; use one of: {}",
+            known.join(", ")
+        )
+    };
+    if let Some(agent) = &harness.agent
+        && !known.contains(&agent.as_str())
+    {
+        let span = ctx.find_key(0, "agent");
+        return Err(ctx.err(span, Some("harness.agent"), unknown(agent)));
+    }
+    let mut out = BTreeMap::new();
+    for (name, table) in tables.map(Spanned::into_inner).unwrap_or_default() {
+        if !known.contains(&name.get_ref().as_str()) {
+            return Err(ctx.err(
+                Some(name.span()),
+                Some(&format!("agent.{}", name.get_ref())),
+                unknown(name.get_ref()),
+            ));
+        }
+        out.insert(name.into_inner(), table.into_inner());
+    }
+    Ok(out)
+}
+
 fn reward(
     ctx: &Ctx<'_>,
     def: Spanned<RewardDef>,
-    world: &WorldKind,
+    signals: &[&str],
 ) -> Result<RewardSpec, WorldFileError> {
     let span = def.span();
     let terms = def.into_inner().terms;
     let spec = RewardSpec {
         terms: terms.iter().map(|t| t.get_ref().clone()).collect(),
-    };
-    let signals: &[&str] = match world {
-        WorldKind::CartPole(_) => &[],
-        WorldKind::Morpheus(_) => morpheus::signal_names(),
     };
     spec.bind(signals).map_err(|e| {
         let at = match &e {

@@ -66,6 +66,10 @@ fn args(traces: Vec<PathBuf>) -> EvalArgs {
         plot: None,
         window: 50,
         include_payout: false,
+        references: Vec::new(),
+        floors: Vec::new(),
+        profile_plot: None,
+        gamma: 1.0,
     }
 }
 

@@ -15,12 +15,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const EXAMPLES: [&str; 5] = [
+const EXAMPLES: [&str; 6] = [
     "cartpole_regimes",
     "warehouse_shift",
     "custom_world",
     "throughput",
     "peer_workload",
+    "continual_baselines",
 ];
 
 fn executables() -> &'static HashMap<String, PathBuf> {
@@ -173,6 +174,23 @@ fn warehouse_shift_compares_every_agent_over_the_same_seeds() {
             .any(|l| l.trim_start().starts_with("mean_reward") && l.contains(" [")),
         "{stdout}"
     );
+    // The aggregate table: IQM with its CI per agent, then P(X > Y) for every pair.
+    assert!(stdout.contains("aggregate over runs and tasks"), "{stdout}");
+    for agent in agents {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(agent) && l.matches(" [").count() == 4),
+            "no aggregate row for {agent} in:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("probability of improvement P(X > Y)")
+            && stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with("random") && l.contains("base-stock")),
+        "{stdout}"
+    );
     let traces = trace_paths(&stdout);
     assert_eq!(traces.len(), agents.len() * 3, "{stdout}");
     for trace in &traces {
@@ -281,5 +299,31 @@ fn peer_workload_prints_one_timed_line_per_workload() {
         );
         assert!(cells[1].parse::<u64>().unwrap() >= 8192, "{line}");
         assert!(cells[3].parse::<f64>().unwrap() > 0.0, "{line}");
+    }
+}
+
+#[test]
+fn continual_baselines_compares_every_family_on_both_worlds() {
+    let stdout = succeeded(
+        "continual_baselines",
+        &example("continual_baselines", "600"),
+    );
+    let families = ["ppo", "ppo-replay", "ppo-ewc", "ppo-context", "ppo-plastic"];
+    for (task, reference) in [("cartpole", "balance"), ("warehouse", "base-stock")] {
+        for agent in families.iter().chain(&["random", reference]) {
+            let group = format!(
+                "group task {task}  algorithm {agent}  runs 3  seeds 0,1,2  (mean over runs [95% bootstrap CI])"
+            );
+            assert!(stdout.contains(&group), "missing {group:?} in:\n{stdout}");
+        }
+    }
+    assert!(
+        stdout.contains("separated pairs (family vs family, disjoint 95% intervals): "),
+        "{stdout}"
+    );
+    let traces = trace_paths(&stdout);
+    assert_eq!(traces.len(), 2 * 7 * 3, "{stdout}");
+    for trace in &traces {
+        assert_eq!(lines_in(trace), 600, "{}", trace.display());
     }
 }

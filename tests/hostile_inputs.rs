@@ -132,6 +132,65 @@ fn cases() -> Vec<Case> {
             expect: &["{file}:", "world.params.opening_cash"],
         },
         Case {
+            what: "world file: negative credit line",
+            file: Some((
+                "negative-credit.toml",
+                warehouse.replace(
+                    "opening_cash = 10000.0",
+                    "opening_cash = 10000.0\ncredit_limit = -1.0",
+                ),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "world.params.credit_limit"],
+        },
+        Case {
+            what: "world file: interest rate above 1",
+            file: Some((
+                "usury.toml",
+                warehouse.replace(
+                    "opening_cash = 10000.0",
+                    "opening_cash = 10000.0\ninterest_rate = 2.0",
+                ),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "world.params.interest_rate"],
+        },
+        Case {
+            what: "world file: stale readings of age 0",
+            file: Some((
+                "stale-zero.toml",
+                warehouse.replace(
+                    "opening_cash = 10000.0",
+                    "opening_cash = 10000.0\nstale_hours = 0",
+                ),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "world.params.stale_hours"],
+        },
+        Case {
+            what: "world file: missing-reading rate above 1",
+            file: Some((
+                "missing-rate.toml",
+                warehouse.replace("stale_rate = 0.3", "missing_rate = 1.5"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "regimes.supplier_crisis.conditions.missing_rate"],
+        },
+        Case {
+            what: "world file: fractional operation budget",
+            file: Some((
+                "op-budget.toml",
+                warehouse.replace("op_budget = 12", "op_budget = 2.5"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "op_budget"],
+        },
+        Case {
             what: "world file: missing",
             file: None,
             args: &["check", "worlds/no-such-world.toml"],

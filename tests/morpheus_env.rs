@@ -185,6 +185,7 @@ fn infeasible_operations_are_counted_as_rejected() {
 
     let mut poor = env_with(MorpheusConfig {
         opening_cash: 50.0,
+        credit_limit: 0.0,
         ..MorpheusConfig::default()
     });
     poor.reset(1);
@@ -211,10 +212,18 @@ fn infeasible_operations_are_counted_as_rejected() {
 
 #[test]
 fn horizon_truncates_and_pays_the_settlement_on_the_last_step() {
-    let mut e = env_with(MorpheusConfig {
+    let mut spec = default_reward_spec();
+    spec.terms.push(Term {
+        name: "settlement".into(),
+        signal: "ledger_balance".into(),
+        weight: 0.001,
+        when: When::EpisodeEnd,
+    });
+    let config = MorpheusConfig {
         horizon: Some(50),
         ..MorpheusConfig::default()
-    });
+    };
+    let mut e = Morpheus::new(config, spec).expect("valid world");
     assert_eq!(e.spec().payouts, vec!["settlement".to_string()]);
     e.reset(8);
     for i in 1..=50u64 {
@@ -230,7 +239,7 @@ fn horizon_truncates_and_pays_the_settlement_on_the_last_step() {
         } else {
             assert!(t.truncated);
             assert_eq!(b.payouts, vec![0.001 * e.signals()[9]]);
-            assert!(b.payouts[0] > 0.0);
+            assert_ne!(b.payouts[0], 0.0);
             assert!(t.reward <= ceiling.final_step);
         }
     }
@@ -297,8 +306,8 @@ fn snapshot_restores_a_world_that_continues_bit_identically() {
 fn construction_errors_say_what_to_fix() {
     let spec = RewardSpec {
         terms: vec![Term {
-            name: "profit".into(),
-            signal: "profit".into(),
+            name: "margin".into(),
+            signal: "margin".into(),
             weight: 1.0,
             when: When::Step,
         }],
@@ -307,7 +316,7 @@ fn construction_errors_say_what_to_fix() {
         .err()
         .unwrap();
     assert!(matches!(err, MorpheusError::Reward(_)));
-    assert!(err.to_string().contains("`profit`") && err.to_string().contains("ledger_balance"));
+    assert!(err.to_string().contains("`margin`") && err.to_string().contains("ledger_balance"));
     let bad = MorpheusConfig {
         carriers: 0,
         ..MorpheusConfig::default()
@@ -323,12 +332,23 @@ fn spec_describes_a_persistent_world() {
     assert!(spec.persistent);
     assert_eq!(spec.id, "warehouse");
     assert_eq!(spec.action_space, Space::Discrete { n: 48 });
-    assert_eq!(spec.observation_space.len(), 46);
+    assert_eq!(spec.observation_space.len(), 47);
     assert_eq!(
         spec.components,
-        ["shipped", "late", "lost", "holding", "rejected"]
+        [
+            "revenue",
+            "purchases",
+            "holding",
+            "shipping",
+            "late",
+            "lost",
+            "repair",
+            "expedite",
+            "detention",
+            "interest"
+        ]
     );
-    assert_eq!(signal_names().len(), 11);
+    assert_eq!(signal_names().len(), 20);
     assert_eq!(FailureKind::ALL.len(), 5);
     assert!(e.parameters().iter().all(|p| p.min <= p.max));
 }

@@ -2,15 +2,16 @@
 //! schedules in which labels recur.
 
 use perennial::morpheus::Morpheus;
+use perennial::morpheus::MorpheusConfig;
 use perennial::prelude::*;
 use perennial::regime::apply_conditions;
-use perennial::world_file::{WorldFile, WorldKind};
+use perennial::world_file::WorldFile;
 
 fn check(path: &str, task: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
     let file = WorldFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert!(!file.description.is_empty());
-    let WorldKind::Morpheus(config) = file.world.clone() else {
+    let Some(config) = file.params::<MorpheusConfig>().cloned() else {
         panic!("{}: an enterprise world", path.display());
     };
     assert_eq!(config.task, task);
@@ -18,7 +19,7 @@ fn check(path: &str, task: &str) {
         .reward_spec()
         .expect("the enterprise world always has a reward spec");
     let mut env =
-        Morpheus::new(*config, reward).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        Morpheus::new(config, reward).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert!(
         file.regimes.len() >= 4,
         "{}: at least four regimes",

@@ -16,6 +16,11 @@ pub struct BaseStockParams {
     pub reorder_hours: f64,
     /// Order up to this many hours of demand (96).
     pub target_hours: f64,
+    /// Carrier to ship with, chosen on the first step and again at every midnight; `None`
+    /// (the default) leaves the world's choice alone.
+    pub carrier: Option<u32>,
+    /// Repair broken dock doors once at least this many are broken; 0 never repairs (1).
+    pub repair_at: u32,
 }
 
 impl Default for BaseStockParams {
@@ -23,13 +28,28 @@ impl Default for BaseStockParams {
         BaseStockParams {
             reorder_hours: 36.0,
             target_hours: 96.0,
+            carrier: None,
+            repair_at: 1,
         }
     }
 }
 
-/// The classic operations baseline: repair a broken dock first; otherwise, when a SKU's
-/// inventory position (on hand + in the pipeline − backlog) falls below its reorder point,
-/// order the reorder size closest to what brings it up to the target; otherwise do nothing.
+impl BaseStockParams {
+    /// Stock levels only: no carrier choice, repairs at the first broken door.
+    pub fn levels(reorder_hours: f64, target_hours: f64) -> Self {
+        BaseStockParams {
+            reorder_hours,
+            target_hours,
+            ..BaseStockParams::default()
+        }
+    }
+}
+
+/// The classic operations baseline: on the first step and at every midnight, pick the
+/// configured carrier (if any); else repair a broken dock once `repair_at` are broken;
+/// otherwise, when a SKU's inventory position (on hand + in the pipeline − backlog) falls
+/// below its reorder point, order the reorder size closest to what brings it up to the
+/// target; otherwise do nothing.
 ///
 /// It reads only the observation (whose layout the enterprise world documents) and the
 /// layout's public settings (SKU count, reorder sizes, base demand); it never sees the
@@ -43,6 +63,8 @@ pub struct BaseStockAgent {
     buckets: Vec<u64>,
     stock_scale: f64,
     demand: Vec<f64>,
+    #[serde(default)]
+    started: bool,
 }
 
 impl BaseStockAgent {
@@ -58,16 +80,47 @@ impl BaseStockAgent {
             demand: (0..config.skus)
                 .map(|i| config.base_demand * (0.5 + 0.5 * (i % 3) as f64))
                 .collect(),
+            started: false,
         }
     }
 
-    fn choose(&self, obs: &[f32]) -> usize {
+    /// The settings it plays.
+    pub fn params(&self) -> &BaseStockParams {
+        &self.params
+    }
+
+    /// Plays other settings from the next step on.
+    pub fn set_params(&mut self, params: BaseStockParams) {
+        self.params = params;
+        self.started = false;
+    }
+
+    fn choose(&mut self, obs: &[f32]) -> usize {
         let (s, b) = (self.skus, self.buckets.len());
         let at = |i: usize| obs.get(i).map_or(0.0, |&v| f64::from(v));
-        for d in 0..self.docks {
-            if at(4 * s + d) < 0.5 {
-                return 1 + s * b + self.carriers + s + d;
-            }
+        // The world's choice of carrier is not observed, so it is re-sent once a day: the
+        // cosine of the hour of day is 1 only at midnight.
+        let midnight = at(4 * s + self.docks + self.carriers + 4) > 0.999;
+        if let Some(c) = self
+            .params
+            .carrier
+            .filter(|&c| (c as usize) < self.carriers)
+            && (midnight || !self.started)
+        {
+            self.started = true;
+            return 1 + s * b + c as usize;
+        }
+        self.started = true;
+        let broken = || (0..self.docks).filter(|&d| at(4 * s + d) < 0.5);
+        if self.params.repair_at > 0
+            && broken().count() >= self.params.repair_at as usize
+            && let Some(d) = broken().next()
+        {
+            return 1 + s * b + self.carriers + s + d;
+        }
+        // Missing readings are zeros, not empty shelves: wait for the next valid one.
+        if at(4 * s + self.docks + self.carriers + 7) < 0.5 {
+            return 0;
         }
         let mut worst: Option<(usize, f64, f64)> = None;
         for i in 0..s {
@@ -119,10 +172,7 @@ pub struct AdaptiveParams {
 impl Default for AdaptiveParams {
     fn default() -> Self {
         AdaptiveParams {
-            start: BaseStockParams {
-                reorder_hours: 4.0,
-                target_hours: 8.0,
-            },
+            start: BaseStockParams::levels(4.0, 8.0),
             sigma: 0.25,
             step: 0.08,
         }
@@ -176,10 +226,7 @@ impl AdaptiveBaseStock {
     /// The reorder point and target (hours of demand) it has learned so far.
     pub fn learned(&self) -> BaseStockParams {
         let [r, g] = self.theta;
-        BaseStockParams {
-            reorder_hours: r.exp(),
-            target_hours: (r + g.max(0.0)).exp(),
-        }
+        BaseStockParams::levels(r.exp(), (r + g.max(0.0)).exp())
     }
 
     fn new_direction(&mut self) {
@@ -192,10 +239,7 @@ impl AdaptiveBaseStock {
         let s = sign * self.params.sigma;
         let r = self.theta[0] + s * self.direction[0];
         let g = (self.theta[1] + s * self.direction[1]).max(0.0);
-        self.policy.params = BaseStockParams {
-            reorder_hours: r.exp(),
-            target_hours: (r + g).exp(),
-        };
+        self.policy.params = BaseStockParams::levels(r.exp(), (r + g).exp());
     }
 }
 

@@ -7,13 +7,234 @@
 //! | `base-stock` | [`BaseStockAgent`] | enterprise world | no |
 //! | `adaptive-base-stock` | [`AdaptiveBaseStock`] | enterprise world | yes, its stock levels, on every window |
 //! | `actor-critic` | [`ActorCritic`] | any with a `Discrete` action space | yes, on every window |
+//! | `ppo`, `ppo-replay`, `ppo-ewc`, `ppo-context`, `ppo-plastic` | [`Ppo`] | any with a `Discrete` action space | yes, on every window (see [`ppo`]) |
+//!
+//! # The agent registry
+//!
+//! Agents are built by name from an [`AgentCtx`]: the env (so a world's own agent can read
+//! its configuration), the agent's options table and the run seed. The options come from a
+//! world file's `[agent.<name>]` table and `perennial run --agent-opt KEY=VALUE`; a builder
+//! deserializes them with [`AgentCtx::options`] into its params struct, which carries
+//! `#[serde(default, deny_unknown_fields)]` so a misspelt option is an error naming it.
+//!
+//! Registering an agent is one entry:
+//! - a generic agent (any world with a `Discrete` action space) goes in [`generic`], e.g.
+//!   `("ppo", |ctx| Ok(Box::new(Ppo::new(ctx.spec(), ctx.options()?, ctx.seed)?)))`;
+//! - a world's own agent goes in its kind's list ([`for_cartpole`], [`for_morpheus`]),
+//!   e.g. `("oracle", |ctx| Ok(Box::new(Oracle::new(ctx.env, ctx.options()?))))`;
+//! - a world defined outside the crate passes its own list to
+//!   [`crate::registry::Registry::world_with_agents`].
+//!
+//! ```
+//! use perennial::agents::{self, AgentCtx};
+//! use perennial::prelude::*;
+//!
+//! let env = CartPole::new(CartPoleParams::default());
+//! let options: toml::Table = toml::from_str("actor_lr = 0.01").unwrap();
+//! let ctx = AgentCtx { name: "actor-critic", env: &env, options: &options, seed: 7 };
+//! let build = agents::by_name::<CartPole>("actor-critic").unwrap();
+//! assert_eq!(build(&ctx).unwrap().algorithm_id(), "actor-critic");
+//!
+//! let typo: toml::Table = toml::from_str("actor_rl = 0.01").unwrap();
+//! let ctx = AgentCtx { options: &typo, ..ctx };
+//! assert!(build(&ctx).err().unwrap().to_string().contains("actor_rl"));
+//! ```
 
 mod actor_critic;
 mod balance;
 mod base_stock;
+pub mod ppo;
 mod random;
 
 pub use actor_critic::{ActorCritic, ActorCriticParams};
 pub use balance::BalanceAgent;
 pub use base_stock::{AdaptiveBaseStock, AdaptiveParams, BaseStockAgent, BaseStockParams};
+pub use ppo::{ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, ReplayParams, UpdateStats};
 pub use random::RandomAgent;
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+
+use crate::cartpole::CartPole;
+use crate::env::{Env, EnvSpec, Space};
+use crate::harness::Agent;
+use crate::morpheus::Morpheus;
+
+/// What an agent builder receives.
+#[derive(Debug)]
+pub struct AgentCtx<'a, E> {
+    /// The name the agent was asked for.
+    pub name: &'a str,
+    /// The env the agent will act in (freshly built, not reset).
+    pub env: &'a E,
+    /// The agent's options: its `[agent.<name>]` table with any command-line overrides.
+    pub options: &'a toml::Table,
+    /// The run seed.
+    pub seed: u64,
+}
+
+impl<E: Env> AgentCtx<'_, E> {
+    /// The env's spec.
+    pub fn spec(&self) -> &EnvSpec {
+        self.env.spec()
+    }
+
+    /// The options as the agent's params struct.
+    ///
+    /// # Errors
+    ///
+    /// An option is unknown or has the wrong type; the error names it.
+    pub fn options<P: DeserializeOwned>(&self) -> Result<P, AgentError> {
+        self.options
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| AgentError::new(self.name, e.message().trim()))
+    }
+
+    /// The number of actions of a `Discrete` action space.
+    ///
+    /// # Errors
+    ///
+    /// The action space is not `Discrete`.
+    pub fn discrete_actions(&self) -> Result<usize, AgentError> {
+        match self.spec().action_space {
+            Space::Discrete { n } => Ok(n),
+            ref other => Err(AgentError::new(
+                self.name,
+                format!("needs a Discrete action space; this world's is {other:?}"),
+            )),
+        }
+    }
+}
+
+/// An agent that cannot be built: unknown name or bad options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentError {
+    /// No agent of that name for the world.
+    Unknown {
+        /// The name asked for.
+        agent: String,
+        /// The agents there are.
+        known: Vec<String>,
+    },
+    /// The agent exists but its options (or the world) do not suit it.
+    Build {
+        /// The agent's name.
+        agent: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+}
+
+impl AgentError {
+    /// An error building agent `agent`.
+    pub fn new(agent: &str, message: impl Into<String>) -> Self {
+        AgentError::Build {
+            agent: agent.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// No agent `agent` for this world; lists the ones there are.
+    pub fn unknown(agent: &str, known: &[&str]) -> Self {
+        AgentError::Unknown {
+            agent: agent.to_string(),
+            known: known.iter().map(|k| k.to_string()).collect(),
+        }
+    }
+}
+
+impl fmt::Display for AgentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AgentError::Unknown { agent, known } => write!(
+                f,
+                "unknown agent `{agent}` for this world; use one of: {}",
+                known.join(", ")
+            ),
+            AgentError::Build { agent, message } => write!(f, "agent `{agent}`: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for AgentError {}
+
+/// The options of an agent that takes none: any key is an error naming it.
+#[derive(Clone, Copy, Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoOptions {}
+
+/// Builds an agent for env type `E`.
+pub type AgentBuilder<E> = fn(&AgentCtx<'_, E>) -> Result<Box<dyn Agent<E>>, AgentError>;
+
+/// The agents every world with a `Discrete` action space gets, by name.
+pub fn generic<E: Env<Action = usize> + 'static>() -> Vec<(&'static str, AgentBuilder<E>)> {
+    vec![
+        ("random", |ctx| {
+            ctx.options::<NoOptions>()?;
+            Ok(Box::new(RandomAgent::new(
+                ctx.spec().action_space.clone(),
+                ctx.seed,
+            )))
+        }),
+        ("actor-critic", |ctx| {
+            let n = ctx.discrete_actions()?;
+            let dim = ctx.spec().observation_space.len();
+            Ok(Box::new(ActorCritic::new(dim, n, ctx.options()?, ctx.seed)))
+        }),
+        ("ppo", ppo_family),
+        ("ppo-replay", ppo_family),
+        ("ppo-ewc", ppo_family),
+        ("ppo-context", ppo_family),
+        ("ppo-plastic", ppo_family),
+    ]
+}
+
+/// Builds the PPO family `ctx.name` from its options table.
+fn ppo_family<E: Env<Action = usize> + 'static>(
+    ctx: &AgentCtx<'_, E>,
+) -> Result<Box<dyn Agent<E>>, AgentError> {
+    let n = ctx.discrete_actions()?;
+    let dim = ctx.spec().observation_space.len();
+    match Ppo::by_name(ctx.name, dim, n, ctx.options.clone(), ctx.seed) {
+        Ok(Some(agent)) => Ok(Box::new(agent)),
+        Ok(None) => Err(AgentError::unknown(ctx.name, &ppo::FAMILIES)),
+        Err(message) => Err(AgentError::new(ctx.name, message)),
+    }
+}
+
+/// The generic agent named `name`, if there is one.
+pub fn by_name<E: Env<Action = usize> + 'static>(name: &str) -> Option<AgentBuilder<E>> {
+    generic::<E>()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, b)| b)
+}
+
+/// CartPole's own agents.
+pub fn for_cartpole() -> Vec<(&'static str, AgentBuilder<CartPole>)> {
+    vec![("balance", |ctx| {
+        ctx.options::<NoOptions>()?;
+        Ok(Box::new(BalanceAgent::default()))
+    })]
+}
+
+/// The enterprise world's own agents.
+pub fn for_morpheus() -> Vec<(&'static str, AgentBuilder<Morpheus>)> {
+    vec![
+        ("base-stock", |ctx| {
+            Ok(Box::new(BaseStockAgent::new(
+                ctx.env.config(),
+                ctx.options()?,
+            )))
+        }),
+        ("adaptive-base-stock", |ctx| {
+            Ok(Box::new(AdaptiveBaseStock::new(
+                ctx.env.config(),
+                ctx.options()?,
+                ctx.seed,
+            )))
+        }),
+    ]
+}

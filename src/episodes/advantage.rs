@@ -14,7 +14,8 @@ pub const GRPO_EPSILON: f64 = 1e-6;
 /// A group is every trajectory with one key `"{task_id}:{name}"`
 /// ([`Episode::group_key`]); n is its size, mean and std the mean and *population*
 /// standard deviation of its rewards r.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum AdvantageEstimator {
     /// (r - mean) / (std + 1e-6); a group of one uses mean 0 and std 1.

@@ -8,20 +8,21 @@ use super::export::{ExportOptions, export};
 
 /// `perennial episodes TRACE... --out FILE.jsonl [--advantage grpo|rloo|reinforce]
 /// [--chunk-steps N]`: exports traces as rLLM episodes.
-#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct EpisodesArgs {
     /// Trace files (JSON Lines or CSV) written with --record-transitions, read in order.
-    #[arg(required = true, value_name = "TRACE")]
+    #[cfg_attr(feature = "cli", arg(required = true, value_name = "TRACE"))]
     pub traces: Vec<PathBuf>,
     /// Where to write the episodes, one JSON object per line.
-    #[arg(long, value_name = "FILE.jsonl")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE.jsonl"))]
     pub out: PathBuf,
     /// Estimate advantages per group "{task_id}:{name}" and broadcast them to every step.
-    #[arg(long, value_enum)]
+    #[cfg_attr(feature = "cli", arg(long, value_enum))]
     pub advantage: Option<AdvantageEstimator>,
     /// Cut each episode into chunks of at most N steps (for a persistent world's one long
     /// episode); a chunk the env did not end is `unknown`.
-    #[arg(long, value_name = "N")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
     pub chunk_steps: Option<u64>,
 }
 

@@ -2,27 +2,52 @@
 
 use std::path::PathBuf;
 
-use super::{EvalError, EvalOptions, evaluate, plot_svg};
+use super::{EvalError, EvalOptions, evaluate, plot_svg, profile_plot_svg};
 
-/// `perennial eval TRACE... [--json] [--plot FILE.svg] [--window W] [--include-payout]`
-#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
+/// `perennial eval TRACE... [--json] [--plot FILE.svg] [--window W] [--include-payout]
+/// [--reference REF...] [--floor TRACE...] [--profile-plot FILE.svg] [--gamma G]`
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct EvalArgs {
     /// Trace files (JSON Lines, or CSV by the `.csv` extension), read in the order given.
-    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
+    #[cfg_attr(feature = "cli", arg(required = true, num_args = 1.., value_name = "TRACE"))]
     pub traces: Vec<PathBuf>,
     /// Print the report as JSON instead of tables.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub json: bool,
     /// Also draw the rolling-mean reward with the intervals shaded into this SVG file.
-    #[arg(long, value_name = "FILE.svg")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE.svg"))]
     pub plot: Option<PathBuf>,
     /// Smoothing window W, in steps.
-    #[arg(long, default_value_t = 100, value_name = "W",
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 100, value_name = "W",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)))]
     pub window: usize,
     /// Count episode-end payouts in the reward the metrics smooth.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub include_payout: bool,
+    /// Reference traces (e.g. an oracle's): each run is paired with the reference run of the
+    /// same task and seed for `regret` and state-adjusted forgetting.
+    #[cfg_attr(feature = "cli", arg(long = "reference", num_args = 1.., value_name = "REF"))]
+    pub references: Vec<PathBuf>,
+    /// Floor traces (e.g. a random agent's), paired the same way, for `normalized_regret`;
+    /// with references too, the aggregate scores are normalized between the two.
+    #[cfg_attr(feature = "cli", arg(long = "floor", num_args = 1.., value_name = "TRACE"))]
+    pub floors: Vec<PathBuf>,
+    /// Also draw the aggregate performance profiles into this SVG file.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE.svg"))]
+    pub profile_plot: Option<PathBuf>,
+    /// The γ of the aggregate optimality gap (scores above it count as γ).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 1.0, value_name = "G",
+          value_parser = finite))]
+    pub gamma: f64,
+}
+
+#[cfg(feature = "cli")]
+fn finite(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("`{s}` is not a finite number")),
+    }
 }
 
 /// Runs `perennial eval`: returns what to print (tables, or JSON with `--json`) and writes
@@ -35,6 +60,9 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
     let options = EvalOptions {
         window: args.window,
         include_payout: args.include_payout,
+        references: args.references.clone(),
+        floors: args.floors.clone(),
+        gamma: args.gamma,
         ..EvalOptions::default()
     };
     if let Some(path) = &args.plot {
@@ -51,6 +79,9 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
     let report = evaluate(&args.traces, &options)?;
     if let Some(path) = &args.plot {
         plot_svg(&report, path)?;
+    }
+    if let Some(path) = &args.profile_plot {
+        profile_plot_svg(&report, path)?;
     }
     if args.json {
         // Only string-keyed maps, strings and numbers: serializing cannot fail.

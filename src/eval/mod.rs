@@ -60,6 +60,99 @@
 //! (2000) of the runs with replacement, drawn with ChaCha8 from `bootstrap_seed` (0) mixed
 //! with the estimate's name. A group of one run has CI = [mean, mean]. See [`compare`].
 //!
+//! # Against a reference: regret and state-adjusted forgetting
+//!
+//! With `references` (`--reference REF...`), each run is paired with the reference run of
+//! the same `task` and `seed` (an oracle, or any agent the user names; the world's common
+//! random numbers make the pairing fair), and with `floors` (`--floor TRACE...`) with a floor
+//! run the same way (e.g. a random agent). Interval k of the run is paired with interval k of
+//! the reference when the two have the same label, start and end; otherwise its paired values
+//! are null and a warning names the first unmatched interval. Per interval:
+//!
+//! - `reference_mean_r` (and `floor_mean_r`): the paired interval's `mean_reward`;
+//! - `regret` = reference_mean_r − mean_reward;
+//! - `normalized_regret` = regret / |reference_mean_r − floor_mean_r| (null without a floor,
+//!   or when the two are equal);
+//! - `adjusted_forgetting` = F_k − F_k(reference): the agent's forgetting minus the
+//!   reference's at the same interval (null unless both have one). Inventory, backlog and
+//!   goodwill carry over between intervals whatever the agent learned, so a fixed policy's
+//!   F_k is not 0; its adjusted forgetting against itself is 0 exactly.
+//!
+//! Per label (`configurations`), when every interval of the label was matched:
+//! `reference_mean_r`, `floor_mean_r`, `regret` and `normalized_regret` by the same formulas
+//! on the configuration's `mean_reward`, and `mean_adjusted_forgetting` = the mean of the
+//! label's `adjusted_forgetting`. Each run reports `reference_run_id` and `floor_run_id`.
+//! Without references every one of these is null. Two reference (or floor) runs with one
+//! task and seed are an error.
+//!
+//! # Aggregate statistics (rliable)
+//!
+//! `"aggregate"` holds the statistics of Agarwal et al. (2021) across runs and tasks, with
+//! their definitions in rliable (`rliable/metrics.py`, `rliable/library.py`); see
+//! [`aggregate`](fn@aggregate). The **score** of run n on task column m is, by default, the
+//! run's per-label `mean_reward`; the task columns are the `(task, label)` pairs,
+//! `"task/label"`. When every run has a reference and a floor with different means for
+//! every label, the score is normalized: (mean_reward − floor_mean_r) / (reference_mean_r −
+//! floor_mean_r), 0 at the floor, 1 at the reference (`"score": "normalized_score"`).
+//! Runs are grouped into algorithms by `algorithm_id`. Per algorithm: `iqm`, `mean`,
+//! `median` and `optimality_gap` (at γ = `gamma`, 1 by default) each
+//! `{"estimate", "ci_low", "ci_high"}` with a 95% stratified bootstrap CI over runs within
+//! each task column (`bootstrap_resamples` resamples), and `profile`, the performance
+//! profile `[{"tau", "fraction", "ci_low", "ci_high"}]` on 51 τ evenly spaced from the
+//! lowest to the highest score of any algorithm. `improvement` lists, for every ordered
+//! pair of algorithms, `{"x", "y", "tasks", "probability"}` with P(X > Y) over the task
+//! columns both have. `--profile-plot FILE.svg` draws the profiles ([`profile_svg`]).
+//!
+//! # Reliability (Chan et al. 2020)
+//!
+//! `"reliability": {"runs": [{"run_id", "blocks", "dispersion_across_time",
+//! "short_term_risk", "long_term_risk"}], "groups": [{"task", "algorithm_id", "runs",
+//! "dispersion_across_runs", "risk_across_runs"}]}`, groups per `(task, algorithm_id)`.
+//! The curve is the run's W-step block means b_i (x cut into blocks of W steps from the
+//! run's first step, the remainder dropped). Per run: `dispersion_across_time` = the mean,
+//! over consecutive windows of 10 first differences d_i = b_i − b_{i−1} (a last shorter window
+//! kept when it has at least 2), of the window's IQR (75th − 25th percentile, linear
+//! interpolation); `short_term_risk` = CVaR at α = 0.05 of d, the mean of its lowest
+//! ceil(α n) values; `long_term_risk` = the mean of the highest ceil(α n) drawdowns
+//! D_i = max_{j ≤ i} b_j − b_i. Across runs: `dispersion_across_runs` = the mean over block
+//! indices every run reached of the IQR of the runs' b_i (null for one run);
+//! `risk_across_runs` = the mean of the lowest ceil(α runs) final performances, a run's final
+//! performance being the mean of its last ceil(blocks / 10) blocks. See [`run_reliability`] and
+//! [`across_runs`].
+//!
+//! # l2metrics beside ours
+//!
+//! In the `"l2metrics"` section, with j the most recent earlier interval of label c_k:
+//! per interval `l2_recovery_steps` = (first t with m_k(t) ≥ P_j) − s_k + 1 (null on a
+//! label's first interval and when never reached; for n_k < W, n_k when the interval's mean
+//! reaches P_j) and `l2_maintenance` = (mean of x over interval k) − P_j; per label
+//! `performance_recovery` = −(Theil–Sen slope of the label's non-null recovery times against
+//! their order 0, 1, 2, …; [`theil_sen_slope`]), null with fewer than two, and
+//! `performance_maintenance` = the mean of its `l2_maintenance`. Where the
+//! definitions differ, formula by formula:
+//!
+//! - **Forgetting.** perennial: F_k = P_j − H_k, the tail (last W steps) of the label's
+//!   previous interval minus the head (first W steps) of its recurrence, both on the
+//!   reward the agent earned while acting (no separate evaluation). l2metrics (performance
+//!   maintenance): the terminal performance of a later *evaluation* block of the task minus
+//!   the terminal performance of its most recent *training* block (the opposite sign
+//!   convention to F_k: negative = forgot); here `l2_maintenance` = mean of x over the whole recurrence − P_j, since there
+//!   are no evaluation blocks. Continual World: F_i = p_i(end of training on task i) −
+//!   p_i(end of the whole sequence), success rates from separate evaluation episodes, once per
+//!   task, not per recurrence. CORA: for task i, the evaluation return at the end of its
+//!   training minus the evaluation return after each later task, averaged over the later
+//!   tasks. Only perennial measures in the head of the recurrence, so it sees what the agent
+//!   does on the steps right after the shift, state carried over included (hence the
+//!   reference-adjusted version above); the others evaluate a frozen policy from fresh
+//!   episodes.
+//! - **Recovery.** perennial: R_k against the previous interval's tail B_k = P_{k−1},
+//!   whatever its label (how long until the agent is back to where it was before the shift).
+//!   l2metrics: recovery time against the terminal performance of the *same task's* previous
+//!   block (`l2_recovery_steps` here, against P_j), and performance recovery as −(Theil–Sen
+//!   slope) of those times over the task's occurrences (positive = recovering faster each
+//!   time). Continual World and CORA define no recovery time; their forward transfer compares
+//!   areas under training curves with a reference learner's.
+//!
 //! # Output
 //!
 //! [`Report`] serializes to exactly the DESIGN JSON (`runs` with its keys; fields that do
@@ -70,8 +163,21 @@
 //!   "adaptation_steps", "recovery_steps", "recovered_fraction", "forgetting",
 //!   "stability_std", "cvar05", "gap", "normalized_gap"}}}`, each metric
 //!   `{"mean", "ci_low", "ci_high", "n"}` (`n` = runs with a value) or `null`.
+//! - `"aggregate"` and `"reliability"`: see above.
 //! - `"warnings"`: an array of strings, one per torn tail (a file whose last line was cut
-//!   off by a killed writer; every complete row before it was used). Empty when none.
+//!   off by a killed writer; every complete row before it was used), and one per run left
+//!   without its reference or floor or only partly matched. Empty when none.
+//!
+//! - `"l2metrics"`: per run `{"run_id", "intervals": [{"index", "regime",
+//!   "l2_recovery_steps", "l2_maintenance"}], "configurations": {LABEL:
+//!   {"performance_recovery", "performance_maintenance"}}}`.
+//!
+//! Without references or floors the `runs` objects have exactly the DESIGN keys. With them,
+//! each run also carries `reference_run_id` and `floor_run_id`, each interval
+//! `reference_mean_r`, `floor_mean_r`, `regret`, `normalized_regret` and
+//! `adjusted_forgetting`, and each configuration `reference_mean_r`, `floor_mean_r`,
+//! `regret`, `normalized_regret` and `mean_adjusted_forgetting`; null where they do not
+//! apply.
 //!
 //! [`Report::to_text`] prints the same as aligned tables; [`plot_svg`] draws the run-wide
 //! rolling mean of x (window W) over steps with the first run's intervals shaded and
@@ -103,10 +209,14 @@
 //! # Ok::<(), perennial::eval::EvalError>(())
 //! ```
 
+mod aggregate;
 mod cli;
 mod compare;
 mod error;
+mod l2;
 mod plot;
+mod reference;
+mod reliability;
 mod report;
 mod run;
 mod spill;
@@ -115,20 +225,32 @@ mod sum;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
+pub use aggregate::{
+    Aggregate, AlgorithmAggregate, Improvement, Interval, ProfilePoint, Scores, aggregate, iqm,
+    mean, median, optimality_gap, probability_of_improvement, profile,
+};
 pub use cli::{EvalArgs, run_cli};
 pub use compare::{
     Comparison, Estimate, LabelComparison, METRICS, bootstrap, compare, comparison_text,
 };
 pub use error::EvalError;
-pub use plot::{plot_svg, svg};
-pub use report::{ConfigurationReport, IntervalReport, Report, RunReport};
+pub use l2::theil_sen_slope;
+pub use plot::{plot_svg, profile_plot_svg, profile_svg, svg};
+pub use reference::Regret;
+pub use reliability::{
+    GroupReliability, RunReliability, across_runs, cvar_lower, drawdowns, iqr, run_reliability,
+};
+pub use report::{
+    ConfigurationAgainst, ConfigurationReport, IntervalAgainst, IntervalReport, L2Interval,
+    L2Label, L2Run, Paired, Reliability, Report, RunReliabilityEntry, RunReport,
+};
 
 use crate::trace::TraceReader;
 use run::RunScan;
 use spill::Spill;
 
 /// How to evaluate. Build with `Default` and struct update syntax.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct EvalOptions {
     /// The smoothing window W (100). At least 1.
     pub window: usize,
@@ -138,6 +260,15 @@ pub struct EvalOptions {
     pub bootstrap_resamples: usize,
     /// Seed of the bootstrap's ChaCha8 generator (0).
     pub bootstrap_seed: u64,
+    /// Reference traces: each run is paired with the reference run of its task and seed
+    /// (none).
+    pub references: Vec<PathBuf>,
+    /// Floor traces, paired the same way, for `normalized_regret` and normalized scores
+    /// (none).
+    pub floors: Vec<PathBuf>,
+    /// The γ of the aggregate optimality gap (1.0, rliable's default, meant for normalized
+    /// scores).
+    pub gamma: f64,
 }
 
 impl Default for EvalOptions {
@@ -147,6 +278,9 @@ impl Default for EvalOptions {
             include_payout: false,
             bootstrap_resamples: 2000,
             bootstrap_seed: 0,
+            references: Vec::new(),
+            floors: Vec::new(),
+            gamma: 1.0,
         }
     }
 }
@@ -161,9 +295,60 @@ impl Default for EvalOptions {
 /// A file cannot be read or has a bad row (missing column, bad value, NaN), a run's steps are
 /// not contiguous, a run's rows resume after another run's in the same file, no file holds a
 /// complete row, or `window` is 0. Each names the file and line. The temporary file of x_t
-/// cannot be written or read back ([`EvalError::Io`]). A torn last line is not an error: it
-/// is listed in [`Report::warnings`].
+/// cannot be written or read back ([`EvalError::Io`]). The same for the reference and floor
+/// traces, and two reference (or floor) runs share a task and seed. A torn last line is not
+/// an error: it is listed in [`Report::warnings`], as is a run left without its reference or
+/// floor.
 pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, EvalError> {
+    let (mut runs, mut warnings) = evaluate_runs(paths, options)?;
+    let mut paired = |files: &[PathBuf]| -> Result<Vec<RunReport>, EvalError> {
+        if files.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (runs, w) = evaluate_runs(files, options)?;
+        warnings.extend(w);
+        Ok(runs)
+    };
+    let references = paired(&options.references)?;
+    let floors = paired(&options.floors)?;
+    if !options.references.is_empty() || !options.floors.is_empty() {
+        warnings.extend(reference::pair(&mut runs, &references, &floors)?);
+    }
+    let groups = compare(&runs, options.bootstrap_resamples, options.bootstrap_seed);
+    let aggregate = aggregate::aggregate(
+        &runs,
+        options.gamma,
+        options.bootstrap_resamples,
+        options.bootstrap_seed,
+    );
+    let reliability = Reliability {
+        runs: runs
+            .iter()
+            .map(|r| RunReliabilityEntry {
+                run_id: r.run_id.clone(),
+                statistics: r.reliability,
+            })
+            .collect(),
+        groups: reliability::groups(&runs),
+    };
+    let l2metrics = runs.iter().map(L2Run::of).collect();
+    Ok(Report {
+        runs,
+        groups,
+        aggregate,
+        l2metrics,
+        reliability,
+        warnings,
+        window: options.window,
+        include_payout: options.include_payout,
+    })
+}
+
+/// The per-run reports of `paths` and the torn-tail warnings.
+fn evaluate_runs(
+    paths: &[PathBuf],
+    options: &EvalOptions,
+) -> Result<(Vec<RunReport>, Vec<String>), EvalError> {
     if options.window == 0 || options.window > crate::limits::MAX_EVAL_WINDOW {
         return Err(EvalError::InvalidOptions(format!(
             "the smoothing window is {}; use 1 to {} steps",
@@ -289,12 +474,5 @@ pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, Eval
     }
 
     let runs: Vec<RunReport> = runs.into_iter().map(RunScan::into_report).collect();
-    let groups = compare(&runs, options.bootstrap_resamples, options.bootstrap_seed);
-    Ok(Report {
-        runs,
-        groups,
-        warnings,
-        window: options.window,
-        include_payout: options.include_payout,
-    })
+    Ok((runs, warnings))
 }

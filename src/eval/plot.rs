@@ -264,3 +264,127 @@ pub fn plot_svg(report: &Report, path: &Path) -> Result<(), EvalError> {
     crate::output::write_atomic(path, svg(report).as_bytes())
         .map_err(|e| EvalError::InvalidOptions(e.to_string()))
 }
+
+/// The performance profiles of `report`'s aggregate as SVG text: per algorithm, the
+/// fraction of scores above τ over the τ grid as a step line with its 95% bootstrap band,
+/// and a legend of algorithms.
+pub fn profile_svg(report: &Report) -> String {
+    let algorithms = &report.aggregate.algorithms;
+    let taus = algorithms
+        .iter()
+        .flat_map(|a| a.profile.iter().map(|p| p.tau));
+    let (mut x_lo, mut x_hi) = taus.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), t| {
+        (lo.min(t), hi.max(t))
+    });
+    if !x_lo.is_finite() || !x_hi.is_finite() {
+        (x_lo, x_hi) = (0.0, 1.0);
+    }
+    if x_hi <= x_lo {
+        (x_lo, x_hi) = (x_lo - 0.5, x_hi + 0.5);
+    }
+    let sx = |x: f64| LEFT + (x - x_lo) / (x_hi - x_lo) * (RIGHT - LEFT);
+    let sy = |y: f64| BOTTOM - y * (BOTTOM - TOP);
+    let height = BOTTOM + 70.0 + 20.0 * algorithms.len().div_ceil(4) as f64;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="white"/>"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="24" text-anchor="middle" font-size="15">performance profile: fraction of runs × tasks with score &gt; τ ({})</text>"#,
+        (LEFT + RIGHT) / 2.0,
+        escape(&report.aggregate.score)
+    );
+    let _ = writeln!(
+        s,
+        "<g stroke=\"#333\"><line x1=\"{LEFT}\" y1=\"{BOTTOM}\" x2=\"{RIGHT}\" y2=\"{BOTTOM}\"/><line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{BOTTOM}\"/></g>"
+    );
+    let (xt, xstep) = ticks(x_lo, x_hi, 8);
+    for v in xt {
+        let x = sx(v);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{x:.1}\" y1=\"{BOTTOM}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#333\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            BOTTOM + 5.0,
+            BOTTOM + 19.0,
+            tick_label(v, xstep)
+        );
+    }
+    for v in [0.0, 0.25, 0.5, 0.75, 1.0] {
+        let y = sy(v);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{}\" y1=\"{y:.1}\" x2=\"{LEFT}\" y2=\"{y:.1}\" stroke=\"#333\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v}</text>",
+            LEFT - 5.0,
+            LEFT - 8.0,
+            y + 4.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">τ</text>"#,
+        (LEFT + RIGHT) / 2.0,
+        BOTTOM + 40.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="20" y="{0}" text-anchor="middle" transform="rotate(-90 20 {0})">fraction with score &gt; τ</text>"#,
+        (TOP + BOTTOM) / 2.0
+    );
+    for (i, a) in algorithms.iter().enumerate() {
+        let colour = RUN_COLOURS[i % RUN_COLOURS.len()];
+        let mut band = String::new();
+        for p in &a.profile {
+            let _ = write!(band, "{:.1},{:.1} ", sx(p.tau), sy(p.ci_high));
+        }
+        for p in a.profile.iter().rev() {
+            let _ = write!(band, "{:.1},{:.1} ", sx(p.tau), sy(p.ci_low));
+        }
+        let _ = writeln!(
+            s,
+            r#"<polygon fill="{colour}" fill-opacity="0.2" stroke="none" points="{}"/>"#,
+            band.trim_end()
+        );
+        let mut line = String::new();
+        for p in &a.profile {
+            let _ = write!(line, "{:.1},{:.1} ", sx(p.tau), sy(p.fraction));
+        }
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"><title>{}</title></polyline>"#,
+            line.trim_end(),
+            escape(&a.algorithm)
+        );
+        let (x, y) = (
+            LEFT + 220.0 * (i % 4) as f64,
+            BOTTOM + 70.0 + 20.0 * (i / 4) as f64,
+        );
+        let _ = writeln!(
+            s,
+            r#"<line x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="2"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            x + 24.0,
+            x + 30.0,
+            y + 4.0,
+            escape(&a.algorithm)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Writes [`profile_svg`] of `report` to `path`.
+///
+/// # Errors
+///
+/// The file cannot be written.
+pub fn profile_plot_svg(report: &Report, path: &Path) -> Result<(), EvalError> {
+    std::fs::write(path, profile_svg(report)).map_err(|source| EvalError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}

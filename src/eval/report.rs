@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::aggregate::Aggregate;
 use super::compare::Comparison;
+use super::reliability::{GroupReliability, RunReliability};
 use crate::regime::Origin;
 
 /// Everything `perennial eval` reports. Serializes to the DESIGN JSON plus `groups` and
@@ -16,6 +18,13 @@ pub struct Report {
     pub runs: Vec<RunReport>,
     /// Runs grouped by `(task, algorithm_id)`: mean over seeds with a bootstrap CI.
     pub groups: Vec<Comparison>,
+    /// rliable's aggregate statistics across runs and tasks, per algorithm.
+    pub aggregate: Aggregate,
+    /// l2metrics' definitions per run, beside perennial's.
+    pub l2metrics: Vec<L2Run>,
+    /// Chan et al.'s dispersion and risk, per run and across the runs of each
+    /// `(task, algorithm_id)`.
+    pub reliability: Reliability,
     /// Torn tails met while reading (complete rows before them were used).
     pub warnings: Vec<String>,
     /// The smoothing window W used (not serialized).
@@ -45,6 +54,17 @@ pub struct RunReport {
     pub intervals: Vec<IntervalReport>,
     /// Per label.
     pub configurations: BTreeMap<String, ConfigurationReport>,
+    /// The paired reference and floor runs; `None` (and not serialized) unless references
+    /// or floors were given.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<Paired>,
+    /// Chan et al.'s dispersion and risk across time. Serialized in `reliability`.
+    #[serde(skip)]
+    pub reliability: RunReliability,
+    /// Means of x over consecutive blocks of W steps from the run's first step (the
+    /// remainder dropped). Not serialized.
+    #[serde(skip)]
+    pub blocks: Vec<f64>,
     /// The plotted curve: `(step, run-wide rolling mean of x)` at no more than about 2000
     /// steps. Not serialized.
     #[serde(skip)]
@@ -80,6 +100,19 @@ pub struct IntervalReport {
     pub recovered: Option<bool>,
     /// F_k; null on a label's first interval.
     pub forgetting: Option<f64>,
+    /// The values against the paired reference and floor intervals; `None` (and not
+    /// serialized) unless references or floors were given.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub against: Option<IntervalAgainst>,
+    /// l2metrics' recovery time: steps until m_k reaches the tail of the label's previous
+    /// interval; null on a label's first interval or when never reached. Serialized in the
+    /// report's `l2metrics` section.
+    #[serde(skip)]
+    pub l2_recovery_steps: Option<u64>,
+    /// l2metrics' maintenance: mean of x over the interval minus the tail of the label's
+    /// previous interval; null on a label's first interval. Serialized in `l2metrics`.
+    #[serde(skip)]
+    pub l2_maintenance: Option<f64>,
     /// Population std of the block means.
     pub stability_std: f64,
     /// Mean of the lowest ceil(0.05 B) block means.
@@ -107,6 +140,141 @@ pub struct ConfigurationReport {
     pub normalized_gap: Option<f64>,
     /// Mean of F_k over the label's recurrences; null if it never recurred.
     pub mean_forgetting: Option<f64>,
+    /// The values against the reference and floor runs; `None` (and not serialized) unless
+    /// references or floors were given.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub against: Option<ConfigurationAgainst>,
+    /// l2metrics' performance recovery: −Theil–Sen slope of the label's `l2_recovery_steps`.
+    /// Serialized in `l2metrics`.
+    #[serde(skip)]
+    pub performance_recovery: Option<f64>,
+    /// l2metrics' performance maintenance: mean of the label's `l2_maintenance`. Serialized
+    /// in `l2metrics`.
+    #[serde(skip)]
+    pub performance_maintenance: Option<f64>,
+}
+
+/// A run's paired reference and floor runs (same task and seed).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Paired {
+    /// The reference run; null when none has the run's task and seed.
+    pub reference_run_id: Option<String>,
+    /// The floor run; likewise.
+    pub floor_run_id: Option<String>,
+}
+
+/// One interval against its paired reference and floor intervals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct IntervalAgainst {
+    /// The reference interval's mean reward; null when not matched.
+    pub reference_mean_r: Option<f64>,
+    /// The floor interval's mean reward; null when not matched.
+    pub floor_mean_r: Option<f64>,
+    /// reference_mean_r − mean_reward.
+    pub regret: Option<f64>,
+    /// regret / |reference_mean_r − floor_mean_r|; null without both or when they are equal.
+    pub normalized_regret: Option<f64>,
+    /// F_k minus the reference's F_k at the same interval; null unless both have one.
+    pub adjusted_forgetting: Option<f64>,
+}
+
+/// One label against the reference and floor runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ConfigurationAgainst {
+    /// The reference run's `mean_reward` under the label, when every interval of the label
+    /// was matched; null otherwise.
+    pub reference_mean_r: Option<f64>,
+    /// The floor run's, likewise.
+    pub floor_mean_r: Option<f64>,
+    /// reference_mean_r − mean_reward.
+    pub regret: Option<f64>,
+    /// regret / |reference_mean_r − floor_mean_r|.
+    pub normalized_regret: Option<f64>,
+    /// Mean of the label's `adjusted_forgetting`.
+    pub mean_adjusted_forgetting: Option<f64>,
+}
+
+/// l2metrics' values of one interval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct L2Interval {
+    /// k.
+    pub index: usize,
+    /// The label.
+    pub regime: String,
+    /// See [`IntervalReport::l2_recovery_steps`].
+    pub l2_recovery_steps: Option<u64>,
+    /// See [`IntervalReport::l2_maintenance`].
+    pub l2_maintenance: Option<f64>,
+}
+
+/// l2metrics' values of one label.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct L2Label {
+    /// See [`ConfigurationReport::performance_recovery`].
+    pub performance_recovery: Option<f64>,
+    /// See [`ConfigurationReport::performance_maintenance`].
+    pub performance_maintenance: Option<f64>,
+}
+
+/// l2metrics' values of one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct L2Run {
+    /// The run.
+    pub run_id: String,
+    /// Per interval.
+    pub intervals: Vec<L2Interval>,
+    /// Per label.
+    pub configurations: BTreeMap<String, L2Label>,
+}
+
+impl L2Run {
+    pub(crate) fn of(run: &RunReport) -> Self {
+        L2Run {
+            run_id: run.run_id.clone(),
+            intervals: run
+                .intervals
+                .iter()
+                .map(|i| L2Interval {
+                    index: i.index,
+                    regime: i.regime.clone(),
+                    l2_recovery_steps: i.l2_recovery_steps,
+                    l2_maintenance: i.l2_maintenance,
+                })
+                .collect(),
+            configurations: run
+                .configurations
+                .iter()
+                .map(|(l, c)| {
+                    (
+                        l.clone(),
+                        L2Label {
+                            performance_recovery: c.performance_recovery,
+                            performance_maintenance: c.performance_maintenance,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One run's reliability statistics, named.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunReliabilityEntry {
+    /// The run.
+    pub run_id: String,
+    /// Its statistics.
+    #[serde(flatten)]
+    pub statistics: RunReliability,
+}
+
+/// The reliability section of a report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Reliability {
+    /// Per run, across time.
+    pub runs: Vec<RunReliabilityEntry>,
+    /// Per `(task, algorithm_id)`, across runs.
+    pub groups: Vec<GroupReliability>,
 }
 
 /// A number for a table: four decimals, or scientific for tiny magnitudes.
@@ -274,14 +442,117 @@ impl Report {
                 ]);
             }
             t.render(&mut out, "    ");
+            run_extras(&mut out, run);
             out.push('\n');
         }
         out.push_str(&super::compare::comparison_text(&self.groups));
+        out.push_str(&self.aggregate.to_text());
+        reliability_text(&mut out, &self.reliability.groups);
         for w in &self.warnings {
             let _ = writeln!(out, "warning: {w}");
         }
         out
     }
+}
+
+/// The reference, l2metrics and reliability lines of one run.
+fn run_extras(out: &mut String, run: &RunReport) {
+    if let Some(paired) = &run.paired {
+        let _ = writeln!(
+            out,
+            "  against reference {}  floor {}",
+            paired.reference_run_id.as_deref().unwrap_or("-"),
+            paired.floor_run_id.as_deref().unwrap_or("-")
+        );
+        let mut t = Table::new(
+            &[
+                "#",
+                "regime",
+                "mean_r",
+                "ref_r",
+                "floor_r",
+                "regret",
+                "norm_regret",
+                "forget",
+                "adj_forget",
+            ],
+            &[false, true],
+        );
+        for i in &run.intervals {
+            let a = i.against.unwrap_or_default();
+            t.row(vec![
+                i.index.to_string(),
+                i.regime.clone(),
+                num(i.mean_reward),
+                opt(a.reference_mean_r),
+                opt(a.floor_mean_r),
+                opt(a.regret),
+                opt(a.normalized_regret),
+                opt(i.forgetting),
+                opt(a.adjusted_forgetting),
+            ]);
+        }
+        t.render(out, "    ");
+        let mut t = Table::new(
+            &["regime", "ref_r", "regret", "norm_regret", "adj_forgetting"],
+            &[true],
+        );
+        for (label, c) in &run.configurations {
+            let a = c.against.unwrap_or_default();
+            t.row(vec![
+                label.clone(),
+                opt(a.reference_mean_r),
+                opt(a.regret),
+                opt(a.normalized_regret),
+                opt(a.mean_adjusted_forgetting),
+            ]);
+        }
+        t.render(out, "    ");
+    }
+    let _ = writeln!(out, "  l2metrics (against the label's previous tail)");
+    let mut t = Table::new(&["regime", "perf_recovery", "perf_maintenance"], &[true]);
+    for (label, c) in &run.configurations {
+        t.row(vec![
+            label.clone(),
+            opt(c.performance_recovery),
+            opt(c.performance_maintenance),
+        ]);
+    }
+    t.render(out, "    ");
+    let r = &run.reliability;
+    let _ = writeln!(
+        out,
+        "  reliability over {} blocks of W: dispersion_across_time {}  short_term_risk {}  long_term_risk {}",
+        r.blocks,
+        opt(r.dispersion_across_time),
+        opt(r.short_term_risk),
+        opt(r.long_term_risk)
+    );
+}
+
+/// Chan et al.'s across-run statistics, one line per group.
+fn reliability_text(out: &mut String, groups: &[GroupReliability]) {
+    let _ = writeln!(out, "reliability across runs (Chan et al. 2020)");
+    let mut t = Table::new(
+        &[
+            "task",
+            "algorithm",
+            "runs",
+            "dispersion_across_runs",
+            "risk_across_runs",
+        ],
+        &[true, true],
+    );
+    for g in groups {
+        t.row(vec![
+            g.task.clone(),
+            g.algorithm_id.clone(),
+            g.runs.to_string(),
+            opt(g.dispersion_across_runs),
+            opt(g.risk_across_runs),
+        ]);
+    }
+    t.render(out, "    ");
 }
 
 #[cfg(test)]

@@ -26,6 +26,11 @@ struct Open {
     reference: Option<f64>,
     /// First step with m_k(t) >= B_k.
     reached: Option<u64>,
+    /// l2metrics' reference: the tail of the label's previous interval.
+    l2_reference: Option<f64>,
+    /// First step with m_k(t) >= that reference.
+    l2_reached: Option<u64>,
+    sum_x: Sum,
     block: Sum,
     block_len: usize,
     blocks: u64,
@@ -157,6 +162,10 @@ pub(crate) struct RunScan {
     totals: Vec<Totals>,
     needs: Vec<Need>,
     last_tail: HashMap<String, f64>,
+    /// The current run-wide block of W values of x, and the means of the finished ones.
+    run_block: Sum,
+    run_block_len: usize,
+    blocks: Vec<f64>,
     replay: Replay,
     /// Intervals pass 2 has yet to finish.
     pub(crate) pending: usize,
@@ -182,6 +191,9 @@ impl RunScan {
             totals: Vec::new(),
             needs: Vec::new(),
             last_tail: HashMap::new(),
+            run_block: Sum::default(),
+            run_block_len: 0,
+            blocks: Vec::new(),
             replay: Replay {
                 step: row.step,
                 ..Replay::default()
@@ -227,6 +239,9 @@ impl RunScan {
                 last: None,
                 reference,
                 reached: None,
+                l2_reference: self.last_tail.get(row.regime.as_ref()).copied(),
+                l2_reached: None,
+                sum_x: Sum::default(),
                 block: Sum::default(),
                 block_len: 0,
                 blocks: 0,
@@ -250,7 +265,11 @@ impl RunScan {
                 if open.reached.is_none() && open.reference.is_some_and(|b| m >= b) {
                     open.reached = Some(row.step);
                 }
+                if open.l2_reached.is_none() && open.l2_reference.is_some_and(|b| m >= b) {
+                    open.l2_reached = Some(row.step);
+                }
             }
+            open.sum_x.add(x);
             open.block.add(x);
             open.block_len += 1;
             if open.block_len == window {
@@ -288,6 +307,13 @@ impl RunScan {
                 open.gap.add(-row.reward);
                 open.ceiling.add(c);
             }
+        }
+        self.run_block.add(x);
+        self.run_block_len += 1;
+        if self.run_block_len == window {
+            self.blocks.push(self.run_block.value() / window as f64);
+            self.run_block = Sum::default();
+            self.run_block_len = 0;
         }
         let y = self
             .smooth
@@ -342,6 +368,15 @@ impl RunScan {
         } else {
             (0.0, tail)
         };
+        let l2_recovery_steps = open.l2_reference.and_then(|b| {
+            if full {
+                open.l2_reached.map(|t| t - open.start + 1)
+            } else {
+                (tail >= b).then_some(n)
+            }
+        });
+        let mean_x = open.sum_x.value() / n as f64;
+        let maintenance = self.last_tail.get(&open.label).map(|p| mean_x - p);
         let forgetting = self.last_tail.get(&open.label).map(|p| p - head);
         self.last_tail.insert(open.label.clone(), tail);
         let ceiling = open.ceiling.value();
@@ -359,6 +394,9 @@ impl RunScan {
             recovery_steps,
             recovered: open.reference.map(|_| recovery_steps.is_some()),
             forgetting,
+            against: None,
+            l2_recovery_steps,
+            l2_maintenance: maintenance,
             stability_std,
             cvar05,
             gap: (open.ceiling_rows > 0).then(|| open.gap.mean(open.ceiling_rows as f64)),
@@ -493,6 +531,13 @@ impl RunScan {
                         .then(|| a.gap.ratio(&a.ceiling)),
                     mean_forgetting: (!a.forgetting.is_empty())
                         .then(|| f.mean(a.forgetting.len() as f64)),
+                    against: None,
+                    performance_recovery: super::l2::performance_recovery(
+                        self.intervals.iter().filter(|i| i.regime == label),
+                    ),
+                    performance_maintenance: super::l2::performance_maintenance(
+                        self.intervals.iter().filter(|i| i.regime == label),
+                    ),
                 };
                 (label, config)
             })
@@ -506,6 +551,9 @@ impl RunScan {
             episodes: self.episodes,
             intervals: self.intervals,
             configurations,
+            paired: None,
+            reliability: super::reliability::run_reliability(&self.blocks),
+            blocks: self.blocks,
             curve: self.curve.finish(),
         }
     }

@@ -23,4 +23,6 @@ mod run;
 pub use crate::trace::RunIdentity;
 pub use agent::{Agent, Window};
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
-pub use run::{Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StopReason};
+pub use run::{
+    DynHarness, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StopReason,
+};

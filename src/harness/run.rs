@@ -346,6 +346,43 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         self
     }
 
+    /// Opens a trace file for this run: a new one, or with `append_at` the file cut back to
+    /// that many bytes (a resumed run; see [`crate::trace::append`]), after checking that
+    /// the file still ends with the checkpoint's last row, when one is given. The identity, the
+    /// component and payout columns and whether transitions are recorded come from the
+    /// harness, its env's spec and its config, so they cannot disagree with the rows.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be created or is not the trace the checkpoint describes.
+    pub fn open_trace(
+        &mut self,
+        path: &std::path::Path,
+        format: crate::trace::TraceFormat,
+        append_at: Option<(u64, Option<&str>)>,
+    ) -> Result<(), TraceError> {
+        let spec = self.env.spec();
+        let (components, payouts) = (&spec.components, &spec.payouts);
+        let record = self.config.record_transitions;
+        let sink = match append_at {
+            None => {
+                crate::trace::create(path, format, &self.identity, components, payouts, record)?
+            }
+            Some((bytes, tail)) => crate::trace::append(
+                path,
+                format,
+                &self.identity,
+                components,
+                payouts,
+                record,
+                bytes,
+                tail,
+            )?,
+        };
+        self.sink = Some(sink);
+        Ok(())
+    }
+
     /// Calls `f(steps_done)` every few thousand steps and at the end, e.g. for a progress bar.
     pub fn on_progress(mut self, f: impl FnMut(u64) + 'static) -> Self {
         self.progress = Some(Box::new(f));
@@ -655,5 +692,78 @@ impl<O, A> Default for RunState<O, A> {
             label_totals: LabelSummary::default(),
             stopped: false,
         }
+    }
+}
+
+/// A harness whose env and agent types are erased: what a registry builds from a world file
+/// and a caller (the CLI, sweeps) drives without knowing the world's Rust type.
+pub trait DynHarness {
+    /// The run's identity columns.
+    fn identity(&self) -> &RunIdentity;
+    /// Steps done so far.
+    fn steps_done(&self) -> u64;
+    /// See [`Harness::open_trace`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Harness::open_trace`].
+    fn open_trace(
+        &mut self,
+        path: &std::path::Path,
+        format: crate::trace::TraceFormat,
+        append_at: Option<(u64, Option<&str>)>,
+    ) -> Result<(), TraceError>;
+    /// See [`Harness::stop_when`].
+    fn set_stop_flag(&mut self, flag: &'static AtomicBool);
+    /// See [`Harness::run_id`]; call it before the trace is opened.
+    fn set_run_id(&mut self, run_id: String);
+    /// See [`Harness::checkpoint`].
+    fn set_checkpoint(&mut self, plan: CheckpointPlan);
+    /// See [`Harness::on_progress`].
+    fn set_progress(&mut self, f: Box<dyn FnMut(u64)>);
+    /// See [`Harness::run`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Harness::run`].
+    fn run_boxed(self: Box<Self>) -> Result<RunSummary, HarnessError>;
+}
+
+impl<E: Env + Shiftable, A: Agent<E>> DynHarness for Harness<E, A> {
+    fn identity(&self) -> &RunIdentity {
+        &self.identity
+    }
+
+    fn steps_done(&self) -> u64 {
+        self.state.step
+    }
+
+    fn open_trace(
+        &mut self,
+        path: &std::path::Path,
+        format: crate::trace::TraceFormat,
+        append_at: Option<(u64, Option<&str>)>,
+    ) -> Result<(), TraceError> {
+        Harness::open_trace(self, path, format, append_at)
+    }
+
+    fn set_stop_flag(&mut self, flag: &'static AtomicBool) {
+        self.interrupt = Some(flag);
+    }
+
+    fn set_run_id(&mut self, run_id: String) {
+        self.identity.run_id = run_id;
+    }
+
+    fn set_checkpoint(&mut self, plan: CheckpointPlan) {
+        self.checkpoint = Some(plan);
+    }
+
+    fn set_progress(&mut self, f: Box<dyn FnMut(u64)>) {
+        self.progress = Some(f);
+    }
+
+    fn run_boxed(self: Box<Self>) -> Result<RunSummary, HarnessError> {
+        (*self).run()
     }
 }

@@ -26,7 +26,7 @@ impl Tracker {
     /// Notes a step taken at `hour` under `k`.
     pub fn record(&mut self, cfg: &MorpheusConfig, k: &MorpheusConditions, hour: u64) {
         self.peak_price = self.peak_price.max(k.price);
-        self.cost_bound_sum += Envelope::new(cfg, k, hour).cost;
+        self.cost_bound_sum += Envelope::new(cfg, k, hour, self.cost_bound_sum).cost;
     }
 }
 
@@ -37,11 +37,20 @@ struct Envelope {
     p_max: f64,
     revenue: f64,
     holding: f64,
+    purchase: f64,
+    shipping: f64,
+    late: f64,
+    lost: f64,
+    lost_units: f64,
+    detention: f64,
+    interest: f64,
     cost: f64,
 }
 
 impl Envelope {
-    fn new(cfg: &MorpheusConfig, k: &MorpheusConditions, hour: u64) -> Self {
+    /// `prior_costs` bounds what the steps before this one cost in all (the tracker's
+    /// sum), which bounds how far below zero cash can be when interest is charged.
+    fn new(cfg: &MorpheusConfig, k: &MorpheusConditions, hour: u64, prior_costs: f64) -> Self {
         let steps = hour as f64 + 1.0;
         let cm = k.cost_multiplier;
         let ship_cap = cfg.pick_capacity.min(cfg.carrier_capacity) as f64;
@@ -61,15 +70,28 @@ impl Envelope {
         let holding = stock * c_max * cfg.holding_rate * k.holding_cost * cm;
         let detention = steps * cfg.detention_rate * cm;
         let shipping = ship_cap * ship_cost * cm;
+        let purchase = q_max * c_max * cm;
         let action = (q_max * c_max).max(cfg.expedite_fee).max(cfg.repair_cost) * cm;
-        let late = deliveries * cfg.late_penalty * cm;
+        let late = deliveries * cfg.late_penalty * k.late_penalty * cm;
+        let lost_units = 2.0 * cfg.skus as f64 * cfg.max_units_per_sku_hour as f64;
+        let lost = lost_units * cfg.lost_sale_penalty * cm;
+        let before_interest = holding + detention + shipping + action + late + lost;
+        let debt = (prior_costs + before_interest - cfg.opening_cash).max(0.0);
+        let interest = debt * cfg.interest_rate;
         Envelope {
             ship_cap,
             deliveries,
             p_max,
             revenue: deliveries * p_max * k.price,
             holding,
-            cost: holding + detention + shipping + action + late,
+            purchase,
+            shipping,
+            late,
+            lost,
+            lost_units,
+            detention,
+            interest,
+            cost: before_interest + interest,
         }
     }
 }
@@ -82,7 +104,7 @@ pub fn signal_bounds(
     hour: u64,
     tracker: &Tracker,
 ) -> [(f64, f64); SIGNAL_NAMES.len()] {
-    let e = Envelope::new(cfg, k, hour);
+    let e = Envelope::new(cfg, k, hour, tracker.cost_bound_sum);
     let steps = hour as f64 + 1.0;
     let s = cfg.skus as f64;
     let slots = (cfg.docks + cfg.carriers + cfg.suppliers + 1 + cfg.skus) as f64;
@@ -93,7 +115,7 @@ pub fn signal_bounds(
         (0.0, e.ship_cap),
         (0.0, e.deliveries),
         (0.0, e.deliveries),
-        (0.0, 2.0 * s * cfg.max_units_per_sku_hour as f64),
+        (0.0, e.lost_units),
         (0.0, slots),
         (0.0, 1.0),
         (0.0, e.revenue),
@@ -101,6 +123,15 @@ pub fn signal_bounds(
         (-e.cost, e.revenue),
         (cash_low, cash_high),
         (0.0, s * cfg.max_open_orders_per_sku as f64),
+        (-e.cost, e.revenue),
+        (0.0, e.purchase),
+        (0.0, e.shipping),
+        (0.0, e.late),
+        (0.0, e.lost),
+        (0.0, cfg.repair_cost * k.cost_multiplier),
+        (0.0, cfg.expedite_fee * k.cost_multiplier),
+        (0.0, e.detention),
+        (0.0, e.interest),
     ]
 }
 

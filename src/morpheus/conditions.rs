@@ -35,6 +35,18 @@ pub struct MorpheusConditions {
     pub price: f64,
     /// Multiplier on every dock door's unloading rate (1.0).
     pub dock_capacity: f64,
+    /// Multiplier on the late-delivery penalty, on top of `cost_multiplier` (1.0).
+    pub late_penalty: f64,
+    /// Multiplier on `promise_hours`, the time customers give an order (1.0).
+    pub promise: f64,
+    /// Probability per hour that the stock readings are `stale_hours` old (0.0).
+    pub stale_rate: f64,
+    /// Probability per hour that the stock readings are missing: zeroed, with the
+    /// observation's validity flag at 0 (0.0).
+    pub missing_rate: f64,
+    /// Operations (anything but the no-op) the warehouse system accepts per calendar day;
+    /// more are rejected as rate-limited (24: no limit, one operation an hour).
+    pub op_budget: f64,
 }
 
 impl Default for MorpheusConditions {
@@ -53,12 +65,17 @@ impl Default for MorpheusConditions {
             cost_multiplier: 1.0,
             price: 1.0,
             dock_capacity: 1.0,
+            late_penalty: 1.0,
+            promise: 1.0,
+            stale_rate: 0.0,
+            missing_rate: 0.0,
+            op_budget: 24.0,
         }
     }
 }
 
 /// The shiftable parameters, with inclusive ranges.
-pub const PARAMETERS: [ParamInfo; 13] = [
+pub const PARAMETERS: [ParamInfo; 18] = [
     ParamInfo {
         name: "demand_rate",
         min: 0.0,
@@ -150,6 +167,41 @@ pub const PARAMETERS: [ParamInfo; 13] = [
         doc: "multiplier on dock unloading rates",
         integer: false,
     },
+    ParamInfo {
+        name: "late_penalty",
+        min: 0.0,
+        max: 100.0,
+        doc: "multiplier on the late-delivery penalty",
+        integer: false,
+    },
+    ParamInfo {
+        name: "promise",
+        min: 0.1,
+        max: 10.0,
+        doc: "multiplier on the hours customers give an order",
+        integer: false,
+    },
+    ParamInfo {
+        name: "stale_rate",
+        min: 0.0,
+        max: 1.0,
+        doc: "probability per hour that stock readings are stale_hours old",
+        integer: false,
+    },
+    ParamInfo {
+        name: "missing_rate",
+        min: 0.0,
+        max: 1.0,
+        doc: "probability per hour that stock readings are missing (validity flag 0)",
+        integer: false,
+    },
+    ParamInfo {
+        name: "op_budget",
+        min: 1.0,
+        max: 24.0,
+        doc: "operations accepted per calendar day; more are rejected as rate-limited",
+        integer: true,
+    },
 ];
 
 impl MorpheusConditions {
@@ -169,6 +221,11 @@ impl MorpheusConditions {
             "cost_multiplier" => self.cost_multiplier,
             "price" => self.price,
             "dock_capacity" => self.dock_capacity,
+            "late_penalty" => self.late_penalty,
+            "promise" => self.promise,
+            "stale_rate" => self.stale_rate,
+            "missing_rate" => self.missing_rate,
+            "op_budget" => self.op_budget,
             _ => return None,
         })
     }
@@ -193,7 +250,12 @@ impl MorpheusConditions {
             "holding_cost" => &mut self.holding_cost,
             "cost_multiplier" => &mut self.cost_multiplier,
             "price" => &mut self.price,
-            _ => &mut self.dock_capacity,
+            "dock_capacity" => &mut self.dock_capacity,
+            "late_penalty" => &mut self.late_penalty,
+            "promise" => &mut self.promise,
+            "stale_rate" => &mut self.stale_rate,
+            "missing_rate" => &mut self.missing_rate,
+            _ => &mut self.op_budget,
         };
         *slot = value;
         Ok(())

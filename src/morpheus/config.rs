@@ -102,6 +102,14 @@ pub struct MorpheusConfig {
     pub repair_cost: f64,
     /// Cash at reset, currency (10000.0).
     pub opening_cash: f64,
+    /// How far cash may go below zero, currency: a reorder is refused only when it would
+    /// take cash below `−credit_limit` (20000.0). Other costs are always booked.
+    pub credit_limit: f64,
+    /// Interest charged per hour on a negative balance, as a fraction of it (0.00005).
+    pub interest_rate: f64,
+    /// Charge per unit of lost sales (an overflowed or cancelled order): the goodwill a
+    /// lost sale costs, booked in the ledger so that profit counts it, currency (2.0).
+    pub lost_sale_penalty: f64,
     /// Lowest goodwill; demand is multiplied by goodwill, which starts at 1 (0.3).
     pub goodwill_floor: f64,
     /// Goodwill lost per late delivery (0.005).
@@ -120,6 +128,8 @@ pub struct MorpheusConfig {
     pub outage_hours: u64,
     /// Longest demand spike, hours (12).
     pub demand_spike_hours: u64,
+    /// Age of a stale stock reading, hours (6).
+    pub stale_hours: u64,
     /// Failure events kept in the engine's log (the counts per kind are never dropped) (256).
     pub failure_log_len: usize,
     /// Steps after which the env itself truncates the episode; `None` (the default) never.
@@ -161,6 +171,9 @@ impl Default for MorpheusConfig {
             expedite_fee: 50.0,
             repair_cost: 100.0,
             opening_cash: 10_000.0,
+            credit_limit: 20_000.0,
+            interest_rate: 0.000_05,
+            lost_sale_penalty: 2.0,
             goodwill_floor: 0.3,
             goodwill_late_hit: 0.005,
             goodwill_lost_hit: 0.01,
@@ -170,6 +183,7 @@ impl Default for MorpheusConfig {
             supplier_delay_hours: 48,
             outage_hours: 3,
             demand_spike_hours: 12,
+            stale_hours: 6,
             failure_log_len: 256,
             horizon: None,
         }
@@ -235,7 +249,7 @@ fn unit_interval(field: &'static str, v: f64) -> Result<(), ConfigError> {
 
 impl MorpheusConfig {
     /// This layout made `k` times larger: SKUs, suppliers, dock doors, pick and carrier
-    /// capacity and opening cash multiplied by `k` (carriers stay as they are). `k = 0` is
+    /// capacity, opening cash and credit limit multiplied by `k` (carriers stay as they are). `k = 0` is
     /// treated as 1.
     pub fn scaled(mut self, k: usize) -> Self {
         let k = k.max(1);
@@ -245,6 +259,7 @@ impl MorpheusConfig {
         self.pick_capacity *= k as u64;
         self.carrier_capacity *= k as u64;
         self.opening_cash *= k as f64;
+        self.credit_limit *= k as f64;
         self
     }
 
@@ -306,6 +321,9 @@ impl MorpheusConfig {
         non_negative("expedite_fee", self.expedite_fee)?;
         non_negative("repair_cost", self.repair_cost)?;
         positive("opening_cash", self.opening_cash)?;
+        non_negative("credit_limit", self.credit_limit)?;
+        unit_interval("interest_rate", self.interest_rate)?;
+        non_negative("lost_sale_penalty", self.lost_sale_penalty)?;
         if !(self.goodwill_floor.is_finite()
             && self.goodwill_floor > 0.0
             && self.goodwill_floor <= 1.0)
@@ -323,6 +341,13 @@ impl MorpheusConfig {
         positive_count("supplier_delay_hours", self.supplier_delay_hours)?;
         positive_count("outage_hours", self.outage_hours)?;
         positive_count("demand_spike_hours", self.demand_spike_hours)?;
+        positive_count("stale_hours", self.stale_hours)?;
+        if self.stale_hours > 168 {
+            return Err(ConfigError {
+                field: "stale_hours",
+                message: format!("is {}; use at most 168 (a week)", self.stale_hours),
+            });
+        }
         positive_count("failure_log_len", self.failure_log_len as u64)?;
         if self.horizon == Some(0) {
             return Err(ConfigError {
@@ -456,9 +481,9 @@ impl MorpheusConfig {
         1 + self.skus * self.reorder_quantities.len() + self.carriers + self.skus + self.docks
     }
 
-    /// Length of the observation vector: `4 × skus + docks + carriers + 7`.
+    /// Length of the observation vector: `4 × skus + docks + carriers + 8`.
     pub fn observation_len(&self) -> usize {
-        4 * self.skus + self.docks + self.carriers + 7
+        4 * self.skus + self.docks + self.carriers + 8
     }
 }
 

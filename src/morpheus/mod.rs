@@ -6,8 +6,20 @@
 //! world is a `bevy_ecs` [`World`](bevy_ecs::world::World) stepped by a single-threaded
 //! `Schedule` whose stages are fixed by the [`Phase`] sets. **One step is one simulated
 //! hour.** There is no terminal state: consequences compound (backlog carries over, late
-//! and lost orders erode goodwill and with it future demand, cash limits what can be
-//! bought), and only an optional `horizon` makes the env truncate.
+//! and lost orders erode goodwill and with it future demand, debt costs interest), and only
+//! an optional `horizon` makes the env truncate.
+//!
+//! # Money
+//!
+//! The default reward ([`default_reward_spec`]) is the hour's **profit**, one component per
+//! ledger category: revenue, purchases, holding, shipping, late penalties, lost-sale
+//! charges (`lost_sale_penalty` per unit lost: the goodwill a lost sale costs), repairs,
+//! expedite fees, detention and interest. The sum of a run's rewards is the ledger's
+//! change. Cash may go negative down to `−credit_limit` (a **credit line**): a reorder is
+//! refused only when it would take cash below it, a negative balance pays `interest_rate`
+//! per hour, and a firm in debt climbs out as soon as it sells at a margin again. Costs
+//! other than purchases are always booked, so a policy that keeps losing money can pass
+//! the limit; it then buys nothing until sales bring cash back within it.
 //!
 //! # `reset(seed)` DESTROYS THE WORLD
 //!
@@ -19,7 +31,8 @@
 //!
 //! # One hour, in order ([`Phase`])
 //!
-//! 1. **Act**: the agent's operation is applied, or rejected when infeasible.
+//! 1. **Act**: the agent's operation is applied, or rejected when infeasible or beyond the
+//!    day's `op_budget` (rate-limited; the budget resets at midnight).
 //! 2. **Disrupt**: every failure slot is drawn: each dock (breakdown), carrier (no-show),
 //!    supplier (delay), the system (outage) and each SKU (demand spike), with per-hour
 //!    probability `rate × failure_rate` and a duration of 1 to the kind's `*_hours`.
@@ -28,8 +41,8 @@
 //!    their effects.
 //! 3. **Demand**: per SKU, a Poisson count (truncated at `max_units_per_sku_hour`) with
 //!    mean `base × demand_rate × (1 + a·sin(2π(h − 6)/24)) × spike × goodwill` becomes
-//!    one customer order due `promise_hours` later, or is lost when the SKU already has
-//!    `max_open_orders_per_sku` open orders.
+//!    one customer order due `promise_hours × promise` later, or is lost (and charged)
+//!    when the SKU already has `max_open_orders_per_sku` open orders.
 //! 4. **Inbound**: purchase orders whose lead time (`× lead_time`) has elapsed, unless
 //!    their supplier is delayed, become trailers in the yard; working dock doors unload
 //!    `dock_unload_rate × dock_capacity` units each, first come first served; trailers
@@ -40,14 +53,26 @@
 //!    reserve stock, and ship on the chosen carrier within pick and carrier capacity,
 //!    on time with the carrier's probability `× carrier_reliability`, else 1 to
 //!    `carrier_delay_max_hours` late. A carrier that does not show up ships nothing.
-//! 6. **Ledger**: holding cost on stock on hand.
-//! 7. **Report**: signals, clock, observation.
+//! 6. **Ledger**: holding cost on stock on hand, then interest on a negative balance.
+//! 7. **Report**: signals, clock, observation (through the information layer).
 //!
-//! Exogenous randomness does not depend on the agent: demand draws exactly one uniform
-//! per SKU per hour and failures two per slot per hour, each from its own ChaCha8 stream
-//! derived from the reset seed; carrier outcomes (which depend on what ships) have a
-//! third stream. Two agents on one seed meet the same market demand and the same
-//! failure events.
+//! **Common random numbers.** Exogenous randomness does not depend on the agent: demand
+//! draws exactly one uniform per SKU per hour and failures two per slot per hour, each
+//! from its own ChaCha8 stream derived from the reset seed. Draws whose order the agent
+//! decides are counter-based, keyed by what they are about ([`resources::WorldRng::keyed`]):
+//! a shipment's punctuality and delay by (order placement hour, SKU, carrier), so a
+//! carrier's delay for an order is the same whatever shipped before it; stale and missing
+//! readings by the hour. Two agents on one seed meet the same demand, the same failures,
+//! the same information-layer failures and the same delay for the same order and carrier.
+//!
+//! # Information-layer failures
+//!
+//! Beside the physical failures, the regime sets failures of what the agent sees and can
+//! do: `stale_rate` (per hour, the stock block of the observation is `stale_hours` old),
+//! `missing_rate` (per hour, the stock block is zeros and the validity flag is 0) and
+//! `op_budget` (operations per calendar day; more are rejected as rate-limited and counted
+//! in `rejected_actions` and the `rate_limited` total). The observation's length never
+//! changes.
 //!
 //! # Actions: `Discrete(1 + S·B + C + S + D)`
 //!
@@ -56,17 +81,18 @@
 //! | index | operation | infeasible (rejected) when |
 //! |---|---|---|
 //! | `0` | no-op | never |
-//! | `1 + s·B + b` | reorder `reorder_quantities[b]` units of SKU `s`, paid now | cash cannot pay |
+//! | `1 + s·B + b` | reorder `reorder_quantities[b]` units of SKU `s`, paid now | it would take cash below `−credit_limit` |
 //! | `1 + S·B + c` | use carrier `c` for the outbound waves | never |
 //! | `1 + S·B + C + s` | expedite SKU `s`'s oldest purchase order (halve its remaining lead time, `expedite_fee`) | none in transit |
 //! | `1 + S·B + C + S + d` | repair dock `d` (`repair_cost`) | the dock works |
 //!
-//! During a system outage every operation but the no-op is rejected. A rejected
+//! During a system outage, or beyond the day's `op_budget`, every operation but the no-op
+//! is rejected. A rejected
 //! operation changes nothing and counts in `rejected_actions`. An index outside the
 //! space is [`EnvError::InvalidAction`](crate::env::EnvError) and leaves the world
 //! unchanged. [`Op::decode`] gives the typed operation.
 //!
-//! # Observation: `Vec<f32>` of length `4S + D + C + 7`
+//! # Observation: `Vec<f32>` of length `4S + D + C + 8`
 //!
 //! | range | content |
 //! |---|---|
@@ -82,7 +108,9 @@
 //! | `+3`, `+4` | sin and cos of 2π·hour-of-day/24 |
 //! | `+5` | recent failures (event count with a one-day exponential decay) |
 //! | `+6` | 1 if the last action was rejected |
+//! | `+7` | 1 if the stock readings `[0, 4S)` are valid, 0 if they are missing (zeros) |
 //!
+//! The stock block `[0, 4S)` may be stale (see the information layer); nothing says so.
 //! The regime label is not in it.
 //!
 //! # Signals ([`signal_names`])
@@ -91,8 +119,11 @@
 //! `late_orders` (delivered after due), `lost_sales` (units lost to overflow or
 //! cancellation), `failure_events`, `rejected_actions` (0 or 1), `revenue`,
 //! `holding_cost`, `ledger_delta` (cash change), `ledger_balance` (cash), `backlog`
-//! (open orders). [`default_reward_spec`] pays throughput and charges service failures
-//! and holding every step, and settles `ledger_balance` at episode end.
+//! (open orders), `profit` (revenue minus every cost of the hour, equal to `ledger_delta`
+//! up to rounding), and the hour's costs by category: `purchase_cost`, `shipping_cost`,
+//! `late_penalty_cost`, `lost_sale_cost`, `repair_cost`, `expedite_cost`,
+//! `detention_cost`, `interest_cost` (`holding_cost` and `revenue` above).
+//! [`default_reward_spec`] pays `revenue` and charges every cost, every step.
 //!
 //! # Ceiling
 //!
@@ -111,8 +142,10 @@
 //!   `backlog ≤ S·max_open_orders_per_sku`;
 //! - `holding_cost ≤ (S·initial_stock + q·n)·c·holding_rate·holding_cost·cost_multiplier`
 //!   (one reorder per step at most);
-//! - one step's costs are at most holding + detention (`n` trailers at most) + shipping
-//!   + the dearest single operation + late penalties, which bounds `ledger_delta` below;
+//! - one step's costs are at most the sum of holding, detention (`n` trailers at most),
+//!   shipping, the dearest single operation, late penalties, lost-sale charges and
+//!   interest (on at most the debt the earlier steps' cost bounds allow), which bounds
+//!   `ledger_delta` and `profit` below; each cost signal is bounded by its own term;
 //! - `ledger_balance ≤ opening_cash + ship·n·p·peak_price`, where `peak_price` is the
 //!   highest price multiplier in force at any step since reset, and `≥ opening_cash −`
 //!   the sum of every past step's cost bound.
@@ -143,7 +176,7 @@ pub use world::{Counters, Morpheus, MorpheusSnapshot};
 use crate::reward::{RewardError, RewardSpec, Term, When};
 
 /// The signal names, in the order of [`Morpheus::signals`].
-pub const SIGNAL_NAMES: [&str; 11] = [
+pub const SIGNAL_NAMES: [&str; 20] = [
     "orders_shipped",
     "orders_delivered",
     "late_orders",
@@ -155,6 +188,15 @@ pub const SIGNAL_NAMES: [&str; 11] = [
     "ledger_delta",
     "ledger_balance",
     "backlog",
+    "profit",
+    "purchase_cost",
+    "shipping_cost",
+    "late_penalty_cost",
+    "lost_sale_cost",
+    "repair_cost",
+    "expedite_cost",
+    "detention_cost",
+    "interest_cost",
 ];
 
 /// The signals a reward specification can read, in [`Morpheus::signals`] order.
@@ -162,9 +204,10 @@ pub fn signal_names() -> &'static [&'static str] {
     &SIGNAL_NAMES
 }
 
-/// The default reward: `+1` per order shipped, `−1` per late order, `−0.2` per unit of
-/// lost sales, `−0.1 ×` holding cost and `−0.5` per rejected action every step, and a
-/// settlement of `0.001 × ledger_balance` on the episode's last step.
+/// The default reward: the hour's profit, decomposed into its components: `+revenue`,
+/// and `−1 ×` each cost (purchases, holding, shipping, late penalties, lost-sale charges,
+/// repairs, expedite fees, detention, interest). Every term is paid every step, so the sum
+/// of a run's rewards is the ledger's change over the run.
 ///
 /// # Examples
 ///
@@ -173,22 +216,27 @@ pub fn signal_names() -> &'static [&'static str] {
 ///
 /// let spec = default_reward_spec();
 /// assert!(spec.bind(signal_names()).is_ok());
+/// assert_eq!(spec.terms[0].signal, "revenue");
 /// ```
 pub fn default_reward_spec() -> RewardSpec {
-    let term = |name: &str, signal: &str, weight: f64, when: When| Term {
+    let term = |name: &str, signal: &str, weight: f64| Term {
         name: name.into(),
         signal: signal.into(),
         weight,
-        when,
+        when: When::Step,
     };
     RewardSpec {
         terms: vec![
-            term("shipped", "orders_shipped", 1.0, When::Step),
-            term("late", "late_orders", -1.0, When::Step),
-            term("lost", "lost_sales", -0.2, When::Step),
-            term("holding", "holding_cost", -0.1, When::Step),
-            term("rejected", "rejected_actions", -0.5, When::Step),
-            term("settlement", "ledger_balance", 0.001, When::EpisodeEnd),
+            term("revenue", "revenue", 1.0),
+            term("purchases", "purchase_cost", -1.0),
+            term("holding", "holding_cost", -1.0),
+            term("shipping", "shipping_cost", -1.0),
+            term("late", "late_penalty_cost", -1.0),
+            term("lost", "lost_sale_cost", -1.0),
+            term("repair", "repair_cost", -1.0),
+            term("expedite", "expedite_cost", -1.0),
+            term("detention", "detention_cost", -1.0),
+            term("interest", "interest_cost", -1.0),
         ],
     }
 }

@@ -49,6 +49,10 @@ pub enum CostKind {
     Repair,
     /// Late-delivery penalties.
     LatePenalties,
+    /// Lost-sale charges (the goodwill a lost sale costs).
+    LostSales,
+    /// Interest on a negative balance.
+    Interest,
 }
 
 /// Costs booked since reset, by category (currency, positive).
@@ -68,6 +72,41 @@ pub struct Costs {
     pub repair: f64,
     /// Late-delivery penalties.
     pub late_penalties: f64,
+    /// Lost-sale charges.
+    #[serde(default)]
+    pub lost_sales: f64,
+    /// Interest on a negative balance.
+    #[serde(default)]
+    pub interest: f64,
+}
+
+impl Costs {
+    /// The sum of every category.
+    pub fn total(&self) -> f64 {
+        self.purchases
+            + self.holding
+            + self.detention
+            + self.shipping
+            + self.expedite
+            + self.repair
+            + self.late_penalties
+            + self.lost_sales
+            + self.interest
+    }
+
+    fn slot(&mut self, kind: CostKind) -> &mut f64 {
+        match kind {
+            CostKind::Purchases => &mut self.purchases,
+            CostKind::Holding => &mut self.holding,
+            CostKind::Detention => &mut self.detention,
+            CostKind::Shipping => &mut self.shipping,
+            CostKind::Expedite => &mut self.expedite,
+            CostKind::Repair => &mut self.repair,
+            CostKind::LatePenalties => &mut self.late_penalties,
+            CostKind::LostSales => &mut self.lost_sales,
+            CostKind::Interest => &mut self.interest,
+        }
+    }
 }
 
 /// The financial ledger. `cash == opening + entries_sum` up to rounding.
@@ -87,6 +126,12 @@ pub struct Ledger {
     pub costs: Costs,
     /// Cash at the start of the current step.
     pub hour_start_cash: f64,
+    /// Revenue booked in the current step.
+    #[serde(default)]
+    pub hour_revenue: f64,
+    /// Costs booked in the current step, by category: the profit decomposition.
+    #[serde(default)]
+    pub hour_costs: Costs,
 }
 
 impl Ledger {
@@ -107,7 +152,20 @@ impl Ledger {
             self.entries_sum += amount;
             self.entries += 1;
             self.revenue += amount;
+            self.hour_revenue += amount;
         }
+    }
+
+    /// Starts a new step's decomposition.
+    pub fn begin_hour(&mut self) {
+        self.hour_start_cash = self.cash;
+        self.hour_revenue = 0.0;
+        self.hour_costs = Costs::default();
+    }
+
+    /// Whether paying `amount` now keeps cash within the credit line.
+    pub fn can_pay(&self, amount: f64, credit_limit: f64) -> bool {
+        self.cash - amount >= -credit_limit
     }
 
     /// Books a cost (ignored when zero).
@@ -118,16 +176,8 @@ impl Ledger {
         self.cash -= amount;
         self.entries_sum -= amount;
         self.entries += 1;
-        let c = &mut self.costs;
-        *match kind {
-            CostKind::Purchases => &mut c.purchases,
-            CostKind::Holding => &mut c.holding,
-            CostKind::Detention => &mut c.detention,
-            CostKind::Shipping => &mut c.shipping,
-            CostKind::Expedite => &mut c.expedite,
-            CostKind::Repair => &mut c.repair,
-            CostKind::LatePenalties => &mut c.late_penalties,
-        } += amount;
+        *self.costs.slot(kind) += amount;
+        *self.hour_costs.slot(kind) += amount;
     }
 }
 
@@ -217,7 +267,11 @@ pub struct WorldRng {
     /// Failures: exactly two draws per failure slot per hour.
     pub failures: ChaCha8Rng,
     /// Carrier outcomes: two draws per shipment (depends on the agent, so kept apart).
+    /// Kept for snapshots taken before carrier outcomes were keyed; no longer drawn from.
     pub carriers: ChaCha8Rng,
+    /// Key of the counter-based draws ([`WorldRng::keyed`]), derived from the reset seed.
+    #[serde(default)]
+    pub key: u64,
 }
 
 impl WorldRng {
@@ -233,8 +287,55 @@ impl WorldRng {
             demand: stream(0),
             failures: stream(1),
             carriers: stream(2),
+            key: seed::nth_u64(stream(3), 0),
         }
     }
+
+    /// A uniform draw in `[0, 1)` that depends only on the seed, the stream and the key
+    /// `(a, b, c)`, never on how many draws came before: common random numbers for events
+    /// that the agent decides the order of (which order ships on which carrier, when).
+    pub fn keyed(&self, stream: KeyedStream, a: u64, b: u64, c: u64) -> f64 {
+        let mut h = splitmix(self.key ^ (stream as u64).wrapping_mul(0xa076_1d64_78bd_642f));
+        for part in [a, b, c] {
+            h = splitmix(h ^ part);
+        }
+        (h >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// The streams of [`WorldRng::keyed`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyedStream {
+    /// Whether a shipment is on time, keyed by (order placed hour, SKU, carrier).
+    CarrierOnTime = 1,
+    /// How late a late shipment is, keyed as [`KeyedStream::CarrierOnTime`].
+    CarrierDelay = 2,
+    /// Whether the stock readings are stale, keyed by hour.
+    StaleReadings = 3,
+    /// Whether the stock readings are missing, keyed by hour.
+    MissingReadings = 4,
+}
+
+/// The information layer: past stock readings (for stale ones) and the operations used
+/// today (for the rate limit).
+#[derive(Resource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InfoLayer {
+    /// The last `stale_hours + 1` true stock blocks, oldest first.
+    pub readings: VecDeque<Vec<f32>>,
+    /// Operations accepted or attempted since the last midnight.
+    pub ops_today: u32,
+    /// The hour whose reading was last recorded, so that writing the same hour's
+    /// observation again (after a restore) records nothing twice.
+    pub recorded: Option<u64>,
+}
+
+/// SplitMix64's finaliser: a bijective mix with full avalanche, enough to turn a key into
+/// an independent-looking uniform.
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Customer goodwill in `[goodwill_floor, 1]`; it multiplies demand.
@@ -272,6 +373,9 @@ pub struct HourStats {
     pub failure_events: u64,
     /// Whether the action was valid but infeasible.
     pub rejected: bool,
+    /// Whether it was rejected by the rate limit.
+    #[serde(default)]
+    pub rate_limited: bool,
     /// Revenue booked.
     pub revenue: f64,
     /// Holding cost booked.
@@ -301,6 +405,15 @@ pub struct TotalStats {
     pub late_orders: u64,
     /// Actions rejected as infeasible.
     pub rejected_actions: u64,
+    /// Operations rejected by the rate limit (counted in `rejected_actions` too).
+    #[serde(default)]
+    pub rate_limited: u64,
+    /// Hours whose stock readings were stale.
+    #[serde(default)]
+    pub stale_readings: u64,
+    /// Hours whose stock readings were missing.
+    #[serde(default)]
+    pub missing_readings: u64,
 }
 
 /// Per-step and cumulative counters.

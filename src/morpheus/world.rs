@@ -11,8 +11,9 @@ use super::components::{
 use super::conditions::{MorpheusConditions, PARAMETERS};
 use super::config::MorpheusConfig;
 use super::resources::{
-    Clock, Costs, CurrentConditions, Dispatch, FailureEngine, FailureEvent, Goodwill, Ids, Ledger,
-    ObservationBuffer, OrderBook, PendingAction, Settings, Signals, Stats, TotalStats, WorldRng,
+    Clock, Costs, CurrentConditions, Dispatch, FailureEngine, FailureEvent, Goodwill, Ids,
+    InfoLayer, Ledger, ObservationBuffer, OrderBook, PendingAction, Settings, Signals, Stats,
+    TotalStats, WorldRng,
 };
 use super::systems::{build_schedule, write_observation};
 use super::{MorpheusError, Op, SIGNAL_NAMES};
@@ -124,6 +125,9 @@ pub struct MorpheusSnapshot {
     pub stats: Stats,
     /// Last step's signal values.
     pub signals: Vec<f64>,
+    /// Past stock readings and today's operations.
+    #[serde(default)]
+    pub info: InfoLayer,
     /// SKUs.
     pub skus: Vec<Sku>,
     /// Suppliers.
@@ -251,6 +255,7 @@ impl Morpheus {
         world.insert_resource(snapshot.ids);
         world.insert_resource(snapshot.stats);
         world.insert_resource(Signals(snapshot.signals));
+        world.insert_resource(snapshot.info);
         world.insert_resource(ObservationBuffer::default());
         world.insert_resource(PendingAction::default());
         world.spawn_batch(snapshot.skus);
@@ -294,6 +299,7 @@ impl Morpheus {
             ids: *w.get_resource::<Ids>()?,
             stats: *w.get_resource::<Stats>()?,
             signals: w.get_resource::<Signals>()?.0.clone(),
+            info: w.get_resource::<InfoLayer>()?.clone(),
             skus: collect(w),
             suppliers: collect(w),
             docks: collect(w),
@@ -391,6 +397,7 @@ impl Morpheus {
         let mut signals = vec![0.0; SIGNAL_NAMES.len()];
         signals[9] = cfg.opening_cash;
         world.insert_resource(Signals(signals));
+        world.insert_resource(InfoLayer::default());
         world.insert_resource(ObservationBuffer::default());
         world.insert_resource(PendingAction::default());
         world.spawn_batch((0..cfg.skus).map(|i| {

@@ -5,14 +5,22 @@ use bevy_ecs::prelude::{Commands, Query, Res, ResMut};
 use crate::morpheus::Op;
 use crate::morpheus::components::{Dock, PurchaseOrder, Sku, Supplier};
 use crate::morpheus::resources::{
-    Clock, CostKind, CurrentConditions, Dispatch, FailureEngine, HourStats, Ids, Ledger,
+    Clock, CostKind, CurrentConditions, Dispatch, FailureEngine, HourStats, Ids, InfoLayer, Ledger,
     PendingAction, Settings, Stats,
 };
 
 /// Clears the hour's counters and notes the cash the hour starts with.
-pub fn begin_hour(mut stats: ResMut<Stats>, mut ledger: ResMut<Ledger>) {
+pub fn begin_hour(
+    clock: Res<Clock>,
+    mut stats: ResMut<Stats>,
+    mut ledger: ResMut<Ledger>,
+    mut info: ResMut<InfoLayer>,
+) {
+    if clock.hour_of_day() == 0 {
+        info.ops_today = 0;
+    }
     stats.hour = HourStats::default();
-    ledger.hour_start_cash = ledger.cash;
+    ledger.begin_hour();
 }
 
 /// Applies the agent's operation, or counts it as rejected when it is infeasible now.
@@ -30,6 +38,7 @@ pub fn apply_action(
     mut stats: ResMut<Stats>,
     mut dispatch: ResMut<Dispatch>,
     mut ids: ResMut<Ids>,
+    mut info: ResMut<InfoLayer>,
     skus: Query<&Sku>,
     suppliers: Query<&Supplier>,
     mut orders: Query<&mut PurchaseOrder>,
@@ -42,6 +51,14 @@ pub fn apply_action(
     }
     let (cfg, k, now) = (&settings.0, &conditions.0, clock.hour);
     let up = now >= engine.outage_until;
+    info.ops_today += 1;
+    if f64::from(info.ops_today) > k.op_budget {
+        stats.hour.rejected = true;
+        stats.hour.rate_limited = true;
+        stats.total.rejected_actions += 1;
+        stats.total.rate_limited += 1;
+        return;
+    }
     let done = up
         && match op {
             Op::Noop => true,
@@ -51,7 +68,7 @@ pub fn apply_action(
                 match (item, units) {
                     (Some(item), Some(units)) => {
                         let cost = units as f64 * item.unit_cost * k.cost_multiplier;
-                        if ledger.cash < cost {
+                        if !ledger.can_pay(cost, cfg.credit_limit) {
                             false
                         } else {
                             let lead = suppliers

@@ -7,7 +7,7 @@ use rand::RngExt;
 
 use crate::morpheus::components::{CustomerOrder, Sku};
 use crate::morpheus::resources::{
-    Clock, CurrentConditions, Goodwill, Ids, OrderBook, Settings, Stats, WorldRng,
+    Clock, CostKind, CurrentConditions, Goodwill, Ids, Ledger, OrderBook, Settings, Stats, WorldRng,
 };
 
 /// The smallest `k <= cap` with `P(X <= k) > u` for `X ~ Poisson(lambda)`: one uniform
@@ -100,6 +100,7 @@ pub fn generate_demand(
     conditions: Res<CurrentConditions>,
     clock: Res<Clock>,
     mut goodwill: ResMut<Goodwill>,
+    mut ledger: ResMut<Ledger>,
     mut rng: ResMut<WorldRng>,
     mut stats: ResMut<Stats>,
     mut ids: ResMut<Ids>,
@@ -144,6 +145,10 @@ pub fn generate_demand(
         if open >= cfg.max_open_orders_per_sku {
             stats.hour.lost_units += placed;
             stats.total.lost_units += placed;
+            ledger.pay(
+                CostKind::LostSales,
+                placed as f64 * cfg.lost_sale_penalty * k.cost_multiplier,
+            );
             goodwill.0 = (goodwill.0 - cfg.goodwill_lost_hit).max(cfg.goodwill_floor);
             continue;
         }
@@ -152,7 +157,7 @@ pub fn generate_demand(
             sku: id as u32,
             units: placed,
             placed: now,
-            due: now + cfg.promise_hours,
+            due: now + (cfg.promise_hours as f64 * k.promise).round() as u64,
             allocated: false,
         });
         book.0.push((ids.next_order, entity.id()));

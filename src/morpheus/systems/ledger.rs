@@ -1,12 +1,12 @@
-//! Stage `Ledger`: the hour's holding cost is booked.
+//! Stage `Ledger`: the hour's holding cost and interest are booked.
 
 use bevy_ecs::prelude::{Query, Res, ResMut};
 
 use crate::morpheus::components::Sku;
 use crate::morpheus::resources::{CostKind, CurrentConditions, Ledger, Settings, Stats};
 
-/// Charges holding cost on every unit on hand: unit cost × `holding_rate` × the regime's
-/// holding and cost multipliers.
+/// Charges holding cost on every unit on hand (unit cost × `holding_rate` × the regime's
+/// holding and cost multipliers), then interest on a negative balance.
 pub fn charge_holding(
     settings: Res<Settings>,
     conditions: Res<CurrentConditions>,
@@ -19,4 +19,8 @@ pub fn charge_holding(
     let cost = value * cfg.holding_rate * k.holding_cost * k.cost_multiplier;
     ledger.pay(CostKind::Holding, cost);
     stats.hour.holding_cost = cost;
+    if ledger.cash < 0.0 {
+        let interest = -ledger.cash * cfg.interest_rate;
+        ledger.pay(CostKind::Interest, interest);
+    }
 }

@@ -1,13 +1,25 @@
 //! Stage `Outbound`: shipments reach customers, then orders are allocated, picked and shipped.
 
 use bevy_ecs::prelude::{Commands, Entity, Local, Query, Res, ResMut};
-use rand::RngExt;
 
 use crate::morpheus::components::{Carrier, CustomerOrder, Shipment, Sku};
 use crate::morpheus::resources::{
-    Clock, CostKind, CurrentConditions, Dispatch, Goodwill, Ledger, OrderBook, Settings, Stats,
-    WorldRng,
+    Clock, CostKind, CurrentConditions, Dispatch, Goodwill, KeyedStream, Ledger, OrderBook,
+    Settings, Stats, WorldRng,
 };
+
+/// Hours a shipment arrives after its transit time: 0 with probability `on_time`, else 1 to
+/// `max_hours`. The draws are keyed by the order (its placement hour and SKU: a SKU gets at
+/// most one order an hour) and the carrier, so a carrier's delay for an order is the same
+/// whatever shipped before it and whenever it ships.
+pub fn carrier_delay(rng: &WorldRng, key: (u64, u64, u64), on_time: f64, max_hours: u64) -> u64 {
+    let (placed, sku, carrier) = key;
+    if rng.keyed(KeyedStream::CarrierOnTime, placed, sku, carrier) < on_time {
+        return 0;
+    }
+    let length = rng.keyed(KeyedStream::CarrierDelay, placed, sku, carrier);
+    1 + (length * max_hours as f64) as u64
+}
 
 /// Delivers every shipment whose time has come: books revenue at today's prices, counts
 /// late ones, charges their penalty, and moves goodwill.
@@ -42,7 +54,7 @@ pub fn deliver_shipments(
     ledger.earn(revenue);
     ledger.pay(
         CostKind::LatePenalties,
-        late as f64 * cfg.late_penalty * k.cost_multiplier,
+        late as f64 * cfg.late_penalty * k.late_penalty * k.cost_multiplier,
     );
     let on_time = (delivered - late) as f64;
     goodwill.0 = (goodwill.0 - late as f64 * cfg.goodwill_late_hit
@@ -67,7 +79,7 @@ pub fn dispatch_orders(
     conditions: Res<CurrentConditions>,
     clock: Res<Clock>,
     dispatch: Res<Dispatch>,
-    mut rng: ResMut<WorldRng>,
+    rng: Res<WorldRng>,
     mut ledger: ResMut<Ledger>,
     mut stats: ResMut<Stats>,
     mut goodwill: ResMut<Goodwill>,
@@ -98,7 +110,7 @@ pub fn dispatch_orders(
             *slot = (s.on_hand, s.reserved);
         }
     }
-    let (mut shipped_units, mut lost_orders) = (0u64, 0u64);
+    let (mut shipped_units, mut lost_orders, mut lost_units) = (0u64, 0u64, 0u64);
     book.0.retain(|&(_, entity)| {
         let Ok(mut order) = orders.get_mut(entity) else {
             return false;
@@ -112,6 +124,7 @@ pub fn dispatch_orders(
             }
             stats.hour.lost_units += order.units;
             stats.total.lost_units += order.units;
+            lost_units += order.units;
             lost_orders += 1;
             commands.entity(entity).despawn();
             return false;
@@ -126,13 +139,12 @@ pub fn dispatch_orders(
         capacity -= order.units;
         *on_hand -= order.units;
         *reserved -= order.units;
-        let arrive: f64 = rng.carriers.random();
-        let length: f64 = rng.carriers.random();
-        let delay = if arrive < on_time {
-            0
-        } else {
-            1 + (length * cfg.carrier_delay_max_hours as f64) as u64
-        };
+        let key = (
+            order.placed,
+            u64::from(order.sku),
+            u64::from(dispatch.carrier),
+        );
+        let delay = carrier_delay(&rng, key, on_time, cfg.carrier_delay_max_hours);
         commands.spawn(Shipment {
             order: order.id,
             sku: order.sku,
@@ -159,8 +171,45 @@ pub fn dispatch_orders(
         CostKind::Shipping,
         shipped_units as f64 * cost * k.cost_multiplier,
     );
+    ledger.pay(
+        CostKind::LostSales,
+        lost_units as f64 * cfg.lost_sale_penalty * k.cost_multiplier,
+    );
     if lost_orders > 0 {
         goodwill.0 =
             (goodwill.0 - lost_orders as f64 * cfg.goodwill_lost_hit).max(cfg.goodwill_floor);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_carriers_delay_depends_on_the_order_and_carrier_only() {
+        let rng = WorldRng::new(5);
+        let delays: Vec<u64> = (0..200)
+            .map(|h| carrier_delay(&rng, (h, 3, 1), 0.5, 12))
+            .collect();
+        let again: Vec<u64> = (0..200)
+            .rev()
+            .map(|h| carrier_delay(&rng, (h, 3, 1), 0.5, 12))
+            .rev()
+            .collect();
+        assert_eq!(delays, again, "drawing in another order changes nothing");
+        let late = delays.iter().filter(|&&d| d > 0).count();
+        assert!((70..130).contains(&late), "{late} of 200 late at p = 0.5");
+        assert!(delays.iter().all(|&d| d <= 12));
+        let other: Vec<u64> = (0..200)
+            .map(|h| carrier_delay(&rng, (h, 3, 2), 0.5, 12))
+            .collect();
+        assert_ne!(delays, other, "another carrier meets other delays");
+        let reseeded = WorldRng::new(6);
+        assert_ne!(
+            delays,
+            (0..200)
+                .map(|h| carrier_delay(&reseeded, (h, 3, 1), 0.5, 12))
+                .collect::<Vec<_>>()
+        );
     }
 }

@@ -6,7 +6,8 @@ use bevy_ecs::prelude::{Local, Query, Res, ResMut};
 
 use crate::morpheus::components::{Carrier, CustomerOrder, Dock, PurchaseOrder, Sku, Trailer};
 use crate::morpheus::resources::{
-    Clock, FailureEngine, Goodwill, Ledger, ObservationBuffer, Settings, Signals, Stats,
+    Clock, CurrentConditions, FailureEngine, Goodwill, InfoLayer, KeyedStream, Ledger,
+    ObservationBuffer, Settings, Signals, Stats, WorldRng,
 };
 
 /// Publishes the hour's signal values, in `signal_names()` order.
@@ -17,6 +18,7 @@ pub fn record_signals(
     mut signals: ResMut<Signals>,
 ) {
     let h = &stats.hour;
+    let c = &ledger.hour_costs;
     signals.0.clear();
     signals.0.extend_from_slice(&[
         h.orders_shipped as f64,
@@ -30,6 +32,15 @@ pub fn record_signals(
         ledger.cash - ledger.hour_start_cash,
         ledger.cash,
         orders.iter().count() as f64,
+        ledger.hour_revenue - c.total(),
+        c.purchases,
+        c.shipping,
+        c.late_penalties,
+        c.lost_sales,
+        c.repair,
+        c.expedite,
+        c.detention,
+        c.interest,
     ]);
 }
 
@@ -45,7 +56,10 @@ pub struct ObservationScratch {
     backlog: Vec<u64>,
 }
 
-/// Writes the observation the agent sees before the next hour (layout in the module docs).
+/// Writes the observation the agent sees before the next hour (layout in the module docs),
+/// through the information layer: the stock block (on hand, reserved, pipeline, backlog)
+/// may be `stale_hours` old or missing (zeroed, validity flag 0), each drawn per hour from
+/// keyed streams so that every agent meets the same failures.
 #[expect(
     clippy::too_many_arguments,
     reason = "a system declares every resource it touches"
@@ -56,7 +70,8 @@ pub fn write_observation(
     ledger: Res<Ledger>,
     goodwill: Res<Goodwill>,
     engine: Res<FailureEngine>,
-    stats: Res<Stats>,
+    mut stats: ResMut<Stats>,
+    (rng, conditions, mut info): (Res<WorldRng>, Res<CurrentConditions>, ResMut<InfoLayer>),
     skus: Query<&Sku>,
     purchase_orders: Query<&PurchaseOrder>,
     trailers: Query<&Trailer>,
@@ -107,6 +122,34 @@ pub fn write_observation(
         put(2 * s + i, pipeline[i] as f64 / scale);
         put(3 * s + i, backlog[i] as f64 / scale);
     }
+    let k = &conditions.0;
+    let block = 4 * s;
+    let keep = cfg.stale_hours as usize + 1;
+    let first = info.recorded != Some(now);
+    if first {
+        while info.readings.len() >= keep {
+            info.readings.pop_front();
+        }
+        info.readings.push_back(obs[..block].to_vec());
+        info.recorded = Some(now);
+    }
+    let stale = rng.keyed(KeyedStream::StaleReadings, now, 0, 0) < k.stale_rate;
+    let missing = rng.keyed(KeyedStream::MissingReadings, now, 0, 0) < k.missing_rate;
+    if missing {
+        obs[..block].fill(0.0);
+        stats.total.missing_readings += u64::from(first);
+    } else if stale {
+        // Until the world is `stale_hours` old, the oldest reading there is stands in.
+        if let Some(old) = info.readings.front() {
+            obs[..block].copy_from_slice(old);
+        }
+        stats.total.stale_readings += u64::from(first);
+    }
+    let mut put = |i: usize, v: f64| {
+        if let Some(x) = obs.get_mut(i) {
+            *x = v as f32;
+        }
+    };
     for dock in &docks {
         put(
             4 * s + dock.id as usize,
@@ -126,4 +169,5 @@ pub fn write_observation(
     put(base + 4, angle.cos());
     put(base + 5, engine.recent);
     put(base + 6, f64::from(u8::from(stats.hour.rejected)));
+    put(base + 7, f64::from(u8::from(!missing)));
 }

@@ -1,0 +1,831 @@
+//! Proximal policy optimisation and four continual-learning families built on it.
+//!
+//! [`Ppo`] is one agent type; its family decides what it adds to plain PPO:
+//!
+//! | name | adds | params |
+//! |---|---|---|
+//! | `ppo` | nothing: clipped PPO with GAE, minibatch epochs, normalised advantages, an entropy bonus and running observation normalisation | [`PpoParams`] |
+//! | `ppo-replay` | a reservoir of past observations with the policy's action distribution at the time, and a behaviour-cloning (KL) term towards them (CLEAR) | [`ReplayParams`] |
+//! | `ppo-ewc` | online EWC: a Fisher-weighted pull towards the policy at the end of each past stretch, the stretches cut by a change-point detector on its own reward | [`EwcParams`] |
+//! | `ppo-context` | a statistical summary of the last `k` transitions appended to the network input | [`ContextParams`] |
+//! | `ppo-plastic` | shrink-and-perturb after every update, against loss of plasticity | [`PlasticParams`] |
+//!
+//! The networks are small tanh MLPs in `f32` with a hand-written backward pass ([`net`]); no
+//! tensor library is involved. The policy and the value function are separate networks with
+//! separate Adam optimisers.
+//!
+//! # Learning on windows
+//!
+//! The harness calls [`Agent::update`] once per rollout window, and that is PPO's rollout:
+//! the agent merges the window's observations into its running statistics, computes
+//! generalised advantage estimates (bootstrapping with the value network where the window
+//! or a truncated episode cuts the return short, with 0 after a terminal state), and then
+//! runs `epochs` passes of shuffled minibatches. The old log-probabilities are recomputed at
+//! the start of the update with the refreshed normaliser, so every update starts at ratio 1.
+//! Nothing about a window ends an episode or touches the world.
+//!
+//! # Determinism and checkpoints
+//!
+//! All randomness (action sampling, minibatch order, reservoir choices, perturbations) comes
+//! from one `ChaCha8Rng` seeded from the run's agent stream. The saved state holds the
+//! networks, both Adam optimisers, the normaliser, the family's state and the generator, so a
+//! resumed run continues byte for byte.
+
+mod context;
+mod ewc;
+mod loss;
+pub mod net;
+mod normalizer;
+mod plastic;
+mod replay;
+
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::env::{Env, Observation};
+use crate::harness::{Agent, Window};
+use crate::seed::{self, Stream};
+
+pub use context::ContextParams;
+pub use ewc::{ChangeDetector, EwcParams};
+pub use loss::{PolicyLoss, policy_loss, softmax};
+pub use net::{Adam, Mlp};
+pub use normalizer::Normalizer;
+pub use plastic::PlasticParams;
+pub use replay::ReplayParams;
+
+use context::Context;
+use ewc::Ewc;
+use net::Cache;
+use plastic::Plastic;
+use replay::Replay;
+
+/// The names of PPO and its families, as `--agent` takes them.
+pub const FAMILIES: [&str; 5] = ["ppo", "ppo-replay", "ppo-ewc", "ppo-context", "ppo-plastic"];
+
+/// Hyper-parameters of plain PPO, shared by every family, with their defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PpoParams {
+    /// Hidden layer widths of both networks ([64, 64]).
+    pub hidden: Vec<usize>,
+    /// Adam step size of both networks (3e-4).
+    pub lr: f32,
+    /// Discount factor (0.99).
+    pub gamma: f64,
+    /// GAE's λ (0.95).
+    pub lambda: f64,
+    /// PPO's clip range ε (0.2).
+    pub clip: f32,
+    /// Passes over each window (10).
+    pub epochs: usize,
+    /// Minibatch size (64); a window shorter than this is one minibatch.
+    pub minibatch: usize,
+    /// Entropy bonus weight (0.0).
+    pub entropy_coef: f32,
+    /// Global gradient-norm limit per network (0.5; 0 turns clipping off).
+    pub max_grad_norm: f32,
+    /// Normalised observations are clipped to ±this (10).
+    pub obs_clip: f32,
+}
+
+impl Default for PpoParams {
+    fn default() -> Self {
+        PpoParams {
+            hidden: vec![64, 64],
+            lr: 3e-4,
+            gamma: 0.99,
+            lambda: 0.95,
+            clip: 0.2,
+            epochs: 10,
+            minibatch: 64,
+            entropy_coef: 0.0,
+            max_grad_norm: 0.5,
+            obs_clip: 10.0,
+        }
+    }
+}
+
+impl PpoParams {
+    fn check(&self) -> Result<(), String> {
+        let finite_pos = |name: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(format!("{name} is {v}; give a positive finite number"))
+            }
+        };
+        finite_pos("lr", f64::from(self.lr))?;
+        finite_pos("clip", f64::from(self.clip))?;
+        finite_pos("obs_clip", f64::from(self.obs_clip))?;
+        for (name, v) in [("gamma", self.gamma), ("lambda", self.lambda)] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("{name} is {v}; give a number in [0, 1]"));
+            }
+        }
+        for (name, v) in [
+            ("entropy_coef", self.entropy_coef),
+            ("max_grad_norm", self.max_grad_norm),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{name} is {v}; give a finite number >= 0"));
+            }
+        }
+        if self.epochs == 0 || self.minibatch == 0 {
+            return Err("epochs and minibatch must be at least 1".into());
+        }
+        if self.hidden.contains(&0)
+            || self.hidden.len() > 8
+            || self.hidden.iter().any(|&h| h > 4096)
+        {
+            return Err(format!(
+                "hidden is {:?}; give at most 8 layer widths, each from 1 to 4096",
+                self.hidden
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What the last update measured (means over its minibatches), for tests and diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UpdateStats {
+    /// Clipped surrogate loss.
+    pub policy_loss: f64,
+    /// `½ (V - return)²`.
+    pub value_loss: f64,
+    /// Policy entropy.
+    pub entropy: f64,
+    /// Estimated KL divergence between the rollout policy and the updated one.
+    pub approx_kl: f64,
+    /// Fraction of samples whose ratio was clipped.
+    pub clip_fraction: f64,
+    /// `ppo-replay`: the behaviour-cloning KL on replayed states (0 for other families).
+    pub replay_loss: f64,
+    /// `ppo-ewc`: the penalty `λ/2 Σ F (θ - θ*)²` (0 for other families).
+    pub ewc_penalty: f64,
+}
+
+/// What a family adds to plain PPO, with its state.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Family {
+    Plain,
+    Replay(Replay),
+    Ewc(Ewc),
+    Context(Context),
+    Plastic(Plastic),
+}
+
+/// Buffers reused across steps and updates; never saved.
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    input: Vec<f32>,
+    layers: [Vec<f32>; 2],
+    out: Vec<f32>,
+    cache: Cache,
+}
+
+/// PPO, or one of its continual families, for any world with a `Discrete` action space and a
+/// flat `f32` observation. See the [module docs](self).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Ppo {
+    id: String,
+    params: PpoParams,
+    obs_dim: usize,
+    n_actions: usize,
+    policy: Mlp,
+    value: Mlp,
+    policy_opt: Adam,
+    value_opt: Adam,
+    norm: Normalizer,
+    family: Family,
+    rng: ChaCha8Rng,
+    stats: UpdateStats,
+    #[serde(skip)]
+    scratch: Scratch,
+}
+
+impl Ppo {
+    fn build(
+        id: &str,
+        obs_dim: usize,
+        n_actions: usize,
+        params: PpoParams,
+        extra_inputs: usize,
+        family: Family,
+        seed: u64,
+    ) -> Result<Self, String> {
+        params.check()?;
+        if n_actions == 0 {
+            return Err(format!("{id} needs at least one action"));
+        }
+        let mut rng = seed::rng(seed, Stream::Agent);
+        let input = obs_dim + extra_inputs;
+        let sizes = |out: usize| {
+            let mut s = vec![input];
+            s.extend(&params.hidden);
+            s.push(out);
+            s
+        };
+        // A near-zero policy head starts near uniform; the value head starts at unit scale.
+        let policy = Mlp::new(&sizes(n_actions), 0.01, &mut rng);
+        let value = Mlp::new(&sizes(1), 1.0, &mut rng);
+        Ok(Ppo {
+            id: id.to_string(),
+            policy_opt: Adam::new(policy.len()),
+            value_opt: Adam::new(value.len()),
+            policy,
+            value,
+            norm: Normalizer::new(obs_dim),
+            params,
+            obs_dim,
+            n_actions,
+            family,
+            rng,
+            stats: UpdateStats::default(),
+            scratch: Scratch::default(),
+        })
+    }
+
+    /// Plain PPO for observations of length `obs_dim` and `n_actions` actions, in the run
+    /// seeded with `seed` (it draws from the agent stream).
+    ///
+    /// # Errors
+    ///
+    /// A message naming the parameter that is out of range.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use perennial::agents::{Ppo, PpoParams};
+    /// use perennial::harness::{Harness, HarnessConfig};
+    /// use perennial::prelude::*;
+    ///
+    /// let agent = Ppo::new(4, 2, PpoParams::default(), 7).unwrap();
+    /// let config = HarnessConfig { steps: 1_000, auto_reset: true, ..HarnessConfig::default() };
+    /// let summary = Harness::new(CartPole::new(CartPoleParams::default()), agent, 7)
+    ///     .config(config)
+    ///     .run()
+    ///     .unwrap();
+    /// assert_eq!(summary.steps, 1_000);
+    /// ```
+    pub fn new(
+        obs_dim: usize,
+        n_actions: usize,
+        params: PpoParams,
+        seed: u64,
+    ) -> Result<Self, String> {
+        Self::build("ppo", obs_dim, n_actions, params, 0, Family::Plain, seed)
+    }
+
+    /// `ppo-replay`: PPO with a reservoir of past states and a behaviour-cloning term.
+    ///
+    /// # Errors
+    ///
+    /// A message naming the parameter that is out of range.
+    pub fn replay(
+        obs_dim: usize,
+        n_actions: usize,
+        params: ReplayParams,
+        seed: u64,
+    ) -> Result<Self, String> {
+        let family = Family::Replay(Replay::new(&params, obs_dim, n_actions)?);
+        Self::build(
+            "ppo-replay",
+            obs_dim,
+            n_actions,
+            params.ppo,
+            0,
+            family,
+            seed,
+        )
+    }
+
+    /// `ppo-ewc`: PPO with online elastic weight consolidation over self-detected stretches.
+    ///
+    /// # Errors
+    ///
+    /// A message naming the parameter that is out of range.
+    pub fn ewc(
+        obs_dim: usize,
+        n_actions: usize,
+        params: EwcParams,
+        seed: u64,
+    ) -> Result<Self, String> {
+        let family = Family::Ewc(Ewc::new(&params)?);
+        Self::build("ppo-ewc", obs_dim, n_actions, params.ppo, 0, family, seed)
+    }
+
+    /// `ppo-context`: PPO whose networks also see a summary of the last `k` transitions.
+    ///
+    /// # Errors
+    ///
+    /// A message naming the parameter that is out of range.
+    pub fn context(
+        obs_dim: usize,
+        n_actions: usize,
+        params: ContextParams,
+        seed: u64,
+    ) -> Result<Self, String> {
+        let ctx = Context::new(&params, obs_dim)?;
+        let extra = ctx.width();
+        Self::build(
+            "ppo-context",
+            obs_dim,
+            n_actions,
+            params.ppo,
+            extra,
+            Family::Context(ctx),
+            seed,
+        )
+    }
+
+    /// `ppo-plastic`: PPO with shrink-and-perturb after every update.
+    ///
+    /// # Errors
+    ///
+    /// A message naming the parameter that is out of range.
+    pub fn plastic(
+        obs_dim: usize,
+        n_actions: usize,
+        params: PlasticParams,
+        seed: u64,
+    ) -> Result<Self, String> {
+        let family = Family::Plastic(Plastic::new(&params)?);
+        Self::build(
+            "ppo-plastic",
+            obs_dim,
+            n_actions,
+            params.ppo,
+            0,
+            family,
+            seed,
+        )
+    }
+
+    /// The agent called `name` (one of [`FAMILIES`]), its parameters read from `options`
+    /// (a table of the family's params struct; missing fields keep their defaults, unknown
+    /// ones are an error). `Ok(None)` when `name` is not a PPO family.
+    ///
+    /// # Errors
+    ///
+    /// The deserializer's error for a bad option, or a message naming the parameter that is
+    /// out of range.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use perennial::agents::Ppo;
+    ///
+    /// let opts: toml::Table = toml::from_str("bc_weight = 2.0\nppo.lr = 1e-3").unwrap();
+    /// let agent = Ppo::by_name("ppo-replay", 4, 2, opts, 0).unwrap().unwrap();
+    /// assert_eq!(perennial::harness::Agent::<perennial::cartpole::CartPole>::algorithm_id(&agent), "ppo-replay");
+    /// ```
+    pub fn by_name<'de, D: Deserializer<'de>>(
+        name: &str,
+        obs_dim: usize,
+        n_actions: usize,
+        options: D,
+        seed: u64,
+    ) -> Result<Option<Self>, String> {
+        let err = |e: D::Error| e.to_string();
+        let agent = match name {
+            "ppo" => Self::new(
+                obs_dim,
+                n_actions,
+                PpoParams::deserialize(options).map_err(err)?,
+                seed,
+            ),
+            "ppo-replay" => Self::replay(
+                obs_dim,
+                n_actions,
+                ReplayParams::deserialize(options).map_err(err)?,
+                seed,
+            ),
+            "ppo-ewc" => Self::ewc(
+                obs_dim,
+                n_actions,
+                EwcParams::deserialize(options).map_err(err)?,
+                seed,
+            ),
+            "ppo-context" => Self::context(
+                obs_dim,
+                n_actions,
+                ContextParams::deserialize(options).map_err(err)?,
+                seed,
+            ),
+            "ppo-plastic" => Self::plastic(
+                obs_dim,
+                n_actions,
+                PlasticParams::deserialize(options).map_err(err)?,
+                seed,
+            ),
+            _ => return Ok(None),
+        };
+        agent.map(Some)
+    }
+
+    /// The plain-PPO parameters in use.
+    pub fn params(&self) -> &PpoParams {
+        &self.params
+    }
+
+    /// What the last update measured.
+    pub fn last_update(&self) -> UpdateStats {
+        self.stats
+    }
+
+    /// The policy network.
+    pub fn policy(&self) -> &Mlp {
+        &self.policy
+    }
+
+    /// The value network.
+    pub fn value(&self) -> &Mlp {
+        &self.value
+    }
+
+    /// `ppo-ewc`: how many stretches have been consolidated so far (`None` for other
+    /// families).
+    pub fn consolidations(&self) -> Option<u64> {
+        match &self.family {
+            Family::Ewc(e) => Some(e.consolidations()),
+            _ => None,
+        }
+    }
+
+    /// `ppo-ewc`: consolidates now, as a detected change point would (anchor at the current
+    /// policy, Fisher information from `window`). Returns false for other families.
+    pub fn consolidate<O: Observation>(&mut self, window: &Window<O, usize>) -> bool {
+        let inputs = self.inputs(window);
+        let Family::Ewc(e) = &mut self.family else {
+            return false;
+        };
+        e.consolidate(&self.policy, &inputs, &window.actions, self.n_actions);
+        true
+    }
+
+    /// `ppo-ewc`: the penalty `λ/2 Σ F (θ - θ*)²` at the current policy (`None` for other
+    /// families).
+    pub fn ewc_penalty(&self) -> Option<f64> {
+        match &self.family {
+            Family::Ewc(e) => Some(e.penalty(&self.policy.params)),
+            _ => None,
+        }
+    }
+
+    /// `ppo-context`: the context part of the input the next action would see (`None` for
+    /// other families).
+    pub fn context_features(&self) -> Option<&[f32]> {
+        match &self.family {
+            Family::Context(c) => Some(c.current()),
+            _ => None,
+        }
+    }
+
+    /// `ppo-replay`: how many states the reservoir holds (`None` for other families).
+    pub fn replay_len(&self) -> Option<usize> {
+        match &self.family {
+            Family::Replay(r) => Some(r.len()),
+            _ => None,
+        }
+    }
+
+    /// The action probabilities for `obs` under the current policy (the context family uses
+    /// its current context). Does not advance any state.
+    pub fn action_probs(&mut self, obs: &[f32]) -> Vec<f32> {
+        let mut input = Vec::with_capacity(self.policy.input_dim());
+        self.norm.apply(obs, self.params.obs_clip, &mut input);
+        if let Family::Context(c) = &self.family {
+            input.extend_from_slice(c.current());
+        }
+        let mut logits = Vec::new();
+        self.policy
+            .forward_one(&input, &mut self.scratch.layers, &mut logits);
+        let mut probs = vec![0.0; self.n_actions];
+        softmax(&logits, &mut probs);
+        probs
+    }
+
+    fn sample(&mut self, obs: &[f32]) -> usize {
+        let s = &mut self.scratch;
+        s.input.clear();
+        self.norm.apply(
+            &obs[..obs.len().min(self.obs_dim)],
+            self.params.obs_clip,
+            &mut s.input,
+        );
+        if let Family::Context(c) = &mut self.family {
+            c.observe(&s.input[..self.obs_dim]);
+            s.input.extend_from_slice(c.current());
+            c.log_current();
+        }
+        self.policy.forward_one(&s.input, &mut s.layers, &mut s.out);
+        let max = s.out.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let total: f32 = s.out.iter().map(|z| (z - max).exp()).sum();
+        let u: f32 = self.rng.random::<f32>() * total;
+        let mut acc = 0.0;
+        for (a, z) in s.out.iter().enumerate() {
+            acc += (z - max).exp();
+            if u < acc {
+                return a;
+            }
+        }
+        self.n_actions - 1
+    }
+
+    /// The network inputs of a window's steps, row by row, with the current normaliser.
+    fn inputs<O: Observation>(&self, window: &Window<O, usize>) -> Vec<f32> {
+        let width = self.policy.input_dim();
+        let mut x = Vec::with_capacity(window.len() * width);
+        for (i, o) in window.obs.iter().enumerate() {
+            let o = o.as_slice();
+            self.norm.apply(
+                &o[..o.len().min(self.obs_dim)],
+                self.params.obs_clip,
+                &mut x,
+            );
+            if let Family::Context(c) = &self.family {
+                x.extend_from_slice(c.logged(i));
+            }
+        }
+        x
+    }
+
+    fn learn<O: Observation>(&mut self, window: &Window<O, usize>) {
+        let n = window.len();
+        if n == 0 {
+            return;
+        }
+        let dim = self.obs_dim;
+        self.norm.update(window.obs.iter().map(|o| {
+            let o = o.as_slice();
+            &o[..o.len().min(dim)]
+        }));
+        let x = self.inputs(window);
+        let width = self.policy.input_dim();
+        let actions: Vec<usize> = window
+            .actions
+            .iter()
+            .map(|&a| a.min(self.n_actions - 1))
+            .collect();
+
+        // Values, and the rollout policy's log-probabilities and distributions.
+        let mut cache = std::mem::take(&mut self.scratch.cache);
+        self.value.forward_batch(&x, n, &mut cache);
+        let values: Vec<f32> = cache.output().to_vec();
+        self.policy.forward_batch(&x, n, &mut cache);
+        let mut old_probs = vec![0.0; n * self.n_actions];
+        let mut old_logp = vec![0.0; n];
+        for i in 0..n {
+            let p = &mut old_probs[i * self.n_actions..(i + 1) * self.n_actions];
+            softmax(
+                &cache.output()[i * self.n_actions..(i + 1) * self.n_actions],
+                p,
+            );
+            old_logp[i] = p[actions[i]].max(1e-30).ln();
+        }
+
+        // Where the return is cut short (window end, truncation, or an episode boundary the
+        // next row does not continue), bootstrap with V(next_obs); after a terminal, 0.
+        let mut bootstrap = vec![0.0f32; n];
+        let mut input = Vec::with_capacity(width);
+        for i in 0..n {
+            if window.terminated[i] {
+                continue;
+            }
+            if i + 1 < n && !window.truncated[i] {
+                bootstrap[i] = values[i + 1];
+                continue;
+            }
+            input.clear();
+            let o = window.next_obs[i].as_slice();
+            self.norm
+                .apply(&o[..o.len().min(dim)], self.params.obs_clip, &mut input);
+            if let Family::Context(c) = &self.family {
+                input.extend_from_slice(c.logged(i));
+            }
+            let mut out = Vec::new();
+            self.value
+                .forward_one(&input, &mut self.scratch.layers, &mut out);
+            bootstrap[i] = out[0];
+        }
+        let (gamma, lambda) = (self.params.gamma, self.params.lambda);
+        let mut adv = vec![0.0f32; n];
+        let mut gae = 0.0f64;
+        for i in (0..n).rev() {
+            let delta = window.rewards[i] + gamma * f64::from(bootstrap[i]) - f64::from(values[i]);
+            let cut = window.terminated[i] || window.truncated[i] || i + 1 == n;
+            gae = delta + if cut { 0.0 } else { gamma * lambda * gae };
+            adv[i] = gae as f32;
+        }
+        let returns: Vec<f32> = adv.iter().zip(&values).map(|(a, v)| a + v).collect();
+
+        if let Family::Ewc(e) = &mut self.family {
+            let mean_reward = window.rewards.iter().sum::<f64>() / n as f64;
+            if e.observe_reward(mean_reward) {
+                e.consolidate(&self.policy, &x, &actions, self.n_actions);
+            }
+        }
+
+        self.stats = self.optimise(&x, &actions, &old_logp, &adv, &returns, &mut cache);
+        self.scratch.cache = cache;
+
+        match &mut self.family {
+            Family::Replay(r) => {
+                for i in 0..n {
+                    let o = window.obs[i].as_slice();
+                    r.insert(
+                        &o[..o.len().min(dim)],
+                        &old_probs[i * self.n_actions..(i + 1) * self.n_actions],
+                        &mut self.rng,
+                    );
+                }
+            }
+            Family::Context(c) => c.clear_log(),
+            Family::Plastic(p) => {
+                p.apply(&mut self.policy.params, &mut self.rng);
+                p.apply(&mut self.value.params, &mut self.rng);
+            }
+            Family::Plain | Family::Ewc(_) => {}
+        }
+    }
+
+    /// Whether the parts of a loaded state fit each other, so nothing indexes out of range.
+    fn consistent(&self) -> bool {
+        let family = match &self.family {
+            Family::Plain | Family::Plastic(_) => true,
+            Family::Replay(r) => r.valid(),
+            Family::Ewc(e) => e.valid(self.policy.len()),
+            Family::Context(c) => c.valid(),
+        };
+        family
+            && self.policy.consistent()
+            && self.value.consistent()
+            && self.policy_opt.len() == self.policy.len()
+            && self.value_opt.len() == self.value.len()
+            && self.norm.dim() == self.obs_dim
+            && self.params.check().is_ok()
+    }
+
+    /// The minibatch epochs of one update.
+    fn optimise(
+        &mut self,
+        x: &[f32],
+        actions: &[usize],
+        old_logp: &[f32],
+        adv: &[f32],
+        returns: &[f32],
+        cache: &mut Cache,
+    ) -> UpdateStats {
+        let n = actions.len();
+        let width = self.policy.input_dim();
+        let na = self.n_actions;
+        let p = self.params.clone();
+        let mb = p.minibatch.min(n);
+        let mut order: Vec<usize> = (0..n).collect();
+        let mut mb_x = Vec::with_capacity(mb * width);
+        let mut mb_a = Vec::with_capacity(mb);
+        let mut mb_logp = Vec::with_capacity(mb);
+        let mut mb_adv = Vec::with_capacity(mb);
+        let mut d_logits = vec![0.0; mb * na];
+        let mut d_v = vec![0.0; mb];
+        let mut g_pi = vec![0.0; self.policy.len()];
+        let mut g_v = vec![0.0; self.value.len()];
+        let mut stats = UpdateStats::default();
+        let mut batches = 0usize;
+        let mut samples = 0usize;
+        for _ in 0..p.epochs {
+            // Fisher-Yates with the agent's generator, so the order is reproducible.
+            for i in (1..n).rev() {
+                let j = self.rng.random_range(0..=i);
+                order.swap(i, j);
+            }
+            for chunk in order.chunks(mb) {
+                let b = chunk.len();
+                mb_x.clear();
+                mb_a.clear();
+                mb_logp.clear();
+                mb_adv.clear();
+                for &i in chunk {
+                    mb_x.extend_from_slice(&x[i * width..(i + 1) * width]);
+                    mb_a.push(actions[i]);
+                    mb_logp.push(old_logp[i]);
+                    mb_adv.push(adv[i]);
+                }
+                // Advantages normalised per minibatch, as in the reference implementations.
+                let mean = mb_adv.iter().sum::<f32>() / b as f32;
+                let var = mb_adv.iter().map(|a| (a - mean) * (a - mean)).sum::<f32>() / b as f32;
+                let inv = 1.0 / (var.sqrt() + 1e-8);
+                for a in &mut mb_adv {
+                    *a = (*a - mean) * inv;
+                }
+
+                self.policy.forward_batch(&mb_x, b, cache);
+                let loss = policy_loss(
+                    cache.output(),
+                    &mb_a,
+                    &mb_logp,
+                    &mb_adv,
+                    p.clip,
+                    p.entropy_coef,
+                    &mut d_logits[..b * na],
+                );
+                g_pi.fill(0.0);
+                self.policy
+                    .backward_batch(cache, &d_logits[..b * na], &mut g_pi);
+                match &mut self.family {
+                    Family::Replay(r) => {
+                        stats.replay_loss += r.add_gradient(
+                            &self.policy,
+                            &self.norm,
+                            p.obs_clip,
+                            b,
+                            &mut self.rng,
+                            cache,
+                            &mut g_pi,
+                        );
+                    }
+                    Family::Ewc(e) => {
+                        stats.ewc_penalty += e.add_gradient(&self.policy.params, &mut g_pi);
+                    }
+                    _ => {}
+                }
+                self.policy_opt
+                    .step(&mut self.policy.params, &g_pi, p.lr, p.max_grad_norm);
+
+                self.value.forward_batch(&mb_x, b, cache);
+                let mut value_loss = 0.0f64;
+                for (k, &i) in chunk.iter().enumerate() {
+                    let err = cache.output()[k] - returns[i];
+                    value_loss += f64::from(0.5 * err * err);
+                    d_v[k] = err / b as f32;
+                }
+                g_v.fill(0.0);
+                self.value.backward_batch(cache, &d_v[..b], &mut g_v);
+                self.value_opt
+                    .step(&mut self.value.params, &g_v, p.lr, p.max_grad_norm);
+
+                stats.policy_loss += loss.surrogate / b as f64;
+                stats.entropy += loss.entropy;
+                stats.approx_kl += loss.approx_kl;
+                stats.clip_fraction += loss.clipped as f64;
+                stats.value_loss += value_loss / b as f64;
+                batches += 1;
+                samples += b;
+            }
+        }
+        let (nb, ns) = (batches.max(1) as f64, samples.max(1) as f64);
+        UpdateStats {
+            policy_loss: stats.policy_loss / nb,
+            value_loss: stats.value_loss / nb,
+            entropy: stats.entropy / ns,
+            approx_kl: stats.approx_kl / ns,
+            clip_fraction: stats.clip_fraction / ns,
+            replay_loss: stats.replay_loss / nb,
+            ewc_penalty: stats.ewc_penalty / nb,
+        }
+    }
+}
+
+impl<E> Agent<E> for Ppo
+where
+    E: Env<Action = usize> + ?Sized,
+{
+    fn algorithm_id(&self) -> &str {
+        &self.id
+    }
+
+    fn act(&mut self, obs: &E::Obs) -> usize {
+        self.sample(obs.as_slice())
+    }
+
+    fn update(&mut self, window: &Window<E::Obs, usize>) {
+        self.learn(window);
+    }
+
+    fn save_state(&self) -> Result<serde_json::Value, String> {
+        serde_json::to_value(self).map_err(|e| e.to_string())
+    }
+
+    fn load_state(&mut self, state: serde_json::Value) -> Result<(), String> {
+        let loaded: Ppo =
+            serde_json::from_value(state).map_err(|e| format!("{} state: {e}", self.id))?;
+        if loaded.id != self.id
+            || loaded.obs_dim != self.obs_dim
+            || loaded.n_actions != self.n_actions
+            || loaded.policy.len() != self.policy.len()
+            || loaded.value.len() != self.value.len()
+            || !loaded.consistent()
+        {
+            return Err(format!(
+                "the checkpoint holds a `{}` for {} inputs and {} actions; this run has a `{}` for {} and {}",
+                loaded.id, loaded.obs_dim, loaded.n_actions, self.id, self.obs_dim, self.n_actions
+            ));
+        }
+        *self = loaded;
+        Ok(())
+    }
+}

@@ -1,0 +1,527 @@
+//! Open registries: the world kinds a world file may name, and the agents each kind can run.
+//!
+//! A world file's `[world] kind` is looked up in a [`Registry`]; the kind parses and
+//! validates its own `[world.params]` table, builds the env, and lists its agents: the
+//! generic ones every `Discrete` world gets ([`crate::agents::generic`]) and its own.
+//! [`Registry::builtin`] holds CartPole and the enterprise world; a researcher's crate adds
+//! its world with [`Registry::world`] and hands the registry to
+//! `perennial::cli::main_with` to get `run`, `check`, checkpoints and the rest for it.
+//!
+//! ```
+//! use perennial::prelude::*;
+//! use perennial::registry::{ParamError, Registry, WorldKind};
+//!
+//! /// CartPole under another name, with its parameters fixed by the file.
+//! struct Pole;
+//!
+//! impl WorldKind for Pole {
+//!     type Env = CartPole;
+//!     type Params = CartPoleParams;
+//!     fn name(&self) -> &'static str {
+//!         "pole"
+//!     }
+//!     fn build(&self, params: &CartPoleParams, _: Option<&RewardSpec>) -> Result<CartPole, ParamError> {
+//!         Ok(CartPole::new(params.clone()))
+//!     }
+//! }
+//!
+//! let registry = Registry::builtin().world(Pole);
+//! let kind = registry.kind("pole").unwrap();
+//! assert!(kind.agent_names().contains(&"random"));
+//! ```
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use serde::de::DeserializeOwned;
+
+use crate::agents::{self, AgentBuilder, AgentCtx, AgentError};
+use crate::cartpole::{CartPole, CartPoleParams};
+use crate::env::Env;
+use crate::harness::{Agent, Checkpoint, DynHarness, Harness, HarnessConfig};
+use crate::morpheus::{self, Morpheus, MorpheusConfig};
+use crate::regime::{ParamInfo, Shiftable, validate_conditions};
+use crate::reward::RewardSpec;
+use crate::seed::{self, Stream};
+use crate::world_file::WorldFile;
+
+/// A `[world.params]` value a kind rejects: the field (relative to `world.params`) and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamError {
+    /// The offending key of `[world.params]`, when one is to blame.
+    pub field: Option<String>,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl ParamError {
+    /// An error about one field.
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ParamError {
+            field: Some(field.into()),
+            message: message.into(),
+        }
+    }
+
+    /// An error about the table as a whole.
+    pub fn table(message: impl fmt::Display) -> Self {
+        ParamError {
+            field: None,
+            message: message.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "world.params.{field}: {}", self.message),
+            None => write!(f, "world.params: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+/// A world kind: the name a world file uses, its parameter struct, and how to build the env.
+///
+/// `Params` is deserialized from `[world.params]` (give it `#[serde(default,
+/// deny_unknown_fields)]` so every field is optional and a misspelt one is an error naming
+/// it); a missing table means `Params::default()`. After [`WorldKind::build`], the env's
+/// initial [`Shiftable`] parameters are checked against their ranges, so a kind need not.
+pub trait WorldKind: Send + Sync + 'static {
+    /// The env this kind builds.
+    type Env: Env<Action = usize> + Shiftable + 'static;
+    /// The `[world.params]` table, typed.
+    type Params: DeserializeOwned + Default + Clone + PartialEq + fmt::Debug + Send + Sync + 'static;
+
+    /// The `kind = "..."` name.
+    fn name(&self) -> &'static str;
+
+    /// Builds the env from validated parameters and the world file's reward specification
+    /// (the file's, else [`WorldKind::default_reward`]).
+    ///
+    /// # Errors
+    ///
+    /// The parameters do not make a world; name the field when one is to blame.
+    fn build(
+        &self,
+        params: &Self::Params,
+        reward: Option<&RewardSpec>,
+    ) -> Result<Self::Env, ParamError>;
+
+    /// The reward signals a `[reward]` section may read (none by default).
+    fn reward_signals(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The reward specification when the file gives none (none by default: the env's own).
+    fn default_reward(&self) -> Option<RewardSpec> {
+        None
+    }
+}
+
+/// A kind's parameters after loading, type-erased so a [`WorldFile`] can hold any kind's.
+#[derive(Clone)]
+pub struct WorldParams(Arc<dyn AnyParams>);
+
+trait AnyParams: Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+    fn eq_dyn(&self, other: &dyn AnyParams) -> bool;
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+}
+
+impl<T: Any + PartialEq + fmt::Debug + Send + Sync> AnyParams for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn eq_dyn(&self, other: &dyn AnyParams) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+impl WorldParams {
+    /// Wraps a kind's parameters.
+    pub fn new<T: Any + PartialEq + fmt::Debug + Send + Sync>(params: T) -> Self {
+        WorldParams(Arc::new(params))
+    }
+
+    /// The parameters as their kind's type, or `None` for another kind's.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref()
+    }
+}
+
+impl fmt::Debug for WorldParams {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.debug(f)
+    }
+}
+
+impl PartialEq for WorldParams {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.eq_dyn(other.0.as_ref())
+    }
+}
+
+/// What a world file, an agent choice and a seed need to become a running harness.
+#[derive(Clone, Debug)]
+pub struct RunRequest<'a> {
+    /// The loaded world file.
+    pub world: &'a WorldFile,
+    /// The agent's registered name.
+    pub agent: &'a str,
+    /// The agent's options (its `[agent.<name>]` table with any overrides).
+    pub agent_options: &'a toml::Table,
+    /// The run seed.
+    pub seed: u64,
+    /// How the harness drives the run.
+    pub config: HarnessConfig,
+    /// The run id, when not the default.
+    pub run_id: Option<String>,
+}
+
+/// Why a run could not be built.
+#[derive(Debug)]
+pub enum BuildError {
+    /// The world could not be built from its file.
+    World(String),
+    /// The agent is unknown or its options are wrong.
+    Agent(AgentError),
+    /// The checkpoint does not fit the world or agent.
+    Checkpoint(String),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::World(m) | BuildError::Checkpoint(m) => f.write_str(m),
+            BuildError::Agent(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// A registered kind, type-erased: what the world-file loader and the CLI call.
+pub trait Kind: Send + Sync {
+    /// The `kind = "..."` name.
+    fn name(&self) -> &str;
+    /// Parses and validates `[world.params]` (`None`: the table is absent); returns the
+    /// parameters and the world's [`Shiftable`] parameter list for checking regimes.
+    ///
+    /// # Errors
+    ///
+    /// A field is unknown, has the wrong type or is out of range.
+    fn load(
+        &self,
+        params: Option<&toml::Table>,
+    ) -> Result<(WorldParams, Vec<ParamInfo>), ParamError>;
+    /// The reward signals a `[reward]` section may read.
+    fn reward_signals(&self) -> &'static [&'static str];
+    /// The reward specification when the file gives none.
+    fn default_reward(&self) -> Option<RewardSpec>;
+    /// The agents this kind can run, generic ones first.
+    fn agent_names(&self) -> Vec<&'static str>;
+    /// Builds the world and the agent, checking the agent's options, and drops both.
+    ///
+    /// # Errors
+    ///
+    /// As [`Kind::harness`].
+    fn check_agent(
+        &self,
+        world: &WorldFile,
+        agent: &str,
+        options: &toml::Table,
+        seed: u64,
+    ) -> Result<(), BuildError>;
+    /// A harness for a new run: world, agent, the file's scheduler seeded from the run seed,
+    /// config and run id.
+    ///
+    /// # Errors
+    ///
+    /// The world cannot be built, the agent is unknown or its options are wrong.
+    fn harness(&self, request: &RunRequest<'_>) -> Result<Box<dyn DynHarness>, BuildError>;
+    /// A harness continuing the run saved in `checkpoint`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Kind::harness`], or the checkpoint does not fit.
+    fn resume(
+        &self,
+        request: &RunRequest<'_>,
+        checkpoint: Checkpoint,
+    ) -> Result<Box<dyn DynHarness>, BuildError>;
+}
+
+/// A [`WorldKind`] with its agents: generic ones and the kind's own.
+struct Entry<K: WorldKind> {
+    kind: K,
+    agents: Vec<(&'static str, AgentBuilder<K::Env>)>,
+}
+
+impl<K: WorldKind> Entry<K> {
+    fn env(&self, world: &WorldFile) -> Result<K::Env, BuildError> {
+        let params = world.params::<K::Params>().ok_or_else(|| {
+            BuildError::World(format!(
+                "{}: the world file was loaded for another kind than `{}`",
+                world.path.display(),
+                self.kind.name()
+            ))
+        })?;
+        let reward = world.reward_spec();
+        self.kind
+            .build(params, reward.as_ref())
+            .map_err(|e| BuildError::World(format!("{}: {e}", world.path.display())))
+    }
+
+    fn agent(
+        &self,
+        env: &K::Env,
+        name: &str,
+        options: &toml::Table,
+        seed: u64,
+    ) -> Result<Box<dyn Agent<K::Env>>, BuildError> {
+        let build = self
+            .agents
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, b)| *b)
+            .ok_or_else(|| BuildError::Agent(AgentError::unknown(name, &self.names())))?;
+        build(&AgentCtx {
+            name,
+            env,
+            options,
+            seed,
+        })
+        .map_err(BuildError::Agent)
+    }
+
+    fn names(&self) -> Vec<&'static str> {
+        self.agents.iter().map(|(n, _)| *n).collect()
+    }
+}
+
+impl<K: WorldKind> Kind for Entry<K> {
+    fn name(&self) -> &str {
+        self.kind.name()
+    }
+
+    fn load(
+        &self,
+        table: Option<&toml::Table>,
+    ) -> Result<(WorldParams, Vec<ParamInfo>), ParamError> {
+        let params: K::Params = match table {
+            None => K::Params::default(),
+            Some(t) => t.clone().try_into().map_err(|e: toml::de::Error| {
+                let message = e.message().to_string();
+                // A value error (`-3` for a count) names no key: the key is the first one
+                // that fails on its own, so the message points at its line, not the table's.
+                let field = message
+                    .split('`')
+                    .nth(1)
+                    .filter(|k| t.contains_key(*k))
+                    .map(str::to_string)
+                    .or_else(|| {
+                        t.iter().find_map(|(k, v)| {
+                            let mut alone = toml::Table::new();
+                            alone.insert(k.clone(), v.clone());
+                            let solo: Result<K::Params, _> = alone.try_into();
+                            solo.is_err().then(|| k.clone())
+                        })
+                    });
+                ParamError { field, message }
+            })?,
+        };
+        let reward = self.default_reward();
+        let env = self.kind.build(&params, reward.as_ref())?;
+        let parameters = env.parameters();
+        validate_conditions(&parameters, &env.snapshot()).map_err(|e| {
+            let field = match &e {
+                crate::regime::RegimeError::OutOfRange { name, .. }
+                | crate::regime::RegimeError::UnknownParameter { name, .. } => Some(name.clone()),
+                _ => None,
+            };
+            ParamError {
+                field,
+                message: e.to_string(),
+            }
+        })?;
+        Ok((WorldParams::new(params), parameters))
+    }
+
+    fn reward_signals(&self) -> &'static [&'static str] {
+        self.kind.reward_signals()
+    }
+
+    fn default_reward(&self) -> Option<RewardSpec> {
+        self.kind.default_reward()
+    }
+
+    fn agent_names(&self) -> Vec<&'static str> {
+        self.names()
+    }
+
+    fn check_agent(
+        &self,
+        world: &WorldFile,
+        agent: &str,
+        options: &toml::Table,
+        seed: u64,
+    ) -> Result<(), BuildError> {
+        let env = self.env(world)?;
+        self.agent(&env, agent, options, seed).map(drop)
+    }
+
+    fn harness(&self, request: &RunRequest<'_>) -> Result<Box<dyn DynHarness>, BuildError> {
+        let env = self.env(request.world)?;
+        let agent = self.agent(&env, request.agent, request.agent_options, request.seed)?;
+        let scheduler = request
+            .world
+            .scheduler(seed::derive(request.seed, Stream::Scheduler, 0))
+            .map_err(|e| BuildError::World(e.to_string()))?;
+        let mut harness = Harness::new(env, agent, request.seed)
+            .scheduler(scheduler)
+            .config(request.config.clone());
+        if let Some(id) = &request.run_id {
+            harness = harness.run_id(id.clone());
+        }
+        Ok(Box::new(harness))
+    }
+
+    fn resume(
+        &self,
+        request: &RunRequest<'_>,
+        checkpoint: Checkpoint,
+    ) -> Result<Box<dyn DynHarness>, BuildError> {
+        let env = self.env(request.world)?;
+        let agent = self.agent(&env, request.agent, request.agent_options, request.seed)?;
+        let harness = Harness::resume(env, agent, checkpoint, None)
+            .map_err(|e| BuildError::Checkpoint(e.to_string()))?;
+        Ok(Box::new(harness))
+    }
+}
+
+/// World kinds by name, each with its agents.
+#[derive(Clone, Default)]
+pub struct Registry {
+    kinds: BTreeMap<String, Arc<dyn Kind>>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.kinds.keys()).finish()
+    }
+}
+
+impl Registry {
+    /// A registry with no kinds.
+    pub fn empty() -> Self {
+        Registry::default()
+    }
+
+    /// CartPole (`cartpole`) and the enterprise world (`morpheus`), with their agents.
+    pub fn builtin() -> Self {
+        Registry::empty()
+            .world_with_agents(CartPoleKind, agents::for_cartpole())
+            .world_with_agents(MorpheusKind, agents::for_morpheus())
+    }
+
+    /// The built-in registry, built once.
+    pub fn shared_builtin() -> &'static Registry {
+        static BUILTIN: OnceLock<Registry> = OnceLock::new();
+        BUILTIN.get_or_init(Registry::builtin)
+    }
+
+    /// Adds (or replaces) a kind with the generic agents only.
+    pub fn world<K: WorldKind>(self, kind: K) -> Self {
+        self.world_with_agents(kind, Vec::new())
+    }
+
+    /// Adds (or replaces) a kind with the generic agents and its own `agents`, which may
+    /// also replace a generic one of the same name.
+    pub fn world_with_agents<K: WorldKind>(
+        mut self,
+        kind: K,
+        own: Vec<(&'static str, AgentBuilder<K::Env>)>,
+    ) -> Self {
+        let mut list = agents::generic::<K::Env>();
+        for (name, build) in own {
+            list.retain(|(n, _)| *n != name);
+            list.push((name, build));
+        }
+        let name = kind.name().to_string();
+        self.kinds
+            .insert(name, Arc::new(Entry { kind, agents: list }));
+        self
+    }
+
+    /// The kind registered under `name`.
+    pub fn kind(&self, name: &str) -> Option<&dyn Kind> {
+        self.kinds.get(name).map(|k| k.as_ref())
+    }
+
+    /// The registered kind names, sorted.
+    pub fn kind_names(&self) -> Vec<&str> {
+        self.kinds.keys().map(String::as_str).collect()
+    }
+}
+
+/// Gymnasium's CartPole-v1 (see [`crate::cartpole`]).
+struct CartPoleKind;
+
+impl WorldKind for CartPoleKind {
+    type Env = CartPole;
+    type Params = CartPoleParams;
+
+    fn name(&self) -> &'static str {
+        "cartpole"
+    }
+
+    fn build(
+        &self,
+        params: &CartPoleParams,
+        _: Option<&RewardSpec>,
+    ) -> Result<CartPole, ParamError> {
+        Ok(CartPole::new(params.clone()))
+    }
+}
+
+/// The persistent enterprise world (see [`crate::morpheus`]).
+struct MorpheusKind;
+
+impl WorldKind for MorpheusKind {
+    type Env = Morpheus;
+    type Params = MorpheusConfig;
+
+    fn name(&self) -> &'static str {
+        "morpheus"
+    }
+
+    fn build(
+        &self,
+        config: &MorpheusConfig,
+        reward: Option<&RewardSpec>,
+    ) -> Result<Morpheus, ParamError> {
+        config
+            .validate()
+            .map_err(|e| ParamError::field(e.field, e.message.clone()))?;
+        let reward = reward
+            .cloned()
+            .unwrap_or_else(morpheus::default_reward_spec);
+        Morpheus::new(config.clone(), reward).map_err(ParamError::table)
+    }
+
+    fn reward_signals(&self) -> &'static [&'static str] {
+        morpheus::signal_names()
+    }
+
+    fn default_reward(&self) -> Option<RewardSpec> {
+        Some(morpheus::default_reward_spec())
+    }
+}
