@@ -421,7 +421,7 @@ fn cases() -> Vec<Case> {
             )),
             args: &["check", "{file}"],
             code: 2,
-            expect: &["harness.agent", "unknown agent `oracle`"],
+            expect: &["harness.agent", "no agent `oracle`", "balance"],
         },
         Case {
             what: "world file: /dev/zero",
