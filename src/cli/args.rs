@@ -35,7 +35,8 @@ pub struct RunArgs {
     /// Trace format.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: FormatArg,
-    /// Run id [default: <task>-<agent>-seed<seed>, so the same run twice writes the same bytes].
+    /// Run id [default: <task>-<agent>-seed<seed>, with the world file's name after the task
+    /// when it differs from the task; the same run twice writes the same bytes].
     #[arg(long)]
     pub run_id: Option<String>,
     /// Also write the `obs` and `action` columns.
