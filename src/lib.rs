@@ -16,6 +16,7 @@ pub mod regime;
 pub mod registry;
 pub mod reward;
 pub mod seed;
+pub mod sweep;
 pub mod trace;
 pub mod vector;
 pub mod world_file;

@@ -69,4 +69,6 @@ pub enum FormatArg {
     Jsonl,
     /// CSV.
     Csv,
+    /// A directory of Parquet part files.
+    Parquet,
 }

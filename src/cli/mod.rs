@@ -18,6 +18,7 @@
 //! This module needs the default `cli` feature (clap and indicatif).
 
 mod args;
+mod export;
 mod info;
 mod progress;
 mod run;
@@ -49,6 +50,11 @@ enum Command {
     Eval(crate::eval::EvalArgs),
     /// Export a trace's experience as rLLM episodes (Episode > Trajectory > Step).
     Episodes(crate::episodes::EpisodesArgs),
+    /// Run every (world, agent, seed) of a sweep file, resumably, and score them together.
+    Sweep(crate::sweep::SweepArgs),
+    /// Export traces for other tools.
+    #[command(subcommand)]
+    Export(export::ExportCommand),
     /// List the shipped world files.
     Worlds,
     /// Validate a world file and the agent it names.
@@ -140,6 +146,13 @@ fn dispatch(registry: &Registry, command: Command, handle_signals: bool) -> Resu
         Command::Episodes(args) => crate::episodes::run_cli(&args)
             .map(|summary| println!("{summary}"))
             .map_err(Failure::input),
+        Command::Sweep(args) => crate::sweep::run_cli(registry, &args)
+            .map(|out| print!("{out}"))
+            .map_err(|e| Failure {
+                code: e.exit_code(),
+                message: e.to_string(),
+            }),
+        Command::Export(export::ExportCommand::L2logger(args)) => export::export_l2logger(&args),
         Command::Worlds => info::worlds(registry),
         Command::Check { world_file } => info::check(registry, &world_file),
     }

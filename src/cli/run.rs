@@ -12,7 +12,7 @@ use crate::harness::{
 };
 use crate::output::OutputLock;
 use crate::registry::{Kind, Registry, RunRequest};
-use crate::trace::TraceFormat;
+use crate::trace::{RunIdentity, TraceFormat};
 use crate::world_file::WorldFile;
 
 /// The world file `perennial run` uses when none is given.
@@ -100,7 +100,9 @@ pub(super) fn run(
     }
     let identity = harness.identity().clone();
     let started = Instant::now();
-    let summary = progress::drive(harness, plan.config.steps).map_err(Failure::run)?;
+    let result = progress::drive(harness, plan.config.steps);
+    end_manifest(&plan, &identity, &result)?;
+    let summary = result.map_err(Failure::run)?;
     report(&summary, started, &identity, &world, &plan);
     drop(lock);
     match signals::code() {
@@ -208,6 +210,7 @@ fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failur
         format: match args.format {
             FormatArg::Jsonl => TraceFormat::Jsonl,
             FormatArg::Csv => TraceFormat::Csv,
+            FormatArg::Parquet => TraceFormat::Parquet,
         },
         trace: args.trace.as_deref().map(absolute),
         no_trace: args.no_trace,
@@ -278,6 +281,9 @@ fn start(
         harness
             .open_trace(p, plan.format, None)
             .map_err(Failure::input)?;
+        let identity = harness.identity().clone();
+        let manifest = start_manifest(&plan, &identity, None)?;
+        harness.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
     }
     Ok(((harness, lock), plan))
 }
@@ -312,23 +318,30 @@ fn check_outputs(plan: &RunPlan, resume: Option<&Path>) -> Result<(), Failure> {
     let mut outputs: Vec<(&str, &Path)> = Vec::new();
     if let Some(t) = &plan.trace {
         outputs.push(("--trace", t));
-        let ext = t.extension().and_then(|e| e.to_str()).unwrap_or("");
-        let (wrong, want) = match plan.format {
-            TraceFormat::Jsonl => ("csv", "jsonl"),
-            TraceFormat::Csv => ("jsonl", "csv"),
-        };
-        if ext.eq_ignore_ascii_case(wrong) {
+        let want = plan.format.extension();
+        let named = t.extension().and_then(|e| e.to_str()).and_then(|ext| {
+            [TraceFormat::Jsonl, TraceFormat::Csv, TraceFormat::Parquet]
+                .into_iter()
+                .map(TraceFormat::extension)
+                .find(|known| ext.eq_ignore_ascii_case(known))
+        });
+        if let Some(wrong) = named
+            && wrong != want
+        {
             return Err(Failure::input(format!(
                 "--trace {}: the extension says {wrong} but the format is {want}; pass --format {wrong} or name the file .{want}",
                 t.display()
             )));
         }
+        // A Parquet trace is a directory of part files; its writer refuses a path that is
+        // not one of its own directories.
+        if plan.format != TraceFormat::Parquet {
+            check_output(t).map_err(Failure::input)?;
+        }
     }
     if let Some(c) = &plan.checkpoint {
         outputs.push(("--checkpoint", c));
-    }
-    for (_, p) in &outputs {
-        check_output(p).map_err(Failure::input)?;
+        check_output(c).map_err(Failure::input)?;
     }
     let mut inputs: Vec<(&str, &Path)> = vec![("the world file", &plan.world_file)];
     if let Some(r) = resume {
@@ -363,10 +376,7 @@ fn lock_checkpoint(plan: &RunPlan) -> Result<Option<OutputLock>, Failure> {
 /// Default paths depend on the run id, known only once the harness is built.
 fn resolve_paths(plan: RunPlan, run_id: &str) -> RunPlan {
     let default = |ext: &str| absolute(&PathBuf::from("runs").join(format!("{run_id}.{ext}")));
-    let ext = match plan.format {
-        TraceFormat::Jsonl => "jsonl",
-        TraceFormat::Csv => "csv",
-    };
+    let ext = plan.format.extension();
     RunPlan {
         trace: (!plan.no_trace).then(|| plan.trace.clone().unwrap_or_else(|| default(ext))),
         checkpoint: plan.checkpoint_every.map(|_| {
@@ -392,13 +402,19 @@ fn continue_from(
     check_outputs(plan, Some(ckpt_path))?;
     let lock = lock_checkpoint(plan)?;
     let (trace_bytes, tail) = (ckpt.trace_bytes, ckpt.trace_tail.clone());
+    let at_step = ckpt.step;
     let mut harness = kind
         .resume(&plan.request(world), ckpt)
         .map_err(Failure::input)?;
     match (&plan.trace, trace_bytes) {
-        (Some(p), Some(bytes)) => harness
-            .open_trace(p, plan.format, Some((bytes, tail.as_deref())))
-            .map_err(Failure::input)?,
+        (Some(p), Some(bytes)) => {
+            harness
+                .open_trace(p, plan.format, Some((bytes, tail.as_deref())))
+                .map_err(Failure::input)?;
+            let identity = harness.identity().clone();
+            let manifest = start_manifest(plan, &identity, Some(at_step))?;
+            harness.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
+        }
         (Some(_), None) | (None, Some(_)) => {
             return Err(Failure::input(
                 "the checkpoint's trace fields do not match its run plan; it was edited, and cannot be resumed",
@@ -481,6 +497,73 @@ fn report(
             p.display()
         );
     }
+}
+
+/// Writes the run manifest next to the trace with `exit_status` = `running` and returns it;
+/// a resumed run (`resumed_at` = the checkpoint's step) keeps the first start time.
+fn start_manifest(
+    plan: &RunPlan,
+    identity: &RunIdentity,
+    resumed_at: Option<u64>,
+) -> Result<crate::trace::Manifest, Failure> {
+    let Some(trace_path) = &plan.trace else {
+        return Err(Failure::run("a manifest needs a trace path"));
+    };
+    let path = crate::trace::Manifest::path_for(trace_path, &identity.run_id);
+    let now = crate::trace::utc_now();
+    let earlier = resumed_at.and_then(|_| crate::trace::Manifest::read(&path).ok());
+    let manifest = crate::trace::Manifest {
+        schema_version: crate::trace::TRACE_SCHEMA_VERSION,
+        perennial_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: identity.run_id.clone(),
+        task: identity.task.clone(),
+        world_file: Some(
+            crate::trace::WorldFileRecord::read(&plan.world_file).map_err(Failure::input)?,
+        ),
+        seed: identity.seed,
+        agent: plan.agent.clone(),
+        agent_options: serde_json::json!({}),
+        trace: Some(trace_path.clone()),
+        options: serde_json::to_value(plan).map_err(Failure::run)?,
+        argv: std::env::args().collect(),
+        started_at: earlier
+            .as_ref()
+            .map_or_else(|| now.clone(), |m| m.started_at.clone()),
+        resumed_at: match (&earlier, resumed_at) {
+            (Some(m), Some(_)) => m.resumed_at.iter().cloned().chain([now]).collect(),
+            (None, Some(_)) => vec![now],
+            _ => Vec::new(),
+        },
+        ended_at: None,
+        steps_done: resumed_at.unwrap_or(0),
+        exit_status: "running".into(),
+    };
+    manifest.write(&path).map_err(Failure::input)?;
+    Ok(manifest)
+}
+
+/// Rewrites the run manifest with the end time, the steps done and the exit status.
+fn end_manifest(
+    plan: &RunPlan,
+    identity: &RunIdentity,
+    result: &Result<RunSummary, crate::harness::HarnessError>,
+) -> Result<(), Failure> {
+    let Some(trace_path) = &plan.trace else {
+        return Ok(());
+    };
+    let path = crate::trace::Manifest::path_for(trace_path, &identity.run_id);
+    let Ok(mut manifest) = crate::trace::Manifest::read(&path) else {
+        return Ok(());
+    };
+    manifest.ended_at = Some(crate::trace::utc_now());
+    match result {
+        Ok(summary) => {
+            manifest.steps_done = summary.steps;
+            manifest.exit_status = "completed".into();
+        }
+        Err(e) => manifest.exit_status = format!("failed: {e}"),
+    }
+    manifest.write(&path).map_err(Failure::run)
 }
 
 #[cfg(test)]

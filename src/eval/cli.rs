@@ -90,6 +90,14 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
         json.push('\n');
         Ok(json)
     } else {
-        Ok(report.to_text())
+        let mut text = report.to_text();
+        let summaries = crate::trace::manifest_summaries(&args.traces, &report.runs);
+        if !summaries.is_empty() {
+            text.push_str("\nmanifests\n");
+            for line in summaries {
+                text.push_str(&format!("  {line}\n"));
+            }
+        }
+        Ok(text)
     }
 }

@@ -474,5 +474,6 @@ fn evaluate_runs(
     }
 
     let runs: Vec<RunReport> = runs.into_iter().map(RunScan::into_report).collect();
+    warnings.extend(crate::trace::manifest_warnings(paths, &runs));
     Ok((runs, warnings))
 }

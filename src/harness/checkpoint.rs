@@ -158,11 +158,10 @@ impl Checkpoint {
                 ),
             );
         }
-        if self.trace_tail.is_some() != self.trace_bytes.is_some() {
-            return bad(
-                "trace_tail",
-                "must be given exactly when `trace_bytes` is".into(),
-            );
+        // A Parquet trace records its length but no tail; `trace::append` requires the
+        // tail of a line-based trace.
+        if self.trace_tail.is_some() && self.trace_bytes.is_none() {
+            return bad("trace_tail", "is given without `trace_bytes`".into());
         }
         if !self.summary.total_reward.is_finite() || !self.label_totals.reward.is_finite() {
             return bad("summary.total_reward", "is not finite".into());

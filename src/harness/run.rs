@@ -454,7 +454,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if let Some(p) = self.progress.as_mut() {
             p(self.state.summary.steps);
         }
-        self.flush_trace()?;
+        if let Some(sink) = self.sink.as_mut() {
+            sink.close()?;
+        }
         Ok(self.state.summary)
     }
 
@@ -717,6 +719,8 @@ pub trait DynHarness {
     fn set_stop_flag(&mut self, flag: &'static AtomicBool);
     /// See [`Harness::run_id`]; call it before the trace is opened.
     fn set_run_id(&mut self, run_id: String);
+    /// Hands the trace sink the run manifest (see [`TraceSink::attach_manifest`]).
+    fn attach_manifest(&mut self, json: &str);
     /// See [`Harness::checkpoint`].
     fn set_checkpoint(&mut self, plan: CheckpointPlan);
     /// See [`Harness::on_progress`].
@@ -753,6 +757,12 @@ impl<E: Env + Shiftable, A: Agent<E>> DynHarness for Harness<E, A> {
 
     fn set_run_id(&mut self, run_id: String) {
         self.identity.run_id = run_id;
+    }
+
+    fn attach_manifest(&mut self, json: &str) {
+        if let Some(sink) = self.sink.as_mut() {
+            sink.attach_manifest(json);
+        }
     }
 
     fn set_checkpoint(&mut self, plan: CheckpointPlan) {

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 pub struct TornTail {
     /// The file.
     pub path: PathBuf,
-    /// 1-based line number of the torn line.
+    /// 1-based line number of the torn line; 0 for a Parquet part file the writer never
+    /// finished (skipped whole).
     pub line: u64,
     /// Byte offset where the torn line starts; truncating the file there repairs it.
     pub byte_offset: u64,
@@ -16,6 +17,13 @@ pub struct TornTail {
 
 impl fmt::Display for TornTail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            return write!(
+                f,
+                "{}: a torn or half-written Parquet part (the writer was killed mid-part); it was skipped and every complete part was read",
+                self.path.display()
+            );
+        }
         write!(
             f,
             "{}: line {} (byte {}) is torn (the writer was killed mid-row); every complete row before it was read",
@@ -71,6 +79,11 @@ impl fmt::Display for TraceError {
         match self {
             TraceError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             TraceError::Output(e) => write!(f, "{e}"),
+            TraceError::Parse {
+                path,
+                line: 0,
+                message,
+            } => write!(f, "{}: {message}", path.display()),
             TraceError::Parse {
                 path,
                 line,

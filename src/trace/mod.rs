@@ -13,14 +13,38 @@
 //! CSV flattens the component and payout maps into `c.<name>` and `p.<name>` columns (payout
 //! cells are empty except on an episode's last step); `obs` and `action` are JSON text in
 //! their cells.
+//!
+//! Parquet (`--format parquet`) writes the CSV columns, typed, as a directory of part files
+//! `<run-id>.parquet/part-00000.parquet`, … each written whole and renamed into place;
+//! `obs` (float32) and `action` (float64) are list columns. Strings are dictionary-encoded
+//! and pages zstd-compressed. pyarrow, pandas and polars read the directory as one table.
+//! Parts are cut at checkpoints, at the end of the run, when about [`PART_BYTES`] of rows
+//! are buffered, and at a flush (window boundary) once [`PART_SECONDS`] have passed since
+//! the last part, so a killed run loses at most that last second or so of rows. A
+//! checkpoint records the number of rows in finished parts, and `--resume` removes the
+//! parts after it (rewriting only a part that straddles it).
 
 mod csv_writer;
 use csv_writer::CsvWriter;
 use jsonl::JsonlWriter;
 mod error;
 mod jsonl;
+pub mod l2logger;
+mod manifest;
+mod parquet_reader;
+mod parquet_writer;
 mod reader;
 mod row;
+
+pub use l2logger::{ExportedRun, L2LoggerOptions, export_l2logger};
+pub use manifest::{
+    Manifest, TRACE_SCHEMA_VERSION, WorldFileRecord, content_hash, manifest_summaries,
+    manifest_warnings, utc_now,
+};
+pub use parquet_reader::parquet_manifest;
+pub use parquet_writer::{
+    ACTION_KEY, MANIFEST_KEY, PART_BYTES, PART_SECONDS, schema as parquet_schema,
+};
 
 pub use error::{TornTail, TraceError};
 pub use reader::{Located, RowRef, Terms, TraceFormat, TraceReader};
@@ -67,6 +91,20 @@ pub trait TraceSink {
     fn tail(&mut self) -> Result<Option<String>, TraceError> {
         Ok(None)
     }
+
+    /// Writes out everything still buffered; called once, when the run ends. The default
+    /// flushes.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error of the underlying file.
+    fn close(&mut self) -> Result<(), TraceError> {
+        self.flush()
+    }
+
+    /// Hands the sink the run manifest (JSON) to store in its files' metadata, for formats
+    /// that have file metadata (Parquet); the default ignores it.
+    fn attach_manifest(&mut self, _json: &str) {}
 }
 
 /// Creates a trace file for `format`, with the run's identity and reward term names.
@@ -82,6 +120,18 @@ pub fn create(
     payouts: &[String],
     record_transitions: bool,
 ) -> Result<Box<dyn TraceSink>, TraceError> {
+    if format == TraceFormat::Parquet {
+        let next = fresh_parquet_dir(path)?;
+        return Ok(Box::new(parquet_writer::ParquetWriter::new(
+            path,
+            identity,
+            components,
+            payouts,
+            record_transitions,
+            next,
+            0,
+        )));
+    }
     // Locked before it is emptied, so a second writer of the same path damages nothing.
     let file = crate::output::open_locked(path)?;
     file.set_len(0).map_err(|e| TraceError::io(path, e))?;
@@ -97,13 +147,49 @@ pub fn create(
     )
 }
 
+/// Makes `dir` an empty Parquet trace directory: creates it, or removes the part files a
+/// previous run with the same path left (and nothing else). Returns the first part index.
+fn fresh_parquet_dir(dir: &Path) -> Result<usize, TraceError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(TraceError::io(
+            dir,
+            std::io::Error::other(
+                "a Parquet trace is a directory of part files, and this path is a file; choose another --trace path",
+            ),
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| TraceError::io(dir, e))?;
+    // Only a previous trace's parts are replaced: a folder holding anything else is not a
+    // trace directory, and nothing in it is removed.
+    for entry in std::fs::read_dir(dir).map_err(|e| TraceError::io(dir, e))? {
+        let name = entry
+            .map_err(|e| TraceError::io(dir, e))?
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        let ours = (name.starts_with("part-") && name.ends_with(".parquet"))
+            || (name.starts_with(".part-") && name.ends_with(".tmp"));
+        if !ours {
+            return Err(TraceError::io(
+                dir,
+                std::io::Error::other(format!(
+                    "this folder holds `{name}`, which is not a part file of a Parquet trace; choose another --trace path (a new or trace-only folder)"
+                )),
+            ));
+        }
+    }
+    parquet_writer::cut_back(dir, 0)
+}
+
 /// Reopens a trace to continue a run from a checkpoint: the file is cut back to
 /// `at_byte` (the length the checkpoint recorded, so rows written after the checkpoint are
-/// dropped and will be written again) and rows are appended from there.
+/// dropped and will be written again) and rows are appended from there. For Parquet,
+/// `at_byte` counts rows: the parts after it are removed.
 ///
-/// When `tail` is given (the checkpoint's [`TraceSink::tail`]), the line ending at
-/// `at_byte` must hash to it: a trace replaced, shortened or rewritten since the
-/// checkpoint is refused before anything is cut.
+/// For JSON Lines and CSV, `tail` (the checkpoint's [`TraceSink::tail`]) is required and
+/// the line ending at `at_byte` must hash to it: a trace replaced, shortened or rewritten
+/// since the checkpoint is refused before anything is cut. Parquet parts are written whole
+/// and renamed into place, and record no tail.
 ///
 /// # Errors
 ///
@@ -123,6 +209,18 @@ pub fn append(
     at_byte: u64,
     tail: Option<&str>,
 ) -> Result<Box<dyn TraceSink>, TraceError> {
+    if format == TraceFormat::Parquet {
+        let next = parquet_writer::cut_back(path, at_byte)?;
+        return Ok(Box::new(parquet_writer::ParquetWriter::new(
+            path,
+            identity,
+            components,
+            payouts,
+            record_transitions,
+            next,
+            at_byte,
+        )));
+    }
     if !path.exists() {
         return Err(TraceError::io(
             path,
@@ -132,8 +230,16 @@ pub fn append(
             ),
         ));
     }
+    let Some(tail) = tail else {
+        return Err(TraceError::io(
+            path,
+            std::io::Error::other(
+                "the checkpoint records no hash of the trace's last row; it was edited, and cannot be resumed",
+            ),
+        ));
+    };
     let file = crate::output::open_locked(path)?;
-    verify_tail(&file, path, at_byte, tail)?;
+    verify_tail(&file, path, at_byte, Some(tail))?;
     file.set_len(at_byte).map_err(|e| TraceError::io(path, e))?;
     let mut file = file;
     std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(at_byte))
@@ -252,6 +358,12 @@ fn open_sink(
             record_transitions,
             fresh,
         )?),
+        TraceFormat::Parquet => {
+            return Err(TraceError::io(
+                &out.path,
+                std::io::Error::other("a Parquet trace is written by its own writer"),
+            ));
+        }
     })
 }
 

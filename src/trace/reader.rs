@@ -10,6 +10,7 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::error::{TornTail, TraceError};
+use super::parquet_reader::ParquetSource;
 use super::row::TraceRow;
 use crate::regime::Origin;
 
@@ -22,19 +23,38 @@ pub enum TraceFormat {
     Jsonl,
     /// CSV with a header line.
     Csv,
+    /// Parquet: a directory of part files (or one `.parquet` file).
+    Parquet,
 }
 
 impl TraceFormat {
-    /// The format a path's extension names (`.csv` is CSV, anything else JSON Lines).
+    /// The extension of this format's traces (`jsonl`, `csv`, `parquet`).
+    pub fn extension(self) -> &'static str {
+        match self {
+            TraceFormat::Jsonl => "jsonl",
+            TraceFormat::Csv => "csv",
+            TraceFormat::Parquet => "parquet",
+        }
+    }
+
+    /// The format a path names: `.csv` is CSV, `.parquet` or a directory Parquet, anything
+    /// else JSON Lines.
     pub fn from_path(path: &Path) -> Self {
         match path.extension().and_then(|e| e.to_str()) {
             Some(e) if e.eq_ignore_ascii_case("csv") => TraceFormat::Csv,
+            Some(e) if e.eq_ignore_ascii_case("parquet") => TraceFormat::Parquet,
+            _ if path.is_dir() => TraceFormat::Parquet,
             _ => TraceFormat::Jsonl,
         }
     }
 }
 
 /// Reads rows from one or more trace files in order, one line in memory at a time.
+///
+/// A Parquet trace (a directory of part files, see [`crate::trace`]) is read batch by
+/// batch: [`TraceReader::next_ref`] reads only the metric columns, the owned iterator also
+/// `obs` and `action`. There a row's `line` is its 1-based row within its part file, and a
+/// part the writer never finished is reported as a torn tail. Formats can be mixed.
 ///
 /// A last line without its newline that does not parse is a torn tail (a writer killed
 /// mid-row): it is skipped and reported by [`TraceReader::torn_tails`]; every complete row
@@ -63,6 +83,7 @@ pub struct TraceReader {
     csv_row: Option<TraceRow>,
     prefix: scan::Prefix,
     failed: bool,
+    parquet: Option<ParquetSource>,
 }
 
 struct OpenFile {
@@ -89,6 +110,7 @@ impl TraceReader {
             csv_row: None,
             prefix: scan::Prefix::default(),
             failed: false,
+            parquet: None,
         }
     }
 
@@ -117,8 +139,26 @@ impl TraceReader {
         if self.failed {
             return None;
         }
-        loop {
-            match self.next_line()? {
+        'files: loop {
+            match self.parquet_step(false) {
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+                Ok(true) => {
+                    let row = self.parquet.as_ref()?.row_ref();
+                    self.failed = row.is_err();
+                    return Some(row);
+                }
+                Ok(false) => {}
+            }
+            let Some(line) = self.next_line() else {
+                if self.next_is_parquet() {
+                    continue 'files;
+                }
+                return None;
+            };
+            match line {
                 Err(e) => {
                     self.failed = true;
                     return Some(Err(e));
@@ -137,6 +177,7 @@ impl TraceReader {
                         )
                         .is_ok(),
                         TraceFormat::Csv => self.parse_csv_current().is_ok(),
+                        TraceFormat::Parquet => false,
                     };
                     if ok {
                         break;
@@ -153,7 +194,7 @@ impl TraceReader {
                 &file.path,
                 file.line_no,
             ),
-            TraceFormat::Csv => match self.parse_csv_current() {
+            TraceFormat::Csv | TraceFormat::Parquet => match self.parse_csv_current() {
                 Ok(row) => Ok(RowRef::from_owned(self.csv_row.insert(row))),
                 Err(e) => Err(e),
             },
@@ -192,10 +233,46 @@ impl TraceReader {
         }
     }
 
-    /// Reads the next data line of the current or next file into `self.line`, skipping
-    /// blank lines and taking in a CSV header.
+    /// True when the next file to open is a Parquet trace.
+    fn next_is_parquet(&self) -> bool {
+        self.current.is_none()
+            && self
+                .pending
+                .as_slice()
+                .first()
+                .is_some_and(|p| TraceFormat::from_path(p) == TraceFormat::Parquet)
+    }
+
+    /// Moves the Parquet trace being read, or the next one to read, to its next row:
+    /// `Ok(true)` when a Parquet row is current, `Ok(false)` when the next rows (if any)
+    /// come from a line file.
+    fn parquet_step(&mut self, transitions: bool) -> Result<bool, TraceError> {
+        loop {
+            if let Some(source) = self.parquet.as_mut() {
+                let step = source.advance();
+                self.torn.extend(source.take_torn());
+                match step {
+                    Some(Ok(())) => return Ok(true),
+                    Some(Err(e)) => return Err(e),
+                    None => self.parquet = None,
+                }
+            }
+            if !self.next_is_parquet() {
+                return Ok(false);
+            }
+            if let Some(path) = self.pending.next() {
+                self.parquet = Some(ParquetSource::open(path, transitions));
+            }
+        }
+    }
+
+    /// Reads the next data line of the current or next line file into `self.line`, skipping
+    /// blank lines and taking in a CSV header; `None` at the end or before a Parquet trace.
     fn next_line(&mut self) -> Option<Result<LineRead, TraceError>> {
         loop {
+            if self.next_is_parquet() {
+                return None;
+            }
             if self.current.is_none() {
                 let path = self.pending.next()?;
                 let file = match File::open(&path) {
@@ -269,16 +346,23 @@ impl TraceReader {
 
     fn next_row(&mut self) -> Option<Result<TraceRow, TraceError>> {
         loop {
-            let line = match self.next_line()? {
-                Ok(line) => line,
+            match self.parquet_step(true) {
                 Err(e) => return Some(Err(e)),
+                Ok(true) => return Some(self.parquet.as_ref()?.row_owned()),
+                Ok(false) => {}
+            }
+            let line = match self.next_line() {
+                Some(Ok(line)) => line,
+                Some(Err(e)) => return Some(Err(e)),
+                None if self.next_is_parquet() => continue,
+                None => return None,
             };
             let file = self.current.as_ref()?;
             let parsed = match file.format {
                 TraceFormat::Jsonl => {
                     parse_jsonl(trim_newline(&self.line), &file.path, file.line_no)
                 }
-                TraceFormat::Csv => self.parse_csv_current(),
+                TraceFormat::Csv | TraceFormat::Parquet => self.parse_csv_current(),
             };
             match parsed {
                 Err(_) if !line.complete => self.tear(line.start),
@@ -350,9 +434,9 @@ pub struct RowRef<'a> {
     /// Configuration-specific upper bound for this step's reward.
     pub ceiling: Option<f64>,
     #[serde(default, rename = "obs")]
-    _obs: Option<IgnoredAny>,
+    pub(super) _obs: Option<IgnoredAny>,
     #[serde(default, rename = "action")]
-    _action: Option<IgnoredAny>,
+    pub(super) _action: Option<IgnoredAny>,
 }
 
 impl<'a> RowRef<'a> {
@@ -393,7 +477,7 @@ impl<'a> RowRef<'a> {
 
 /// A name -> value map of reward terms, borrowed and in file order.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Terms<'a>(Vec<(Cow<'a, str>, f64)>);
+pub struct Terms<'a>(pub(super) Vec<(Cow<'a, str>, f64)>);
 
 impl Terms<'_> {
     /// The `(name, value)` pairs.

@@ -222,6 +222,36 @@ impl CartPoleVec {
     pub fn reset(&mut self, seed: u64) -> &[f32] {
         let n = self.num_envs();
         self.state.seeds = (0..n).map(|i| copy_seeds(seed, i)).collect();
+        self.start_all()
+    }
+
+    /// Like [`CartPoleVec::reset`], but copy `i` is seeded as a single run with seed
+    /// `seeds[i]`: its episode `e` starts from
+    /// [`seed::derive`](crate::seed::derive)`(seeds[i], Stream::World, e)`, exactly as the
+    /// harness (or a single env reset with that seed) builds a run's episodes. This is how a
+    /// vector matches N single envs reset with seeds `s, s + 1, ...`, as Gymnasium seeds
+    /// its vector envs.
+    ///
+    /// # Errors
+    ///
+    /// [`VecError::ActionCount`] when `seeds` does not hold one seed per copy; nothing is
+    /// reset then.
+    pub fn reset_runs(&mut self, seeds: &[u64]) -> Result<&[f32], VecError> {
+        if seeds.len() != self.num_envs() {
+            return Err(VecError::ActionCount {
+                expected: self.num_envs(),
+                got: seeds.len(),
+            });
+        }
+        self.state.seeds = seeds
+            .iter()
+            .map(|&s| crate::seed::rng(s, crate::seed::Stream::World))
+            .collect();
+        Ok(self.start_all())
+    }
+
+    fn start_all(&mut self) -> &[f32] {
+        let n = self.num_envs();
         let mut lanes = Lanes::of(&mut self.state, &mut self.out);
         for i in 0..n {
             lanes.episode[i] = 0;
@@ -649,5 +679,37 @@ mod tests {
         assert_eq!(v.params(1).gravity, 12.0);
         v.set_all_params(CartPoleParams::default());
         assert_eq!(v.params(1).gravity, 9.8);
+    }
+
+    #[test]
+    fn reset_runs_seeds_each_copy_as_a_single_run() {
+        use crate::seed::{Stream, derive};
+        let seeds = [40, 41, 42];
+        let mut v = CartPoleVec::new(3, CartPoleParams::default(), AutoresetMode::SameStep);
+        v.reset_runs(&seeds).unwrap();
+        let mut singles: Vec<CartPole> = seeds
+            .iter()
+            .map(|&s| {
+                let mut e = CartPole::new(CartPoleParams::default());
+                e.reset(derive(s, Stream::World, 0));
+                e
+            })
+            .collect();
+        let mut episodes = [0u64; 3];
+        let mut ends = 0;
+        for t in 0..400usize {
+            let actions: Vec<usize> = (0..3).map(|i| (i + t) % 3 % 2).collect();
+            v.step(&actions).unwrap();
+            for (i, e) in singles.iter_mut().enumerate() {
+                if e.step(&actions[i]).unwrap().done() {
+                    ends += 1;
+                    episodes[i] += 1;
+                    e.reset(derive(seeds[i], Stream::World, episodes[i]));
+                }
+                assert_eq!(v.state(i).map(f64::to_bits), e.state().map(f64::to_bits));
+            }
+        }
+        assert!(ends > 3, "the runs must cross episode ends");
+        assert!(v.reset_runs(&[1, 2]).is_err(), "one seed per copy");
     }
 }

@@ -39,6 +39,8 @@ pub struct VecEnv<E: Env + Shiftable> {
     copies: Vec<CopyState>,
     mode: AutoresetMode,
     seed: u64,
+    /// Per-copy run seeds set by [`VecEnv::reset_runs`]; empty under [`VecEnv::reset`].
+    run_seeds: Vec<u64>,
     started: bool,
     out: VecStep,
 }
@@ -98,6 +100,7 @@ impl<E: Env + Shiftable> VecEnv<E> {
             copies,
             mode,
             seed: 0,
+            run_seeds: Vec::new(),
             started: false,
         })
     }
@@ -175,6 +178,33 @@ impl<E: Env + Shiftable> VecEnv<E> {
     /// [`VecError::Copy`] when a world's observation does not have the spec's length.
     pub fn reset(&mut self, seed: u64) -> Result<&[f32], VecError> {
         self.seed = seed;
+        self.run_seeds.clear();
+        self.start_all()
+    }
+
+    /// Like [`VecEnv::reset`], but copy `i` is seeded as a single run with seed `seeds[i]`:
+    /// its episode `e` is built from
+    /// [`seed::derive`](crate::seed::derive)`(seeds[i], Stream::World, e)`, as the harness
+    /// (or a single env reset with that seed) builds a run's episodes. This is how a vector
+    /// matches N single envs reset with seeds `s, s + 1, ...`, as Gymnasium seeds its
+    /// vector envs. Schedulers restart as attached.
+    ///
+    /// # Errors
+    ///
+    /// [`VecError::ActionCount`] when `seeds` does not hold one seed per copy (nothing is
+    /// reset then), and the errors of [`VecEnv::reset`].
+    pub fn reset_runs(&mut self, seeds: &[u64]) -> Result<&[f32], VecError> {
+        if seeds.len() != self.envs.len() {
+            return Err(VecError::ActionCount {
+                expected: self.envs.len(),
+                got: seeds.len(),
+            });
+        }
+        self.run_seeds = seeds.to_vec();
+        self.start_all()
+    }
+
+    fn start_all(&mut self) -> Result<&[f32], VecError> {
         self.started = false;
         for (i, (env, copy)) in self.envs.iter_mut().zip(&mut self.copies).enumerate() {
             if let Some(r) = copy.regime.as_mut() {
@@ -184,7 +214,7 @@ impl<E: Env + Shiftable> VecEnv<E> {
             copy.episode = 0;
             copy.steps = 0;
             copy.ended = false;
-            let obs = env.reset(episode_seed(seed, i, 0));
+            let obs = env.reset(world_seed(&self.run_seeds, self.seed, i, 0));
             write_row(&mut self.out.obs, self.out.obs_len, i, obs.as_slice())?;
         }
         self.out.clear_results();
@@ -253,7 +283,7 @@ impl<E: Env + Shiftable> VecEnv<E> {
                     i,
                     t.observation.as_slice(),
                 )?;
-                let obs = env.reset(episode_seed(self.seed, i, copy.episode + 1));
+                let obs = env.reset(world_seed(&self.run_seeds, self.seed, i, copy.episode + 1));
                 copy.episode += 1;
                 write_row(&mut self.out.obs, self.out.obs_len, i, obs.as_slice())?;
             } else {
@@ -307,11 +337,20 @@ impl<E: Env + Shiftable> VecEnv<E> {
         let copy = &mut self.copies[i];
         copy.episode += 1;
         copy.ended = false;
-        let obs = self.envs[i].reset(episode_seed(self.seed, i, copy.episode));
+        let obs = self.envs[i].reset(world_seed(&self.run_seeds, self.seed, i, copy.episode));
         self.out.rewards[i] = 0.0;
         self.out.terminated[i] = false;
         self.out.truncated[i] = false;
         write_row(&mut self.out.obs, self.out.obs_len, i, obs.as_slice())
+    }
+}
+
+/// The world seed of copy `i`'s episode `episode`: from its run seed under
+/// [`VecEnv::reset_runs`], else from the vector seed.
+fn world_seed(run_seeds: &[u64], seed: u64, i: usize, episode: u64) -> u64 {
+    match run_seeds.get(i) {
+        Some(&s) => crate::seed::derive(s, crate::seed::Stream::World, episode),
+        None => episode_seed(seed, i, episode),
     }
 }
 
@@ -344,4 +383,45 @@ fn write_row(buf: &mut [f32], obs_len: usize, i: usize, obs: &[f32]) -> Result<(
     }
     buf[i * obs_len..(i + 1) * obs_len].copy_from_slice(obs);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cartpole::{CartPole, CartPoleParams};
+    use crate::seed::{Stream, derive};
+
+    #[test]
+    fn reset_runs_seeds_each_copy_as_a_single_run_across_autoresets() {
+        let seeds = [7, 8];
+        let envs = vec![CartPole::new(CartPoleParams::default()); 2];
+        let mut v = VecEnv::new(envs, AutoresetMode::NextStep).unwrap();
+        v.reset_runs(&seeds).unwrap();
+        let mut singles = vec![CartPole::new(CartPoleParams::default()); 2];
+        let mut episodes = [0u64; 2];
+        let mut pending = [false; 2];
+        for (i, e) in singles.iter_mut().enumerate() {
+            e.reset(derive(seeds[i], Stream::World, 0));
+        }
+        let mut ends = 0;
+        for t in 0..300usize {
+            let actions = [t % 2, (t / 3) % 2];
+            let step = v.step(&actions).unwrap().clone();
+            for (i, e) in singles.iter_mut().enumerate() {
+                let obs = if pending[i] {
+                    pending[i] = false;
+                    episodes[i] += 1;
+                    e.reset(derive(seeds[i], Stream::World, episodes[i]))
+                } else {
+                    let tr = e.step(&actions[i]).unwrap();
+                    pending[i] = tr.done();
+                    ends += usize::from(tr.done());
+                    tr.observation
+                };
+                assert_eq!(step.obs_of(i), obs.as_slice(), "copy {i}, step {t}");
+            }
+        }
+        assert!(ends > 2, "the runs must cross episode ends");
+        assert!(v.reset_runs(&[1]).is_err(), "one seed per copy");
+    }
 }

@@ -1,0 +1,65 @@
+//! Tracing cost by format: the CartPole harness with a random agent writing JSON Lines and
+//! Parquet in one run so their medians compare, and `eval`'s row source reading each back.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use perennial::agents::RandomAgent;
+use perennial::harness::{Harness, HarnessConfig};
+use perennial::prelude::*;
+use perennial::trace::{self, TraceFormat, TraceReader};
+use std::hint::black_box;
+use std::path::PathBuf;
+
+const STEPS: u64 = 1_000_000;
+
+fn path(format: TraceFormat) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "perennial-bench-parquet-{}.{}",
+        std::process::id(),
+        format.extension()
+    ))
+}
+
+fn harness(format: TraceFormat) -> u64 {
+    let env = CartPole::new(CartPoleParams::default());
+    let agent = RandomAgent::new(env.spec().action_space.clone(), 1);
+    let config = HarnessConfig {
+        steps: STEPS,
+        auto_reset: true,
+        ..HarnessConfig::default()
+    };
+    let mut h = Harness::new(env, agent, 1).config(config);
+    let id = h.identity().clone();
+    h = h.trace(
+        trace::create(&path(format), format, &id, &[], &[], false).expect("temp dir is writable"),
+    );
+    h.run().expect("random actions are valid").steps
+}
+
+fn read_all(format: TraceFormat) -> f64 {
+    let mut reader = TraceReader::open(&[path(format)]);
+    let mut total = 0.0;
+    while let Some(at) = reader.next_ref() {
+        total += at.expect("the bench wrote this trace").row.reward;
+    }
+    total
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("trace_cartpole_random_1m_steps");
+    group.throughput(Throughput::Elements(STEPS));
+    group.sample_size(10);
+    for format in [TraceFormat::Jsonl, TraceFormat::Parquet] {
+        group.bench_function(format!("harness_{}", format.extension()), |b| {
+            b.iter(|| black_box(harness(format)))
+        });
+    }
+    for format in [TraceFormat::Jsonl, TraceFormat::Parquet] {
+        group.bench_function(format!("read_{}", format.extension()), |b| {
+            b.iter(|| black_box(read_all(format)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

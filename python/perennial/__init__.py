@@ -1,0 +1,140 @@
+"""perennial: reinforcement-learning worlds that may never end, as Gymnasium environments.
+
+``import perennial`` registers the shipped worlds with Gymnasium:
+
+- ``perennial/CartPole-v1``: Gymnasium's CartPole-v1, bit for bit;
+- ``perennial/CartPoleDrift-v0``: CartPole whose physics shift mid-episode;
+- ``perennial/Warehouse-v0``: the enterprise world's inbound warehouse task;
+- ``perennial/Logistics-v0``: the enterprise world's outbound logistics task.
+
+The worlds run in Rust, regimes shift without telling the agent, and every step can land
+in a trace that ``perennial.evaluate`` (or ``perennial eval``) scores::
+
+    import gymnasium as gym
+    import perennial
+
+    env = perennial.make("perennial/Warehouse-v0", seed=0, trace="runs/warehouse.jsonl")
+    obs, info = env.reset()
+    for _ in range(1_000):
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        if terminated or truncated:
+            obs, info = env.reset()
+    env.close()
+    report = perennial.evaluate(["runs/warehouse.jsonl"])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Optional, Sequence
+
+import gymnasium as gym
+
+from . import _core
+from ._core import WorldFileError
+from ._worlds import SHIPPED_IDS, resolve, shipped_worlds
+from .env import PerennialEnv
+from .sweep import SweepError, sweep
+from .vector import PerennialVectorEnv
+
+__all__ = [
+    "PerennialEnv",
+    "PerennialVectorEnv",
+    "SweepError",
+    "WorldFileError",
+    "evaluate",
+    "export_episodes",
+    "make",
+    "make_vec",
+    "shipped_worlds",
+    "sweep",
+    "world_file",
+]
+
+
+def world_file(world: str | os.PathLike) -> str:
+    """What a world resolves to: ``shipped:<name>`` for a registered id or shipped file
+    name, else the path itself."""
+    return resolve(world)
+
+
+def make(world: str | os.PathLike, **options: Any) -> PerennialEnv:
+    """Builds a world file (a path, a shipped name or a registered id) as a ``gymnasium.Env``.
+
+    ``options`` are ``PerennialEnv``'s: ``seed``, ``trace``, ``run_id``, ``algorithm_id``
+    (default ``"python"``), ``record_transitions``, ``trace_format``, ``reveal_regime``.
+    ``make(w, seed=S)`` followed by ``reset()`` gives episode 0 the world seed that
+    ``perennial run w --seed S`` gives it.
+
+    Raises ``perennial.WorldFileError`` (with ``file``, ``line`` and ``field``) for a world
+    file that cannot be used, ``ValueError`` for bad options.
+    """
+    return PerennialEnv(world, **options)
+
+
+def make_vec(
+    world: str | os.PathLike, num_envs: int, autoreset_mode: str = "next_step"
+) -> PerennialVectorEnv:
+    """``num_envs`` copies of a world file as a ``gymnasium.vector.VectorEnv``.
+
+    ``autoreset_mode`` is ``"next_step"`` (Gymnasium's default), ``"same_step"`` or
+    ``"disabled"``. ``reset(seed=s)`` seeds copy ``i`` as a single env reset with ``s + i``.
+    """
+    return PerennialVectorEnv(world, num_envs, autoreset_mode)
+
+
+def evaluate(
+    traces: str | os.PathLike | Sequence[str | os.PathLike],
+    window: int = 100,
+    include_payout: bool = False,
+) -> dict[str, Any]:
+    """Scores traces: the ``perennial eval --json`` document as Python objects.
+
+    ``window`` is the smoothing window W; ``include_payout`` counts episode-end payouts in
+    the shape metrics. Raises ``ValueError`` for an unreadable or malformed trace.
+    """
+    if window < 1:
+        raise ValueError(f"window={window}: the smoothing window must be at least 1 step")
+    return json.loads(_core.evaluate(_paths(traces), window, include_payout))
+
+
+def export_episodes(
+    traces: str | os.PathLike | Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    advantage: Optional[str] = "grpo",
+    chunk_steps: Optional[int] = None,
+) -> str:
+    """Writes the traces' experience as rLLM episodes (JSON Lines) to ``out``.
+
+    ``advantage`` is ``"grpo"``, ``"rloo"``, ``"reinforce"`` or None; ``chunk_steps`` cuts
+    long episodes into chunks of that many steps. Returns the summary line
+    ``perennial episodes`` prints.
+    """
+    return _core.export_episodes(_paths(traces), os.fspath(out), advantage, chunk_steps)
+
+
+def _paths(traces: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
+    if isinstance(traces, (str, os.PathLike)):
+        return [os.fspath(traces)]
+    paths = [os.fspath(t) for t in traces]
+    if not paths:
+        raise ValueError("give at least one trace")
+    return paths
+
+
+def _register() -> None:
+    for env_id in SHIPPED_IDS:
+        if env_id in gym.registry:
+            continue
+        gym.register(
+            id=env_id,
+            entry_point="perennial.env:PerennialEnv",
+            vector_entry_point="perennial.vector:PerennialVectorEnv",
+            kwargs={"world": env_id},
+            # The world imposes its own cutoffs (CartPole's 500 steps): no TimeLimit on top.
+            max_episode_steps=None,
+        )
+
+
+_register()

@@ -1,0 +1,172 @@
+"""`PerennialEnv`: a perennial world as a `gymnasium.Env`."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Optional, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+from . import _core
+from ._spaces import to_space
+from ._worlds import resolve
+
+
+def default_seed(world_file: str) -> int:
+    """The run seed `perennial run` uses for a world file: its ``[harness]`` seed, else 0."""
+    harness = json.loads(_core.check_world(world_file))["harness"]
+    return int(harness["seed"] or 0)
+
+
+class PerennialEnv(gym.Env):
+    """A perennial world file run as a Gymnasium environment.
+
+    The world runs in Rust exactly as under ``perennial run``; this class only moves numpy
+    arrays and dicts across. The rules are the Rust ``Env`` contract's:
+
+    - ``reset()`` **destroys** the world and builds a new one; it is never a rewind. Without
+      a seed it builds the run's next episode: the first ``reset()`` of an env made with
+      ``seed=S`` gives episode 0 the world seed ``perennial run --seed S`` gives it, and
+      each later ``reset()`` the next episode's, as the harness does under ``auto_reset``.
+      ``reset(seed=k)`` starts the run afresh with run seed ``k``.
+    - **Only the environment ends an episode**, with ``terminated`` (a terminal state) or
+      ``truncated`` (a cutoff the world imposes, e.g. CartPole's 500 steps; both may be
+      true). Stepping after the end without a reset raises ``ValueError``.
+    - **Regimes shift inside the env without telling the agent**: the world file's schedule
+      runs on the run's step axis across episodes, and ``info`` never holds the regime
+      (unless ``reveal_regime=True``). The experimenter reads ``env.unwrapped.regime`` and,
+      under a ``manual`` plan, calls ``env.unwrapped.shift(label)``.
+    - Observations are ``float32`` numpy arrays. ``info["components"]`` holds the reward
+      breakdown where the world has a reward specification, and ``info["payout"]`` the
+      episode-end terms on an episode's last step.
+    - An action outside the action space raises ``ValueError`` and changes nothing.
+
+    With ``trace="runs/x.jsonl"`` (or ``.csv``) every step becomes one row of the trace
+    ``perennial run`` writes, with the same columns and bytes; ``close()`` flushes it, and
+    so does garbage collection of the env. Score it with ``perennial.evaluate`` or
+    ``perennial eval``.
+
+    Args:
+        world: a world file path, a shipped file name, or a registered id.
+        seed: the run seed (default: the world file's ``[harness]`` seed, else 0).
+        trace: the trace file, or None for no trace.
+        run_id: the trace's run id (default ``{task}-{algorithm_id}-seed{seed}``).
+        algorithm_id: the trace's algorithm id.
+        record_transitions: also write the ``obs`` and ``action`` columns.
+        trace_format: ``"jsonl"`` or ``"csv"`` (default: from the trace's extension).
+        reveal_regime: put ``regime`` in ``info`` (for experimenters, never for agents).
+        render_mode: perennial worlds do not render; only None is accepted.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        world: str | os.PathLike,
+        seed: Optional[int] = None,
+        trace: Optional[str | os.PathLike] = None,
+        run_id: Optional[str] = None,
+        algorithm_id: str = "python",
+        record_transitions: bool = False,
+        trace_format: Optional[str] = None,
+        reveal_regime: bool = False,
+        render_mode: Optional[str] = None,
+    ) -> None:
+        if render_mode is not None:
+            raise ValueError(f"render_mode={render_mode!r}: perennial worlds do not render; use None")
+        path = resolve(world)
+        if seed is None:
+            seed = default_seed(path)
+        if not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed={seed!r}: a run seed is a non-negative integer")
+        self._world = path
+        self._options = dict(
+            seed=int(seed),
+            run_id=run_id,
+            algorithm_id=algorithm_id,
+            record_transitions=record_transitions,
+            trace_format=trace_format,
+            reveal_regime=reveal_regime,
+        )
+        self._run = _core.Run(
+            path,
+            int(seed),
+            run_id,
+            algorithm_id,
+            None if trace is None else os.fspath(trace),
+            trace_format,
+            record_transitions,
+        )
+        spec = self._run.spec()
+        self.observation_space = to_space(spec["observation_space"])
+        self.action_space = to_space(spec["action_space"])
+        self.reward_components = tuple(spec["components"])
+        self.persistent = bool(spec["persistent"])
+        self.task = spec["id"]
+        self.render_mode = None
+        self._reveal = reveal_regime
+
+    @property
+    def world_file(self) -> str:
+        """The world file this env was built from."""
+        return self._world
+
+    @property
+    def regime(self) -> str:
+        """The regime label in force: for the experimenter, never shown to the agent."""
+        return self._run.regime
+
+    @property
+    def regime_origin(self) -> str:
+        """How the regime in force came about: initial, scheduled, stochastic or manual."""
+        return self._run.regime_origin
+
+    def shift(self, label: str) -> None:
+        """Under a ``manual`` plan, makes ``label`` the regime from the next step on.
+
+        Raises ``ValueError`` for an unknown label or a plan that is not manual.
+        """
+        self._run.shift(label)
+
+    def reset(
+        self, *, seed: Optional[int] = None, options: Optional[dict[str, Any]] = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        if seed is not None and (not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise ValueError(f"seed={seed!r}: a seed is a non-negative integer")
+        obs = self._run.reset(None if seed is None else int(seed))
+        return obs, self._info_after_reset()
+
+    def _info_after_reset(self) -> dict[str, Any]:
+        return {"regime": self._run.regime} if self._reveal else {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, components, payout = self._run.step(action)
+        if components is None and not self._reveal:
+            return obs, reward, terminated, truncated, {}
+        info: dict[str, Any] = {}
+        if components is not None:
+            info["components"] = components
+            if payout:
+                info["payout"] = payout
+        if self._reveal:
+            info["regime"] = self._run.regime
+        return obs, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        """Flushes and closes the trace. The env takes no more trace rows afterwards."""
+        run = getattr(self, "_run", None)
+        if run is not None:
+            run.close()
+        super().close()
+
+    def __reduce__(self):
+        # A copy is a fresh env rebuilt from the world file and options. It writes no trace:
+        # a trace file belongs to one env, and a copy writing to it would destroy it.
+        return (_rebuild, (self._world, self._options))
+
+
+def _rebuild(world: str, options: dict[str, Any]) -> PerennialEnv:
+    return PerennialEnv(world, **options)

@@ -1,0 +1,183 @@
+//! `perennial._core`: the extension module under the `perennial` Python package.
+//!
+//! The Python package wraps these types in real `gymnasium.Env` and
+//! `gymnasium.vector.VectorEnv` subclasses; users never need this module directly. Every
+//! entry point converts Rust errors into Python exceptions with the same message
+//! (`ValueError` for bad actions and options, `WorldFileError` for world files) and catches
+//! panics, so none reaches the interpreter.
+
+mod run;
+mod vector;
+mod world;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+use perennial::world_file::{WorldFile, WorldFileError as CoreWorldFileError};
+
+create_exception!(
+    _core,
+    WorldFileError,
+    PyValueError,
+    "A world file that cannot be used. `file`, `line` (1-based, or None) and `field` (or None) say where; the message says why and what to do."
+);
+
+/// Runs `f`, turning a panic into a `RuntimeError` that names it a bug.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(PyRuntimeError::new_err(format!(
+                "internal error in perennial ({what}); this is a bug: please report it with the call that caused it"
+            )))
+        }
+    }
+}
+
+/// The Python exception for a world-file error, with its location as attributes.
+pub(crate) fn world_file_error(py: Python<'_>, e: &CoreWorldFileError) -> PyErr {
+    let err = WorldFileError::new_err(e.to_string());
+    let value = err.value(py);
+    // Setting attributes on a fresh exception instance cannot fail in practice; if it did,
+    // the message alone still says everything.
+    let _ = value.setattr("file", e.path.display().to_string());
+    let _ = value.setattr("line", e.line);
+    let _ = value.setattr("field", e.field.clone());
+    err
+}
+
+/// Loads and validates a world file: a path, or `shipped:<name>` for a shipped one.
+pub(crate) fn load_world(py: Python<'_>, world: &str) -> PyResult<WorldFile> {
+    world::load(world).map_err(|e| world_file_error(py, &e))
+}
+
+/// The shipped world files: a dict from file name to TOML text.
+#[pyfunction]
+fn shipped_worlds() -> Vec<(&'static str, &'static str)> {
+    world::SHIPPED.to_vec()
+}
+
+/// Checks a world file and returns its summary as JSON: kind, description, regime labels,
+/// plan name and the `[harness]` defaults.
+#[pyfunction]
+fn check_world(py: Python<'_>, path: &str) -> PyResult<String> {
+    guarded(|| {
+        let file = load_world(py, path)?;
+        let plan = match &file.plan {
+            perennial::regime::Plan::Fixed { .. } => "fixed",
+            perennial::regime::Plan::Cycle { .. } => "cycle",
+            perennial::regime::Plan::Stochastic { .. } => "stochastic",
+            perennial::regime::Plan::Manual => "manual",
+        };
+        let d = &file.harness;
+        Ok(serde_json::json!({
+            "kind": file.kind(),
+            "description": file.description,
+            "regimes": file.regimes.iter().map(|r| r.label.clone()).collect::<Vec<_>>(),
+            "plan": plan,
+            "harness": {
+                "steps": d.steps,
+                "window_steps": d.window_steps,
+                "auto_reset": d.auto_reset,
+                "seed": d.seed,
+                "agent": d.agent,
+            },
+        })
+        .to_string())
+    })
+}
+
+/// Scores traces as `perennial eval --json` does and returns that JSON document.
+#[pyfunction]
+#[pyo3(signature = (traces, window = 100, include_payout = false))]
+fn evaluate(traces: Vec<PathBuf>, window: usize, include_payout: bool) -> PyResult<String> {
+    guarded(|| {
+        let options = perennial::eval::EvalOptions {
+            window,
+            include_payout,
+            ..perennial::eval::EvalOptions::default()
+        };
+        let report = perennial::eval::evaluate(&traces, &options)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let mut json = serde_json::to_string_pretty(&report)
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        json.push('\n');
+        Ok(json)
+    })
+}
+
+/// Writes rLLM episodes from traces as `perennial episodes` does; returns its summary line.
+#[pyfunction]
+#[pyo3(signature = (traces, out, advantage = None, chunk_steps = None))]
+fn export_episodes(
+    traces: Vec<PathBuf>,
+    out: PathBuf,
+    advantage: Option<&str>,
+    chunk_steps: Option<u64>,
+) -> PyResult<String> {
+    use perennial::episodes::AdvantageEstimator;
+    guarded(|| {
+        let advantage = match advantage {
+            None => None,
+            Some("grpo") => Some(AdvantageEstimator::Grpo),
+            Some("rloo") => Some(AdvantageEstimator::Rloo),
+            Some("reinforce") => Some(AdvantageEstimator::Reinforce),
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown advantage estimator `{other}`; use one of: grpo, rloo, reinforce, or None"
+                )));
+            }
+        };
+        if chunk_steps == Some(0) {
+            return Err(PyValueError::new_err(
+                "chunk_steps must be at least 1 (or None for whole episodes)",
+            ));
+        }
+        let options = perennial::episodes::ExportOptions {
+            chunk_steps,
+            advantage,
+        };
+        let summary = perennial::episodes::export(&traces, &out, &options)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(format!("Wrote {}: {summary}", out.display()))
+    })
+}
+
+/// Runs the `perennial` command line in this process with `argv` (the arguments after
+/// the program name) and returns its exit code: 0 for success, 2 for bad input, 1 for a
+/// run that failed.
+#[pyfunction]
+fn cli(argv: Vec<String>) -> PyResult<u8> {
+    guarded(|| {
+        let args = std::iter::once("perennial".to_string()).chain(argv);
+        let code =
+            perennial::cli::run_with_args(perennial::registry::Registry::shared_builtin(), args);
+        // ExitCode keeps its value private; every code the CLI returns fits in a u8.
+        Ok((0..=u8::MAX)
+            .find(|&n| std::process::ExitCode::from(n) == code)
+            .unwrap_or(1))
+    })
+}
+
+/// The extension module.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("WorldFileError", m.py().get_type::<WorldFileError>())?;
+    m.add_class::<run::Run>()?;
+    m.add_class::<vector::Vector>()?;
+    m.add_function(wrap_pyfunction!(check_world, m)?)?;
+    m.add_function(wrap_pyfunction!(cli, m)?)?;
+    m.add_function(wrap_pyfunction!(shipped_worlds, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(export_episodes, m)?)?;
+    Ok(())
+}

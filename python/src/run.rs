@@ -1,0 +1,257 @@
+//! `_core.Run`: one world driven from Python, one action at a time, with its trace.
+
+use std::path::PathBuf;
+
+use numpy::PyArray1;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use perennial::env::Space;
+use perennial::trace::TraceFormat;
+
+use crate::world::{Run as CoreRun, RunError, TraceTarget};
+use crate::{guarded, load_world};
+
+fn to_py(e: RunError) -> PyErr {
+    match e {
+        RunError::Usage(m) => PyValueError::new_err(m),
+        RunError::Failed(m) => PyRuntimeError::new_err(m),
+    }
+}
+
+/// One run of a world file, stepped by the caller. The Python `PerennialEnv` wraps it.
+///
+/// Not shared between threads: a trace writer belongs to one thread.
+#[pyclass(name = "Run", module = "perennial._core", unsendable)]
+pub struct Run {
+    inner: CoreRun,
+    /// Reward component names, in breakdown order.
+    components: Vec<String>,
+    /// Payout names, in breakdown order.
+    payouts: Vec<String>,
+}
+
+#[pymethods]
+impl Run {
+    /// Builds a run of the world file at `world` with run seed `seed`. With `trace`, rows
+    /// go to that file (`format` "jsonl" or "csv", else from the extension).
+    #[new]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "these are the Python constructor's keyword arguments"
+    )]
+    #[pyo3(signature = (world, seed = 0, run_id = None, algorithm_id = "python".to_string(), trace = None, format = None, record_transitions = false))]
+    fn new(
+        py: Python<'_>,
+        world: &str,
+        seed: u64,
+        run_id: Option<String>,
+        algorithm_id: String,
+        trace: Option<PathBuf>,
+        format: Option<&str>,
+        record_transitions: bool,
+    ) -> PyResult<Self> {
+        guarded(|| {
+            let file = load_world(py, world)?;
+            let target = match trace {
+                None => None,
+                Some(path) => {
+                    let format = match format.or_else(|| path.extension().and_then(|e| e.to_str()))
+                    {
+                        Some("jsonl") | None => TraceFormat::Jsonl,
+                        Some("csv") => TraceFormat::Csv,
+                        Some(other) => {
+                            return Err(PyValueError::new_err(format!(
+                                "trace format `{other}` is not supported; use \"jsonl\" or \"csv\" (or a trace path ending in .jsonl or .csv)"
+                            )));
+                        }
+                    };
+                    Some(TraceTarget {
+                        path,
+                        format,
+                        record_transitions,
+                    })
+                }
+            };
+            let inner = CoreRun::new(file, seed, run_id, algorithm_id, target).map_err(to_py)?;
+            let spec = inner.spec();
+            Ok(Run {
+                components: spec.components.clone(),
+                payouts: spec.payouts.clone(),
+                inner,
+            })
+        })
+    }
+
+    /// The world's spec: a dict with id, observation_space, action_space (each a dict with
+    /// `kind` and its fields, infinite bounds kept), persistent, components and payouts.
+    fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        guarded(|| {
+            let spec = self.inner.spec();
+            let d = PyDict::new(py);
+            d.set_item("id", &spec.id)?;
+            d.set_item(
+                "observation_space",
+                space_dict(py, &spec.observation_space)?,
+            )?;
+            d.set_item("action_space", space_dict(py, &spec.action_space)?)?;
+            d.set_item("persistent", spec.persistent)?;
+            d.set_item("components", &spec.components)?;
+            d.set_item("payouts", &spec.payouts)?;
+            Ok(d)
+        })
+    }
+
+    /// The world file's path.
+    #[getter]
+    fn world_file(&self) -> String {
+        self.inner.file().path.display().to_string()
+    }
+
+    /// The run's identity: (run_id, seed, algorithm_id, task).
+    fn identity(&self) -> (String, u64, String, String) {
+        let id = self.inner.identity();
+        (
+            id.run_id.clone(),
+            id.seed,
+            id.algorithm_id.clone(),
+            id.task.clone(),
+        )
+    }
+
+    /// The regime label in force.
+    #[getter]
+    fn regime(&self) -> String {
+        self.inner.regime().0.to_string()
+    }
+
+    /// How the regime in force came about: initial, scheduled, stochastic or manual.
+    #[getter]
+    fn regime_origin(&self) -> &'static str {
+        self.inner.regime().1.as_str()
+    }
+
+    /// (steps in the run, episode index, step within the episode).
+    fn counters(&self) -> (u64, u64, u64) {
+        self.inner.counters()
+    }
+
+    /// Destroys the world and builds the next episode, or, with `seed`, starts the run
+    /// afresh with that run seed. Returns the first observation (float32).
+    #[pyo3(signature = (seed = None))]
+    fn reset<'py>(
+        &mut self,
+        py: Python<'py>,
+        seed: Option<u64>,
+    ) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        guarded(|| {
+            let obs = self.inner.reset(seed).map_err(to_py)?;
+            Ok(PyArray1::from_slice(py, obs))
+        })
+    }
+
+    /// One step: (obs, reward, terminated, truncated, components, payout); the last two are
+    /// dicts when the world has a reward specification, else None. The payout dict is
+    /// non-empty only on an episode's last step.
+    #[expect(
+        clippy::type_complexity,
+        reason = "the step tuple is the Python-facing shape"
+    )]
+    fn step<'py>(
+        &mut self,
+        py: Python<'py>,
+        action: &Bound<'py, PyAny>,
+    ) -> PyResult<(
+        Bound<'py, PyArray1<f32>>,
+        f64,
+        bool,
+        bool,
+        Option<Bound<'py, PyDict>>,
+        Option<Bound<'py, PyDict>>,
+    )> {
+        guarded(|| {
+            let action = discrete_action(action, self.inner.counters().0)?;
+            let out = self.inner.step(action).map_err(to_py)?;
+            let obs = PyArray1::from_slice(py, out.obs);
+            let (components, payout) = match out.breakdown {
+                None => (None, None),
+                Some(b) => {
+                    let c = PyDict::new(py);
+                    for (name, v) in self.components.iter().zip(&b.components) {
+                        c.set_item(name, v)?;
+                    }
+                    let p = PyDict::new(py);
+                    if out.terminated || out.truncated {
+                        for (name, v) in self.payouts.iter().zip(&b.payouts) {
+                            p.set_item(name, v)?;
+                        }
+                    }
+                    (Some(c), Some(p))
+                }
+            };
+            Ok((
+                obs,
+                out.reward,
+                out.terminated,
+                out.truncated,
+                components,
+                payout,
+            ))
+        })
+    }
+
+    /// Under a manual plan, makes `label` the regime from the next step on.
+    fn shift(&mut self, label: &str) -> PyResult<()> {
+        guarded(|| self.inner.shift(label).map_err(to_py))
+    }
+
+    /// Writes every buffered trace row to the file.
+    fn flush(&mut self) -> PyResult<()> {
+        guarded(|| self.inner.flush().map_err(to_py))
+    }
+
+    /// Flushes and closes the trace.
+    fn close(&mut self) -> PyResult<()> {
+        guarded(|| self.inner.close().map_err(to_py))
+    }
+}
+
+/// A space as a dict: `kind` ("discrete", "multi_discrete", "box") and its fields.
+pub(crate) fn space_dict<'py>(py: Python<'py>, space: &Space) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    match space {
+        Space::Discrete { n } => {
+            d.set_item("kind", "discrete")?;
+            d.set_item("n", n)?;
+        }
+        Space::MultiDiscrete { nvec } => {
+            d.set_item("kind", "multi_discrete")?;
+            d.set_item("nvec", nvec)?;
+        }
+        Space::Box { low, high, .. } => {
+            d.set_item("kind", "box")?;
+            d.set_item("low", low)?;
+            d.set_item("high", high)?;
+        }
+    }
+    Ok(d)
+}
+
+/// Reads a discrete action: a Python or numpy integer (a 0-d array too).
+pub(crate) fn discrete_action(action: &Bound<'_, PyAny>, step: u64) -> PyResult<usize> {
+    let value: i64 = action.extract().map_err(|_| {
+        PyValueError::new_err(format!(
+            "step {step}: invalid action {}: a discrete action is an integer",
+            action
+                .repr()
+                .map(|r| r.to_string())
+                .unwrap_or_else(|_| "?".into())
+        ))
+    })?;
+    usize::try_from(value).map_err(|_| {
+        PyValueError::new_err(format!(
+            "step {step}: invalid action {value}: it is outside the action space; the world is unchanged"
+        ))
+    })
+}

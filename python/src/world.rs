@@ -1,0 +1,538 @@
+//! The adapter between Python and the core crate: a world built from a world file, and a
+//! run driven one externally supplied action at a time.
+//!
+//! This is the one module that knows how the core crate builds worlds and runs them. A
+//! [`Run`] is what `perennial run` does with an agent, with the agent replaced by the
+//! caller: the world file's regimes shift on the scheduler's step axis, the episode seeds
+//! come from [`seed::derive`] on the run seed, and every step becomes one trace row written
+//! by the core crate's trace writer. The replay tests in `python/tests/` check that the
+//! bytes match `perennial run` for the same seed, run id and actions.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use perennial::cartpole::{CartPole, CartPoleParams};
+use perennial::env::{Env, EnvError, EnvSpec, Transition};
+use perennial::morpheus::{Morpheus, MorpheusConfig};
+use perennial::regime::{
+    Conditions, Origin, ParamInfo, Plan, RegimeError, Scheduler, Shiftable, apply_conditions,
+};
+use perennial::reward::{Breakdown, Ceiling};
+use perennial::seed::{self, Stream};
+use perennial::trace::{self, RowRecord, RunIdentity, TraceFormat, TraceSink};
+use perennial::world_file::{WorldFile, WorldFileError};
+
+/// The world files shipped with the crate, compiled into the extension so an installed
+/// package finds them without the repository: (file name, TOML text).
+pub const SHIPPED: &[(&str, &str)] = &[
+    ("cartpole.toml", include_str!("../../worlds/cartpole.toml")),
+    (
+        "cartpole-drift.toml",
+        include_str!("../../worlds/cartpole-drift.toml"),
+    ),
+    (
+        "warehouse.toml",
+        include_str!("../../worlds/warehouse.toml"),
+    ),
+    (
+        "logistics.toml",
+        include_str!("../../worlds/logistics.toml"),
+    ),
+];
+
+/// How the Python layer names a shipped world: `shipped:<file name>`.
+pub const SHIPPED_PREFIX: &str = "shipped:";
+
+/// Loads a world file: `shipped:<name>` from the compiled-in texts (reported as
+/// `worlds/<name>`, where the repository keeps them), anything else from disk.
+pub fn load(world: &str) -> Result<WorldFile, WorldFileError> {
+    let Some(name) = world.strip_prefix(SHIPPED_PREFIX) else {
+        return WorldFile::load(Path::new(world));
+    };
+    let shown = Path::new("worlds").join(name);
+    match SHIPPED.iter().find(|(n, _)| *n == name) {
+        Some((_, text)) => WorldFile::parse(text, &shown),
+        None => Err(WorldFileError {
+            path: shown,
+            line: None,
+            field: None,
+            message: format!(
+                "no shipped world file is called `{name}`; the shipped ones are {}",
+                SHIPPED
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    }
+}
+
+/// Rows between two trace flushes, as the harness's default window: a killed process keeps
+/// every row but the last few hundred.
+const FLUSH_EVERY: u64 = 256;
+
+/// Any world a world file can describe, behind one type.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a run holds one World; CartPole stays inline on the per-step path"
+)]
+pub enum World {
+    /// Gymnasium's CartPole-v1.
+    CartPole(CartPole),
+    /// The persistent enterprise world.
+    Morpheus(Box<Morpheus>),
+}
+
+impl World {
+    /// Builds the world a loaded world file describes, with its reward specification.
+    pub fn build(file: &WorldFile) -> Result<Self, String> {
+        if let Some(params) = file.params::<CartPoleParams>() {
+            return Ok(World::CartPole(CartPole::new(params.clone())));
+        }
+        if let Some(config) = file.params::<MorpheusConfig>() {
+            let reward = file
+                .reward_spec()
+                .unwrap_or_else(perennial::morpheus::default_reward_spec);
+            return Morpheus::new(config.clone(), reward)
+                .map(|m| World::Morpheus(Box::new(m)))
+                .map_err(|e| format!("{}: {e}", file.path.display()));
+        }
+        Err(format!(
+            "{}: world kind `{}` is not available from Python; the package builds the kinds `cartpole` and `morpheus`",
+            file.path.display(),
+            file.kind()
+        ))
+    }
+}
+
+impl Env for World {
+    type Obs = Vec<f32>;
+    type Action = usize;
+
+    fn spec(&self) -> &EnvSpec {
+        match self {
+            World::CartPole(e) => e.spec(),
+            World::Morpheus(e) => e.spec(),
+        }
+    }
+
+    fn reset(&mut self, seed: u64) -> Vec<f32> {
+        match self {
+            World::CartPole(e) => e.reset(seed).to_vec(),
+            World::Morpheus(e) => e.reset(seed),
+        }
+    }
+
+    fn step(&mut self, action: &usize) -> Result<Transition<Vec<f32>>, EnvError> {
+        match self {
+            World::CartPole(e) => e.step(action).map(|t| Transition {
+                observation: t.observation.to_vec(),
+                reward: t.reward,
+                terminated: t.terminated,
+                truncated: t.truncated,
+                breakdown: t.breakdown,
+            }),
+            World::Morpheus(e) => e.step(action),
+        }
+    }
+
+    fn ceiling(&self) -> Option<Ceiling> {
+        match self {
+            World::CartPole(e) => e.ceiling(),
+            World::Morpheus(e) => e.ceiling(),
+        }
+    }
+}
+
+impl Shiftable for World {
+    fn parameters(&self) -> Vec<ParamInfo> {
+        match self {
+            World::CartPole(e) => e.parameters(),
+            World::Morpheus(e) => e.parameters(),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<f64> {
+        match self {
+            World::CartPole(e) => e.get(name),
+            World::Morpheus(e) => e.get(name),
+        }
+    }
+
+    fn set(&mut self, name: &str, value: f64) -> Result<(), RegimeError> {
+        match self {
+            World::CartPole(e) => e.set(name, value),
+            World::Morpheus(e) => e.set(name, value),
+        }
+    }
+}
+
+/// Where a run's rows go and how.
+pub struct TraceTarget {
+    /// The trace file.
+    pub path: std::path::PathBuf,
+    /// JSON Lines or CSV.
+    pub format: TraceFormat,
+    /// Write the `obs` and `action` columns.
+    pub record_transitions: bool,
+}
+
+/// The result of one step, borrowed from the run.
+pub struct StepOut<'a> {
+    /// The observation after the step.
+    pub obs: &'a [f32],
+    /// The step's reward.
+    pub reward: f64,
+    /// The env says the state is terminal.
+    pub terminated: bool,
+    /// The env imposed a cutoff.
+    pub truncated: bool,
+    /// The reward breakdown, when the world has a reward specification.
+    pub breakdown: Option<&'a Breakdown>,
+}
+
+/// A run of a world file driven by externally supplied actions, as `perennial run` drives it
+/// with an agent.
+///
+/// Seeds: a run with seed `S` builds episode `e` from `seed::derive(S, World, e)` and seeds
+/// the scheduler with `seed::derive(S, Scheduler, 0)`, as the harness does. Every `reset`
+/// without a seed starts the next episode; `reset` with a seed starts the run afresh.
+pub struct Run {
+    file: WorldFile,
+    world: World,
+    scheduler: Scheduler,
+    /// The world's parameters before any regime: a regime's conditions override these.
+    baseline: Conditions,
+    identity: RunIdentity,
+    trace: Option<TraceTarget>,
+    sink: Option<Box<dyn TraceSink>>,
+    step: u64,
+    episode: u64,
+    episode_step: u64,
+    obs: Vec<f32>,
+    breakdown: Option<Breakdown>,
+    started: bool,
+    ended: bool,
+    action_json: String,
+}
+
+/// What can go wrong in a run, already worded for the user.
+#[derive(Debug)]
+pub enum RunError {
+    /// A bad action or a call out of order; nothing changed.
+    Usage(String),
+    /// The world, a regime or the trace failed.
+    Failed(String),
+}
+
+impl Run {
+    /// A run of `file` with run seed `seed`, not yet reset. With a trace target the trace
+    /// file is created now, so a bad path is reported at once.
+    pub fn new(
+        file: WorldFile,
+        seed: u64,
+        run_id: Option<String>,
+        algorithm_id: String,
+        trace: Option<TraceTarget>,
+    ) -> Result<Self, RunError> {
+        let world = World::build(&file).map_err(RunError::Failed)?;
+        let task = world.spec().id.clone();
+        let identity = RunIdentity {
+            run_id: run_id.unwrap_or_else(|| format!("{task}-{algorithm_id}-seed{seed}")),
+            seed,
+            algorithm_id,
+            task,
+        };
+        let scheduler = file
+            .scheduler(seed::derive(seed, Stream::Scheduler, 0))
+            .map_err(|e| RunError::Failed(e.to_string()))?;
+        let baseline = world.snapshot();
+        let mut run = Run {
+            file,
+            world,
+            scheduler,
+            baseline,
+            identity,
+            trace,
+            sink: None,
+            step: 0,
+            episode: 0,
+            episode_step: 0,
+            obs: Vec::new(),
+            breakdown: None,
+            started: false,
+            ended: false,
+            action_json: String::new(),
+        };
+        run.open_trace()?;
+        Ok(run)
+    }
+
+    fn open_trace(&mut self) -> Result<(), RunError> {
+        let Some(t) = &self.trace else {
+            return Ok(());
+        };
+        if let Some(dir) = t.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| RunError::Usage(format!("{}: {e}", dir.display())))?;
+        }
+        let spec = self.world.spec();
+        let sink = trace::create(
+            &t.path,
+            t.format,
+            &self.identity,
+            &spec.components,
+            &spec.payouts,
+            t.record_transitions,
+        )
+        .map_err(|e| RunError::Usage(e.to_string()))?;
+        self.sink = Some(sink);
+        Ok(())
+    }
+
+    /// The world file the run was built from.
+    pub fn file(&self) -> &WorldFile {
+        &self.file
+    }
+
+    /// The world's spec.
+    pub fn spec(&self) -> &EnvSpec {
+        self.world.spec()
+    }
+
+    /// The run's identity columns.
+    pub fn identity(&self) -> &RunIdentity {
+        &self.identity
+    }
+
+    /// The regime label in force and its origin.
+    pub fn regime(&self) -> (&str, Origin) {
+        (self.scheduler.label(), self.scheduler.origin())
+    }
+
+    /// Steps taken in the run, episode index and step within the episode.
+    pub fn counters(&self) -> (u64, u64, u64) {
+        (self.step, self.episode, self.episode_step)
+    }
+
+    /// Destroys the world and builds the next episode (`seed` = `None`) or starts the run
+    /// afresh with run seed `seed`. Returns the first observation.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Usage`] for a new seed once a traced run has written rows: a trace is one
+    /// run with one seed.
+    pub fn reset(&mut self, seed: Option<u64>) -> Result<&[f32], RunError> {
+        if let Some(s) = seed {
+            if self.sink.is_some() && self.step > 0 {
+                return Err(RunError::Usage(format!(
+                    "reset(seed={s}) on a traced env that already took {} steps: a trace holds one run with one seed (here {}); reset without a seed to start the next episode, or make a new env with seed={s} and its own trace",
+                    self.step, self.identity.seed
+                )));
+            }
+            self.restart(s)?;
+        }
+        if self.started {
+            self.episode += 1;
+        } else {
+            self.start()?;
+        }
+        self.episode_step = 0;
+        self.ended = false;
+        self.breakdown = None;
+        self.obs = self.world.reset(seed::derive(
+            self.identity.seed,
+            Stream::World,
+            self.episode,
+        ));
+        Ok(&self.obs)
+    }
+
+    /// Forgets the run so far and makes `seed` its seed, as a new run would.
+    fn restart(&mut self, seed: u64) -> Result<(), RunError> {
+        let default_id = format!(
+            "{}-{}-seed{}",
+            self.identity.task, self.identity.algorithm_id, self.identity.seed
+        );
+        if self.identity.run_id == default_id {
+            self.identity.run_id = format!(
+                "{}-{}-seed{seed}",
+                self.identity.task, self.identity.algorithm_id
+            );
+        }
+        self.identity.seed = seed;
+        self.scheduler = self
+            .file
+            .scheduler(seed::derive(seed, Stream::Scheduler, 0))
+            .map_err(|e| RunError::Failed(e.to_string()))?;
+        self.started = false;
+        self.step = 0;
+        self.episode = 0;
+        if self.sink.take().is_some() {
+            // No row was written: the file is recreated with the new identity.
+            self.open_trace()?;
+        }
+        Ok(())
+    }
+
+    /// Puts the initial regime in force, as the harness does before its first step.
+    fn start(&mut self) -> Result<(), RunError> {
+        self.apply(0)?;
+        self.started = true;
+        self.episode = 0;
+        Ok(())
+    }
+
+    fn apply(&mut self, step: u64) -> Result<(), RunError> {
+        let mut merged = self.baseline.clone();
+        merged.extend(
+            self.scheduler
+                .regime()
+                .conditions
+                .iter()
+                .map(|(k, v)| (k.clone(), *v)),
+        );
+        apply_conditions(&mut self.world, &merged)
+            .map_err(|e| RunError::Failed(format!("step {step}: {e}")))
+    }
+
+    /// Under a manual plan, makes `label` the regime from the next step on.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Usage`] for an unknown label or a plan that is not manual.
+    pub fn shift(&mut self, label: &str) -> Result<(), RunError> {
+        if !matches!(self.scheduler.plan(), Plan::Manual) {
+            return Err(RunError::Usage(format!(
+                "shift(\"{label}\"): {} is not a manual plan: its regimes shift on their own schedule; give the world file `[schedule] plan = \"manual\"` to shift by hand",
+                self.file.path.display()
+            )));
+        }
+        self.scheduler
+            .shift_to(label)
+            .map_err(|e| RunError::Usage(e.to_string()))
+    }
+
+    /// Takes one step with `action`, writing its trace row.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Usage`] for an invalid action, a step before `reset` or after the episode
+    /// ended (nothing changes); [`RunError::Failed`] when the world, a regime or the trace
+    /// fails (every earlier row is flushed).
+    pub fn step(&mut self, action: usize) -> Result<StepOut<'_>, RunError> {
+        if !self.started {
+            return Err(RunError::Usage(EnvError::NotReset.to_string()));
+        }
+        if self.ended {
+            return Err(RunError::Usage(EnvError::EpisodeEnded.to_string()));
+        }
+        if !self.world.spec().action_space.contains_index(action) {
+            return Err(RunError::Usage(format!(
+                "step {}: {}",
+                self.step,
+                EnvError::InvalidAction {
+                    action: action.to_string(),
+                    space: format!("{:?}", self.world.spec().action_space),
+                }
+            )));
+        }
+        let (reward, terminated, truncated) = match self.step_inner(action) {
+            Ok(r) => r,
+            Err(e) => {
+                // Keep every complete row: the error is what the caller needs to see.
+                if let Some(sink) = self.sink.as_mut() {
+                    let _ = sink.flush();
+                }
+                return Err(e);
+            }
+        };
+        Ok(StepOut {
+            obs: &self.obs,
+            reward,
+            terminated,
+            truncated,
+            breakdown: self.breakdown.as_ref(),
+        })
+    }
+
+    fn step_inner(&mut self, action: usize) -> Result<(f64, bool, bool), RunError> {
+        let step = self.step;
+        if self.scheduler.next_shift_due(step) && self.scheduler.before_step(step).is_some() {
+            self.apply(step)?;
+        }
+        let t = self
+            .world
+            .step(&action)
+            .map_err(|e| RunError::Usage(format!("step {step}: {e}")))?;
+        if !t.reward.is_finite() {
+            return Err(RunError::Failed(format!(
+                "step {step}: the world returned a non-finite reward ({}); every row before this step is in the trace",
+                t.reward
+            )));
+        }
+        let done = t.done();
+        if let Some(sink) = self.sink.as_mut() {
+            let record = self.trace.as_ref().is_some_and(|t| t.record_transitions);
+            if record {
+                self.action_json.clear();
+                // An action is an integer, written as serde_json writes it in the harness.
+                let _ = write!(self.action_json, "{action}");
+            }
+            let (components, payouts): (&[f64], &[f64]) = match &t.breakdown {
+                Some(b) => (&b.components, if done { &b.payouts } else { &[] }),
+                None => (&[], &[]),
+            };
+            sink.write_row(&RowRecord {
+                step,
+                episode: self.episode,
+                episode_step: self.episode_step,
+                reward: t.reward,
+                components,
+                payouts,
+                regime: self.scheduler.label(),
+                origin: self.scheduler.origin(),
+                terminated: t.terminated,
+                truncated: t.truncated,
+                ceiling: self.world.ceiling().map(|c| c.applicable(done)),
+                obs: record.then_some(self.obs.as_slice()),
+                action_json: record.then_some(self.action_json.as_str()),
+            })
+            .map_err(|e| RunError::Failed(format!("step {step}: {e}")))?;
+        }
+        self.step += 1;
+        self.episode_step += 1;
+        self.ended = done;
+        self.obs = t.observation;
+        self.breakdown = t.breakdown;
+        if self.step.is_multiple_of(FLUSH_EVERY) {
+            self.flush()?;
+        }
+        Ok((t.reward, t.terminated, t.truncated))
+    }
+
+    /// Writes every buffered row to the trace file.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Failed`] when the file cannot be written.
+    pub fn flush(&mut self) -> Result<(), RunError> {
+        match self.sink.as_mut() {
+            Some(sink) => sink.flush().map_err(|e| RunError::Failed(e.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes and closes the trace; the run takes no more rows.
+    ///
+    /// # Errors
+    ///
+    /// As [`Run::flush`].
+    pub fn close(&mut self) -> Result<(), RunError> {
+        let flushed = self.flush();
+        self.sink = None;
+        self.trace = None;
+        flushed
+    }
+}

@@ -1,0 +1,31 @@
+"""The command line runs in-process from the package, and as the `perennial` console script."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from perennial import _core
+
+
+def test_cli_runs_in_process_with_the_clis_exit_codes(tmp_path, worlds_dir, capfd):
+    assert _core.cli(["check", str(worlds_dir / "cartpole.toml")]) == 0
+    assert "ok" in capfd.readouterr().out
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[world]\nkind = \"nowhere\"\n")
+    assert _core.cli(["check", str(bad)]) == 2
+    assert "bad.toml" in capfd.readouterr().err
+
+
+def test_the_console_script_runs_a_world_and_writes_its_trace(tmp_path, worlds_dir):
+    script = shutil.which("perennial", path=str(Path(sys.executable).parent))
+    assert script is not None, "pip install ./python installs the perennial console script"
+    trace = tmp_path / "t.jsonl"
+    proc = subprocess.run(
+        [script, "run", str(worlds_dir / "cartpole.toml"), "--steps", "50", "--trace", str(trace)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(trace.read_text().splitlines()) == 50 or "episode" in proc.stdout

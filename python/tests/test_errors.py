@@ -1,0 +1,88 @@
+"""Bad input becomes a Python exception with the core crate's message; no panic crosses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import perennial
+
+
+def test_an_action_outside_the_space_is_a_value_error_that_changes_nothing():
+    env = perennial.make("perennial/CartPole-v1", seed=0)
+    env.reset()
+    before = env.unwrapped._run.counters()
+    for bad in (2, -1, 10**30, "left", 0.5, None):
+        with pytest.raises(ValueError, match="invalid action"):
+            env.step(bad)
+    assert env.unwrapped._run.counters() == before
+    obs, *_ = env.step(np.int64(1))
+    assert obs.shape == (4,)
+
+
+def test_stepping_before_reset_or_after_the_end_is_a_value_error():
+    env = perennial.make("perennial/CartPole-v1", seed=0)
+    with pytest.raises(ValueError, match="before reset"):
+        env.step(0)
+    env.reset()
+    while True:
+        _, _, terminated, truncated, _ = env.step(0)
+        if terminated or truncated:
+            break
+    with pytest.raises(ValueError, match="after the episode ended"):
+        env.step(0)
+    env.reset()
+    env.step(0)
+
+
+def test_a_bad_world_file_raises_world_file_error_naming_file_line_and_field(tmp_path):
+    world = tmp_path / "bad.toml"
+    world.write_text('[world]\nkind = "cartpole"\n[world.params]\ngravity = -3.0\n\n[[regimes]]\nlabel = "a"\n')
+    with pytest.raises(perennial.WorldFileError) as caught:
+        perennial.make(world)
+    err = caught.value
+    assert isinstance(err, ValueError)
+    assert err.file == str(world)
+    assert err.line == 4
+    assert err.field is not None and "gravity" in err.field
+    assert str(world) in str(err) and "gravity" in str(err)
+
+
+def test_a_missing_world_file_raises_world_file_error(tmp_path):
+    with pytest.raises(perennial.WorldFileError, match="nothing.toml"):
+        perennial.make(tmp_path / "nothing.toml")
+
+
+def test_bad_options_are_value_errors(tmp_path):
+    with pytest.raises(ValueError, match="seed"):
+        perennial.make("perennial/CartPole-v1", seed=-1)
+    with pytest.raises(ValueError, match="trace format"):
+        perennial.make("perennial/CartPole-v1", trace=tmp_path / "t.parquet")
+    with pytest.raises(ValueError, match="render"):
+        perennial.make("perennial/CartPole-v1", render_mode="human")
+    with pytest.raises(TypeError):
+        perennial.make("perennial/CartPole-v1", gravity=3.0)
+    with pytest.raises(ValueError, match="not a manual"):
+        perennial.make("perennial/CartPoleDrift-v0").shift("earth")
+
+
+def test_reseeding_a_traced_run_after_it_wrote_rows_is_refused(tmp_path):
+    path = tmp_path / "t.jsonl"
+    env = perennial.make("perennial/CartPole-v1", seed=0, trace=path)
+    env.reset(seed=4)
+    env.step(0)
+    with pytest.raises(ValueError, match="one run with one seed"):
+        env.reset(seed=5)
+    env.close()
+    assert '"seed":4' in path.read_text()
+
+
+def test_evaluate_and_export_report_bad_traces_as_value_errors(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json}\n{}\n")
+    with pytest.raises(ValueError, match="bad.jsonl"):
+        perennial.evaluate(bad)
+    with pytest.raises(ValueError):
+        perennial.evaluate(tmp_path / "missing.jsonl")
+    with pytest.raises(ValueError, match="advantage"):
+        perennial.export_episodes(bad, tmp_path / "out.jsonl", advantage="ppo")

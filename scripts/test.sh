@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The project's one test command: the Rust tests, then the Python package's tests.
+#
+# On a fresh machine it needs a Rust toolchain and Python 3.9+ with venv. It
+#   1. runs `cargo test --release` (which also builds target/release/perennial, the CLI the
+#      Python tests call);
+#   2. creates the virtualenv .venv/ (or reuses it), installs python/tests/requirements.txt
+#      and the package itself with `pip install ./python`; CARGO_TARGET_DIR points at the
+#      repository's target/, so the wheel build reuses the dependencies step 1 compiled;
+#   3. runs pytest on python/tests/ and fails when it collects no test.
+# Set PERENNIAL_VENV to use another virtualenv and PYTHON to choose the interpreter.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+cargo test --release
+
+python=${PYTHON:-python3}
+venv=${PERENNIAL_VENV:-$root/.venv}
+if [ ! -x "$venv/bin/python" ]; then
+    "$python" -m venv "$venv"
+fi
+pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+"${pip[@]}" install --quiet -r python/tests/requirements.txt
+CARGO_TARGET_DIR="$root/target" "${pip[@]}" install --quiet --no-deps --force-reinstall ./python
+
+# Tools whose dependencies clash with the test requirements get a virtualenv of their own,
+# made the same way: l2metrics 3.1 needs numpy<2, pandas<2.3 and pyarrow<18.
+l2venv=${L2METRICS_VENV:-$root/target/l2metrics-venv}
+if [ ! -x "$l2venv/bin/python" ]; then
+    "$python" -m venv "$l2venv"
+fi
+"$l2venv/bin/python" -m pip --disable-pip-version-check install --quiet -r python/tests/requirements-l2metrics.txt
+export L2METRICS_VENV=$l2venv
+
+export PERENNIAL_BIN=${PERENNIAL_BIN:-$root/target/release/perennial}
+status=0
+"$venv/bin/python" -m pytest python/tests -q -p no:cacheprovider || status=$?
+if [ "$status" -eq 5 ]; then
+    echo "error: pytest collected no test in python/tests" >&2
+fi
+exit "$status"

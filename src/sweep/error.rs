@@ -1,0 +1,139 @@
+//! The sweep layer's errors: a bad sweep file (file, line, field), a held directory, I/O.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::eval::EvalError;
+
+/// What is wrong with a sweep file, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweepFileError {
+    /// The sweep file.
+    pub path: PathBuf,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The offending field (dotted path), when known.
+    pub field: Option<String>,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl fmt::Display for SweepFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for SweepFileError {}
+
+/// Everything a sweep can fail with.
+#[derive(Debug)]
+pub enum SweepError {
+    /// The sweep file is not valid.
+    File(SweepFileError),
+    /// Another process holds the sweep directory.
+    Locked {
+        /// The sweep directory.
+        dir: PathBuf,
+        /// The holder's process id, as it wrote it in the lock file.
+        pid: Option<u32>,
+    },
+    /// The directory holds a manifest that cannot be used with this sweep file.
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// A file or directory could not be read or written, or a run could not be started.
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Scoring the finished traces failed.
+    Eval(EvalError),
+    /// Some runs failed (each twice, or once with bad input); the others finished and were
+    /// scored.
+    RunsFailed {
+        /// `run_id: error` for each failed run.
+        failed: Vec<String>,
+    },
+}
+
+impl SweepError {
+    /// The exit code the command line uses: 2 for bad input (sweep file, options, a held
+    /// directory, a foreign manifest), 1 for failed runs and I/O.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            SweepError::File(_) | SweepError::Locked { .. } | SweepError::Manifest { .. } => 2,
+            SweepError::Eval(_) | SweepError::Io { .. } | SweepError::RunsFailed { .. } => 1,
+        }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> SweepError {
+        let path = path.into();
+        move |source| SweepError::Io { path, source }
+    }
+}
+
+impl fmt::Display for SweepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SweepError::File(e) => e.fmt(f),
+            SweepError::Locked { dir, pid } => {
+                write!(
+                    f,
+                    "{}: another sweep is using this directory",
+                    dir.display()
+                )?;
+                match pid {
+                    Some(pid) => write!(f, " (pid {pid})")?,
+                    None => write!(f, " (its pid is not recorded yet)")?,
+                }
+                write!(f, "; wait for it to finish or give another --out")
+            }
+            SweepError::Manifest { path, message } => write!(f, "{}: {message}", path.display()),
+            SweepError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            SweepError::Eval(e) => write!(f, "scoring the sweep's traces: {e}"),
+            SweepError::RunsFailed { failed } => {
+                write!(f, "{} run(s) failed:", failed.len())?;
+                for line in failed {
+                    write!(f, "\n  {line}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SweepError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SweepError::File(e) => Some(e),
+            SweepError::Io { source, .. } => Some(source),
+            SweepError::Eval(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<SweepFileError> for SweepError {
+    fn from(e: SweepFileError) -> Self {
+        SweepError::File(e)
+    }
+}
+
+impl From<EvalError> for SweepError {
+    fn from(e: EvalError) -> Self {
+        SweepError::Eval(e)
+    }
+}

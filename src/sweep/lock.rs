@@ -1,0 +1,87 @@
+//! The sweep directory's lock: an advisory `flock` on `DIR/sweep.lock` holding the pid.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use super::error::SweepError;
+
+/// Holds a sweep directory for as long as it lives. The kernel drops the lock when the
+/// process dies, however it dies, so a SIGKILLed sweep leaves no stale lock; the pid in the
+/// file is only there to name the holder.
+#[derive(Debug)]
+pub struct DirLock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl DirLock {
+    /// The lock file inside a sweep directory.
+    pub fn path_in(dir: &Path) -> PathBuf {
+        dir.join("sweep.lock")
+    }
+
+    /// Takes the lock of `dir` (created if needed), without waiting.
+    ///
+    /// # Errors
+    ///
+    /// [`SweepError::Locked`] naming the holder's pid when another process holds it;
+    /// [`SweepError::Io`] when the directory or lock file cannot be made.
+    pub fn acquire(dir: &Path) -> Result<Self, SweepError> {
+        std::fs::create_dir_all(dir).map_err(SweepError::io(dir))?;
+        let path = Self::path_in(dir);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(SweepError::io(&path))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let mut text = String::new();
+                let _ = file.read_to_string(&mut text);
+                return Err(SweepError::Locked {
+                    dir: dir.to_path_buf(),
+                    pid: text.trim().parse().ok(),
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(SweepError::io(&path)(e)),
+        }
+        file.set_len(0).map_err(SweepError::io(&path))?;
+        file.rewind().map_err(SweepError::io(&path))?;
+        writeln!(file, "{}", std::process::id()).map_err(SweepError::io(&path))?;
+        Ok(DirLock { _file: file, path })
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_holder_is_refused_with_the_first_ones_pid_and_the_lock_is_freed_on_drop() {
+        let dir = std::env::temp_dir().join(format!("perennial-lock-{}", std::process::id()));
+        let first = DirLock::acquire(&dir).unwrap();
+        let err = DirLock::acquire(&dir).unwrap_err();
+        match &err {
+            SweepError::Locked { pid, .. } => assert_eq!(*pid, Some(std::process::id())),
+            other => panic!("expected Locked, got {other}"),
+        }
+        assert!(
+            err.to_string()
+                .contains(&format!("pid {}", std::process::id()))
+        );
+        drop(first);
+        let again = DirLock::acquire(&dir).unwrap();
+        assert!(again.path().is_file());
+        drop(again);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,300 @@
+//! `DIR/manifest.json`: what became of every run of a sweep, rewritten atomically.
+
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::SweepError;
+use super::plan::PlannedRun;
+use crate::trace::TraceFormat;
+
+/// The version written in every manifest; another version is refused.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// Where a run stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Not started yet.
+    Pending,
+    /// Started and not finished (or its sweep was killed: the next sweep resumes it).
+    Running,
+    /// Exited with code 0: its trace is complete.
+    Done,
+    /// Failed (after its retry, or at once with bad input); `error` says why.
+    Failed,
+}
+
+/// One run's line in the manifest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRecord {
+    /// The run id.
+    pub run_id: String,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// The last attempt's exit code (`null` before any, or when a signal ended it).
+    pub exit_code: Option<i32>,
+    /// Attempts made, over every invocation of the sweep.
+    pub attempts: u32,
+    /// Trace rows on disk when the manifest was written.
+    pub steps_done: u64,
+    /// The trace file.
+    pub trace: PathBuf,
+    /// The checkpoint file.
+    pub checkpoint: PathBuf,
+    /// The run's output (every attempt).
+    pub log: PathBuf,
+    /// Why the last attempt failed, when it did.
+    pub error: Option<String>,
+    /// The arguments that start the run: a manifest whose runs were started with other
+    /// arguments belongs to another sweep.
+    pub argv: Vec<String>,
+}
+
+/// The whole manifest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// [`MANIFEST_VERSION`].
+    pub version: u32,
+    /// The sweep's name.
+    pub sweep: String,
+    /// The sweep file.
+    pub sweep_file: PathBuf,
+    /// One record per planned run, in plan order.
+    pub runs: Vec<RunRecord>,
+}
+
+impl Manifest {
+    /// The manifest file inside a sweep directory.
+    pub fn path_in(dir: &Path) -> PathBuf {
+        dir.join("manifest.json")
+    }
+
+    /// The manifest for `runs`: the records in `dir/manifest.json` when there is one, and a
+    /// pending record for every run it does not list.
+    ///
+    /// # Errors
+    ///
+    /// The manifest cannot be read, is not a manifest of this version, or records a run
+    /// with the same id but other arguments (the directory belongs to another sweep).
+    pub fn load_or_new(
+        dir: &Path,
+        name: &str,
+        sweep_file: &Path,
+        runs: &[PlannedRun],
+    ) -> Result<Self, SweepError> {
+        let path = Self::path_in(dir);
+        let old: Option<Manifest> = match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let m: Manifest =
+                    serde_json::from_str(&text).map_err(|e| SweepError::Manifest {
+                        path: path.clone(),
+                        message: format!(
+                            "not a sweep manifest ({e}); remove it or give another --out"
+                        ),
+                    })?;
+                if m.version != MANIFEST_VERSION {
+                    return Err(SweepError::Manifest {
+                        path,
+                        message: format!(
+                            "manifest version {} (this perennial writes {MANIFEST_VERSION}); give another --out",
+                            m.version
+                        ),
+                    });
+                }
+                Some(m)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(SweepError::io(&path)(e)),
+        };
+        let mut records = Vec::with_capacity(runs.len());
+        for run in runs {
+            let kept = old
+                .as_ref()
+                .and_then(|m| m.runs.iter().find(|r| r.run_id == run.run_id));
+            match kept {
+                Some(r) if r.argv != run.argv => {
+                    return Err(SweepError::Manifest {
+                        path,
+                        message: format!(
+                            "run `{}` was started with other options ({}); this directory \
+                             belongs to another version of the sweep: give another --out",
+                            run.run_id,
+                            r.argv.join(" ")
+                        ),
+                    });
+                }
+                Some(r) => records.push(r.clone()),
+                None => records.push(RunRecord {
+                    run_id: run.run_id.clone(),
+                    status: RunStatus::Pending,
+                    exit_code: None,
+                    attempts: 0,
+                    steps_done: 0,
+                    trace: run.trace.clone(),
+                    checkpoint: run.checkpoint.clone(),
+                    log: run.log.clone(),
+                    error: None,
+                    argv: run.argv.clone(),
+                }),
+            }
+        }
+        Ok(Manifest {
+            version: MANIFEST_VERSION,
+            sweep: name.to_string(),
+            sweep_file: sweep_file.to_path_buf(),
+            runs: records,
+        })
+    }
+
+    /// Writes the manifest into `dir` atomically.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be written.
+    pub fn write(&self, dir: &Path) -> Result<(), SweepError> {
+        let mut json = serde_json::to_string_pretty(self)
+            .expect("a manifest is made of strings, numbers and lists");
+        json.push('\n');
+        write_atomic(&Self::path_in(dir), json.as_bytes())
+    }
+}
+
+/// Writes `bytes` to `path` the way SQLite would: a temp file beside it, fsync, rename,
+/// fsync of the directory. Refuses to replace anything that is not a regular file.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SweepError> {
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && !meta.is_file()
+    {
+        return Err(SweepError::io(path)(std::io::Error::other(
+            "exists and is not a regular file; refusing to replace it",
+        )));
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut file = std::fs::File::create(&tmp).map_err(SweepError::io(&tmp))?;
+    file.write_all(bytes).map_err(SweepError::io(&tmp))?;
+    file.sync_all().map_err(SweepError::io(&tmp))?;
+    drop(file);
+    std::fs::rename(&tmp, path).map_err(SweepError::io(path))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Ok(d) = std::fs::File::open(dir)
+    {
+        // Some filesystems refuse to sync a directory; the rename is then as durable as
+        // they make it.
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Counts complete trace rows as a file grows, reading only the bytes added since the last
+/// call (and starting over when the file shrank: a resumed run cut it back).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RowCounter {
+    offset: u64,
+    newlines: u64,
+}
+
+impl RowCounter {
+    /// Complete rows in `path` now.
+    pub(crate) fn rows(&mut self, path: &Path, format: TraceFormat) -> u64 {
+        let Ok(mut file) = std::fs::File::open(path) else {
+            *self = RowCounter::default();
+            return 0;
+        };
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len < self.offset {
+            *self = RowCounter::default();
+        }
+        if file.seek(SeekFrom::Start(self.offset)).is_ok() {
+            let mut buf = [0u8; 64 * 1024];
+            while let Ok(n) = file.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                self.newlines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+                self.offset += n as u64;
+            }
+        }
+        match format {
+            TraceFormat::Jsonl => self.newlines,
+            TraceFormat::Csv => self.newlines.saturating_sub(1),
+        }
+    }
+}
+
+/// The message of a run's last failed attempt: the last `error:` line it printed after the
+/// log's last attempt header, else its last line, else how it ended.
+pub(crate) fn failure_message(log: &Path, exit_code: Option<i32>) -> String {
+    let mut last = None;
+    let mut last_error = None;
+    if let Ok(file) = std::fs::File::open(log) {
+        for line in BufReader::new(file).lines().map_while(Result::ok) {
+            let line = line.trim();
+            if line.starts_with(super::ATTEMPT_HEADER) {
+                (last, last_error) = (None, None);
+            } else if let Some(msg) = line.strip_prefix("error:") {
+                last_error = Some(msg.trim().to_string());
+                last = Some(line.to_string());
+            } else if !line.is_empty() {
+                last = Some(line.to_string());
+            }
+        }
+    }
+    last_error.or(last).unwrap_or_else(|| match exit_code {
+        Some(code) => format!("exited with code {code} and printed nothing"),
+        None => "ended by a signal".into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_counted_incrementally_and_recounted_after_a_cut() {
+        let dir = std::env::temp_dir().join(format!("perennial-rows-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t.csv");
+        std::fs::write(&p, "h\n1\n2\n3").unwrap();
+        let mut c = RowCounter::default();
+        assert_eq!(c.rows(&p, TraceFormat::Csv), 2);
+        std::fs::write(&p, "h\n1\n2\n3\n4\n").unwrap();
+        assert_eq!(c.rows(&p, TraceFormat::Csv), 4);
+        std::fs::write(&p, "h\n1\n").unwrap();
+        assert_eq!(c.rows(&p, TraceFormat::Csv), 1);
+        assert_eq!(c.rows(&p, TraceFormat::Jsonl), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_failure_message_is_the_last_error_line_of_the_attempt() {
+        let dir = std::env::temp_dir().join(format!("perennial-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("r.log");
+        let h = crate::sweep::ATTEMPT_HEADER;
+        std::fs::write(&p, format!("{h} 1: run\nerror: old attempt\n{h} 2: run\nprogress\nerror: unknown agent `x`\nmore\n")).unwrap();
+        assert_eq!(failure_message(&p, Some(2)), "unknown agent `x`");
+        std::fs::write(&p, format!("{h} 1: run\nerror: old attempt\n{h} 2: run\n")).unwrap();
+        assert_eq!(failure_message(&p, None), "ended by a signal");
+        assert_eq!(
+            failure_message(&dir.join("none"), Some(1)),
+            "exited with code 1 and printed nothing"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn atomic_writes_refuse_to_replace_a_directory() {
+        let dir = std::env::temp_dir().join(format!("perennial-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        assert!(write_atomic(&dir.join("sub"), b"x").is_err());
+        write_atomic(&dir.join("f"), b"x").unwrap();
+        assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"x");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

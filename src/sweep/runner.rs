@@ -1,0 +1,393 @@
+//! The local runner: every planned run as its own `perennial run` process, `jobs` at a time.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::error::SweepError;
+use super::file::SweepFile;
+use super::lock::DirLock;
+use super::manifest::{Manifest, RowCounter, RunRecord, RunStatus, failure_message, write_atomic};
+use super::plan::{PlannedRun, plan};
+use crate::eval::{EvalOptions, comparison_text, evaluate, svg};
+
+/// Exit code of `perennial run` for bad input: retrying cannot help.
+const BAD_INPUT: i32 = 2;
+
+/// Attempts per run and invocation: the first one and one retry.
+const ATTEMPTS: u32 = 2;
+
+/// How often running children are polled.
+const POLL: Duration = Duration::from_millis(100);
+
+/// What a finished sweep invocation leaves behind.
+#[derive(Debug)]
+pub struct SweepOutcome {
+    /// The sweep directory.
+    pub dir: PathBuf,
+    /// The manifest as written last.
+    pub manifest: Manifest,
+    /// The group comparison (`DIR/eval.txt`: per task and agent, each metric's mean over
+    /// seeds with its 95% bootstrap interval), when at least one run is done.
+    pub eval_text: Option<String>,
+}
+
+impl SweepOutcome {
+    /// One line per run and the paths of the results: what `perennial sweep` prints.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        let done = self
+            .manifest
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Done)
+            .count();
+        let _ = writeln!(
+            out,
+            "sweep      {}: {done} of {} runs done",
+            self.manifest.sweep,
+            self.manifest.runs.len()
+        );
+        for r in &self.manifest.runs {
+            let status = match r.status {
+                RunStatus::Pending => "pending",
+                RunStatus::Running => "running",
+                RunStatus::Done => "done",
+                RunStatus::Failed => "FAILED",
+            };
+            let _ = write!(
+                out,
+                "  {:<7} {:<44} {:>10} steps",
+                status, r.run_id, r.steps_done
+            );
+            if let Some(e) = r.error.as_ref().filter(|_| r.status == RunStatus::Failed) {
+                let _ = write!(out, "  {e}");
+            }
+            out.push('\n');
+        }
+        let _ = writeln!(out, "manifest   {}", Manifest::path_in(&self.dir).display());
+        if self.eval_text.is_some() {
+            let _ = writeln!(out, "eval       {}", self.dir.join("eval.txt").display());
+            let _ = writeln!(out, "           {}", self.dir.join("eval.json").display());
+            let _ = writeln!(out, "plot       {}", self.dir.join("plot.svg").display());
+        }
+        out
+    }
+
+    /// The runs that failed, as `run_id: error`.
+    pub fn failures(&self) -> Vec<String> {
+        self.manifest
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Failed)
+            .map(|r| format!("{}: {}", r.run_id, r.error.as_deref().unwrap_or("failed")))
+            .collect()
+    }
+}
+
+/// Runs a sweep on this machine, `jobs` runs at a time, each as `program run ...` (the
+/// `perennial` executable), and scores what finished.
+///
+/// Holds the directory's lock throughout. Runs the manifest records as done (with their
+/// trace on disk) are skipped; the others continue from their checkpoint when there is one.
+/// A run that fails is tried once more (unless it failed on bad input, exit code 2), then
+/// recorded as failed; the other runs go on.
+///
+/// # Errors
+///
+/// The directory is held by another sweep or belongs to another sweep, a file cannot be
+/// written or a run cannot be started, or scoring fails. Failed runs are not an error here:
+/// see [`SweepOutcome::failures`].
+pub fn run_local(
+    sweep: &SweepFile,
+    dir: &Path,
+    jobs: usize,
+    program: &Path,
+) -> Result<SweepOutcome, SweepError> {
+    let _lock = DirLock::acquire(dir)?;
+    let runs = plan(sweep, dir);
+    let mut manifest = Manifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
+    for sub in ["traces", "checkpoints", "logs"] {
+        let d = dir.join(sub);
+        std::fs::create_dir_all(&d).map_err(SweepError::io(&d))?;
+    }
+    let mut queue: VecDeque<usize> = VecDeque::new();
+    for (i, (run, rec)) in runs.iter().zip(&mut manifest.runs).enumerate() {
+        if rec.status == RunStatus::Done && run.trace.is_file() {
+            continue;
+        }
+        if rec.status == RunStatus::Done {
+            // The trace went missing: its checkpoint would continue a file that is gone.
+            remove_if_file(&run.checkpoint)?;
+        }
+        rec.status = RunStatus::Pending;
+        queue.push_back(i);
+    }
+    manifest.write(dir)?;
+
+    let mut progress = Progress::new(sweep, &manifest);
+    let mut active: Vec<Active> = Vec::new();
+    let mut tries = vec![0u32; runs.len()];
+    while !queue.is_empty() || !active.is_empty() {
+        while active.len() < jobs.max(1) {
+            let Some(i) = queue.pop_front() else { break };
+            let rec = &mut manifest.runs[i];
+            rec.status = RunStatus::Running;
+            rec.attempts += 1;
+            tries[i] += 1;
+            let child = start(&runs[i], rec.attempts, program)?;
+            active.push(Active {
+                run: i,
+                child,
+                rows: RowCounter::default(),
+            });
+            manifest.write(dir)?;
+        }
+        std::thread::sleep(POLL);
+        let mut k = 0;
+        while k < active.len() {
+            let status = active[k]
+                .child
+                .try_wait()
+                .map_err(SweepError::io(program))?;
+            let Some(status) = status else {
+                k += 1;
+                continue;
+            };
+            let mut a = active.swap_remove(k);
+            let i = a.run;
+            let rows = a.rows.rows(&runs[i].trace, sweep.format);
+            let retry = record_attempt(&mut manifest.runs[i], &runs[i], status.code(), rows)
+                && tries[i] < ATTEMPTS;
+            if retry {
+                queue.push_front(i);
+            } else {
+                progress.finished(&manifest.runs[i]);
+            }
+            manifest.write(dir)?;
+        }
+        progress.show(&runs, &mut active, sweep);
+    }
+    progress.close();
+    finish(dir, &runs, manifest)
+}
+
+/// Updates a run's record after `perennial run` exited with `code` (`None`: a signal) and
+/// left `rows` trace rows. Returns whether another attempt could help (it failed, and not
+/// on bad input).
+pub(crate) fn record_attempt(
+    rec: &mut RunRecord,
+    run: &PlannedRun,
+    code: Option<i32>,
+    rows: u64,
+) -> bool {
+    rec.exit_code = code;
+    rec.steps_done = rows;
+    if code == Some(0) {
+        rec.status = RunStatus::Done;
+        rec.error = None;
+        return false;
+    }
+    rec.status = RunStatus::Failed;
+    rec.error = Some(failure_message(&run.log, code));
+    code != Some(BAD_INPUT)
+}
+
+/// Scores every finished trace into `DIR/eval.json`, `eval.txt` and `plot.svg`, and
+/// writes the final manifest.
+pub(crate) fn finish(
+    dir: &Path,
+    runs: &[PlannedRun],
+    manifest: Manifest,
+) -> Result<SweepOutcome, SweepError> {
+    manifest.write(dir)?;
+    let traces: Vec<PathBuf> = runs
+        .iter()
+        .zip(&manifest.runs)
+        .filter(|(_, r)| r.status == RunStatus::Done)
+        .map(|(run, _)| run.trace.clone())
+        .collect();
+    let eval_text = if traces.is_empty() {
+        None
+    } else {
+        let report = evaluate(&traces, &EvalOptions::default())?;
+        let mut json = serde_json::to_string_pretty(&report)
+            .expect("a report is made of string-keyed maps, strings and numbers");
+        json.push('\n');
+        // The per-run tables are in eval.json; the text is the comparison a reader wants.
+        let mut text = comparison_text(&report.groups);
+        for w in &report.warnings {
+            let _ = writeln!(text, "warning: {w}");
+        }
+        write_atomic(&dir.join("eval.json"), json.as_bytes())?;
+        write_atomic(&dir.join("eval.txt"), text.as_bytes())?;
+        write_atomic(&dir.join("plot.svg"), svg(&report).as_bytes())?;
+        Some(text)
+    };
+    Ok(SweepOutcome {
+        dir: dir.to_path_buf(),
+        manifest,
+        eval_text,
+    })
+}
+
+fn remove_if_file(path: &Path) -> Result<(), SweepError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(SweepError::io(path)(e)),
+        _ => Ok(()),
+    }
+}
+
+struct Active {
+    run: usize,
+    child: Child,
+    rows: RowCounter,
+}
+
+/// Starts one attempt of a run, its output appended to the run's log after a header line.
+fn start(run: &PlannedRun, attempt: u32, program: &Path) -> Result<Child, SweepError> {
+    let argv = run.next_argv();
+    if !run.checkpoint.is_file() {
+        // A fresh start writes the trace from byte 0; a partial one from a run killed before
+        // its first checkpoint is of no use.
+        remove_if_file(&run.trace)?;
+    }
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&run.log)
+        .map_err(SweepError::io(&run.log))?;
+    writeln!(
+        log,
+        "{} {attempt}: {} {}",
+        super::ATTEMPT_HEADER,
+        program.display(),
+        argv.join(" ")
+    )
+    .map_err(SweepError::io(&run.log))?;
+    let err = log.try_clone().map_err(SweepError::io(&run.log))?;
+    Command::new(program)
+        .args(argv)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err)
+        .spawn()
+        .map_err(SweepError::io(program))
+}
+
+/// The sweep's one progress display on stderr: runs done of total, overall steps/s, time
+/// left. Redrawn in place on a terminal; otherwise a plain line per finished run and every
+/// ten seconds.
+struct Progress {
+    tty: bool,
+    runs_total: usize,
+    runs_done: usize,
+    steps_total: u64,
+    /// Steps of finished runs (a run that ended early counts its whole budget).
+    steps_finished: u64,
+    steps_at_start: u64,
+    started: Instant,
+    last_line: Instant,
+    budget: u64,
+}
+
+impl Progress {
+    fn new(sweep: &SweepFile, manifest: &Manifest) -> Self {
+        let runs_done = manifest
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Done)
+            .count();
+        let steps_finished = runs_done as u64 * sweep.steps;
+        let now = Instant::now();
+        let p = Progress {
+            tty: std::io::stderr().is_terminal(),
+            runs_total: manifest.runs.len(),
+            runs_done,
+            steps_total: manifest.runs.len() as u64 * sweep.steps,
+            steps_finished,
+            steps_at_start: steps_finished,
+            started: now,
+            last_line: now,
+            budget: sweep.steps,
+        };
+        if !p.tty {
+            eprintln!(
+                "sweep {}: {} runs, {} already done",
+                sweep.name, p.runs_total, p.runs_done
+            );
+        }
+        p
+    }
+
+    fn finished(&mut self, rec: &RunRecord) {
+        if rec.status == RunStatus::Done {
+            self.runs_done += 1;
+        }
+        self.steps_finished += self.budget;
+        if !self.tty {
+            let what = match rec.status {
+                RunStatus::Done => "done",
+                _ => "FAILED",
+            };
+            eprintln!("{}  {what} {}", self.line(self.steps_finished), rec.run_id);
+            self.last_line = Instant::now();
+        }
+    }
+
+    fn line(&self, steps_now: u64) -> String {
+        let secs = self.started.elapsed().as_secs_f64();
+        let rate = steps_now.saturating_sub(self.steps_at_start) as f64 / secs.max(1e-9);
+        let eta = if rate > 0.0 {
+            format_secs(self.steps_total.saturating_sub(steps_now) as f64 / rate)
+        } else {
+            "?".into()
+        };
+        format!(
+            "runs {}/{}  steps {}/{}  {:.0} steps/s  eta {eta}",
+            self.runs_done, self.runs_total, steps_now, self.steps_total, rate
+        )
+    }
+
+    fn show(&mut self, runs: &[PlannedRun], active: &mut [Active], sweep: &SweepFile) {
+        let due = if self.tty {
+            Duration::from_millis(200)
+        } else {
+            Duration::from_secs(10)
+        };
+        if self.last_line.elapsed() < due {
+            return;
+        }
+        let running: u64 = active
+            .iter_mut()
+            .map(|a| {
+                a.rows
+                    .rows(&runs[a.run].trace, sweep.format)
+                    .min(self.budget)
+            })
+            .sum();
+        let line = self.line(self.steps_finished + running);
+        if self.tty {
+            eprint!("\r\x1b[2K{line}");
+        } else {
+            eprintln!("{line}");
+        }
+        let _ = std::io::stderr().flush();
+        self.last_line = Instant::now();
+    }
+
+    fn close(&self) {
+        if self.tty {
+            eprint!("\r\x1b[2K");
+        }
+        eprintln!("{}", self.line(self.steps_finished));
+    }
+}
+
+fn format_secs(s: f64) -> String {
+    let s = s.round() as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}

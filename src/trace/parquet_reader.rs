@@ -1,0 +1,676 @@
+//! Reading Parquet traces: a directory of part files (or one file), streamed batch by batch,
+//! reading only the columns the caller needs.
+//!
+//! Rows come out as the line formats' rows do ([`RowRef`] borrowed from the current batch,
+//! or an owned [`TraceRow`]); a position is the part file and the 1-based row within it.
+//! A part the writer never finished (a hidden `.part-*.tmp`, or a last part whose footer is
+//! missing) is reported as a torn tail, like a torn last line: every complete part is read.
+//! Files written by other tools read as well when they have the trace columns (plain or
+//! dictionary strings, unsigned or non-negative signed integers).
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt64Type};
+use arrow_array::{Array, BooleanArray, Float64Array, ListArray, RecordBatch, StringArray};
+use arrow_schema::DataType;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::file::reader::{FileReader, SerializedFileReader};
+
+use super::error::{TornTail, TraceError};
+use super::parquet_writer::{ACTION_KEY, MANIFEST_KEY};
+use super::reader::{Located, RowRef, Terms};
+use super::row::TraceRow;
+use crate::regime::Origin;
+
+const BATCH_ROWS: usize = 1 << 16;
+
+/// The part files of a trace directory, in part order, and any temp files a killed writer
+/// left behind.
+pub(crate) struct Parts {
+    pub(crate) parts: Vec<PathBuf>,
+    pub(crate) temps: Vec<PathBuf>,
+}
+
+/// Lists the `*.parquet` files of `dir` (ordered by the number in `part-N`, then by name)
+/// and the hidden `.part-*.tmp` files.
+pub(crate) fn list_parts(dir: &Path) -> Result<Parts, TraceError> {
+    let mut parts = Vec::new();
+    let mut temps = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| TraceError::io(dir, e))? {
+        let path = entry.map_err(|e| TraceError::io(dir, e))?.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.starts_with(".part-") && name.ends_with(".tmp") {
+            temps.push(path);
+        } else if !name.starts_with(['.', '_']) && name.ends_with(".parquet") && path.is_file() {
+            parts.push(path);
+        }
+    }
+    let key = |p: &PathBuf| {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let number = name
+            .strip_prefix("part-")
+            .and_then(|r| r.strip_suffix(".parquet"))
+            .and_then(|n| n.parse::<u64>().ok());
+        (number.is_none(), number, name)
+    };
+    parts.sort_by_key(key);
+    temps.sort();
+    Ok(Parts { parts, temps })
+}
+
+/// The number of rows in a part, from its footer.
+pub(crate) fn part_rows(path: &Path) -> Result<u64, TraceError> {
+    let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
+    let reader = SerializedFileReader::new(file).map_err(|e| not_parquet(path, &e))?;
+    Ok(reader.metadata().file_metadata().num_rows().max(0) as u64)
+}
+
+/// The run manifest stored in a Parquet trace's metadata, if any: the first part's.
+pub fn parquet_manifest(path: &Path) -> Result<Option<String>, TraceError> {
+    let first = if path.is_dir() {
+        match list_parts(path)?.parts.into_iter().next() {
+            Some(p) => p,
+            None => return Ok(None),
+        }
+    } else {
+        path.to_path_buf()
+    };
+    let file = File::open(&first).map_err(|e| TraceError::io(&first, e))?;
+    let reader = SerializedFileReader::new(file).map_err(|e| not_parquet(&first, &e))?;
+    Ok(reader
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|kv| kv.key == MANIFEST_KEY))
+        .and_then(|kv| kv.value.clone()))
+}
+
+fn not_parquet(path: &Path, e: &dyn std::fmt::Display) -> TraceError {
+    TraceError::parse(
+        path,
+        0,
+        format!(
+            "not a readable Parquet file ({e}); a Parquet trace is a directory of part files written by `perennial run --format parquet`"
+        ),
+    )
+}
+
+/// A string column, plain or dictionary-encoded.
+enum Strings {
+    Dict(arrow_array::DictionaryArray<Int32Type>, StringArray),
+    Plain(StringArray),
+    Large(arrow_array::LargeStringArray),
+}
+
+impl Strings {
+    fn get(&self, i: usize) -> &str {
+        match self {
+            Strings::Dict(keys, values) => {
+                let k = keys.keys().value(i);
+                if k >= 0 && (k as usize) < values.len() {
+                    values.value(k as usize)
+                } else {
+                    ""
+                }
+            }
+            Strings::Plain(a) => a.value(i),
+            Strings::Large(a) => a.value(i),
+        }
+    }
+}
+
+/// An integer column: unsigned, or signed with values checked when read.
+enum Ints {
+    U(arrow_array::UInt64Array),
+    I(arrow_array::Int64Array),
+}
+
+impl Ints {
+    fn get(&self, i: usize) -> Option<u64> {
+        match self {
+            Ints::U(a) => Some(a.value(i)),
+            Ints::I(a) => u64::try_from(a.value(i)).ok(),
+        }
+    }
+}
+
+/// One batch's columns, downcast once.
+struct Batch {
+    len: usize,
+    run_id: Strings,
+    seed: Ints,
+    algorithm_id: Strings,
+    task: Strings,
+    step: Ints,
+    episode: Ints,
+    episode_step: Ints,
+    reward: Float64Array,
+    components: Vec<Float64Array>,
+    payouts: Vec<Float64Array>,
+    regime: Strings,
+    origin: Strings,
+    terminated: BooleanArray,
+    truncated: BooleanArray,
+    ceiling: Option<Float64Array>,
+    obs: Option<ListArray>,
+    action: Option<ListArray>,
+}
+
+/// The columns every trace has, besides `c.*`, `p.*`, `ceiling`, `obs` and `action`.
+const REQUIRED: [&str; 13] = [
+    "run_id",
+    "seed",
+    "algorithm_id",
+    "task",
+    "step",
+    "episode",
+    "episode_step",
+    "reward",
+    "regime",
+    "regime_origin",
+    "terminated",
+    "truncated",
+    "ceiling",
+];
+
+struct Part {
+    path: PathBuf,
+    reader: ParquetRecordBatchReader,
+    components: Vec<String>,
+    payouts: Vec<String>,
+    action_scalar: bool,
+    batch: Option<Batch>,
+    /// Index of the current row in `batch`.
+    row: usize,
+    /// Rows of the part before `batch`.
+    before: u64,
+}
+
+/// Streams the rows of one Parquet trace (a directory of parts or a single file).
+pub(crate) struct ParquetSource {
+    root: PathBuf,
+    listed: bool,
+    parts: VecDeque<PathBuf>,
+    transitions: bool,
+    part: Option<Part>,
+    torn: Vec<TornTail>,
+    done: bool,
+}
+
+fn schema_error(path: &Path, message: String) -> TraceError {
+    TraceError::parse(
+        path,
+        0,
+        format!(
+            "not a perennial trace: {message}; a trace has the columns of `perennial run --format parquet`"
+        ),
+    )
+}
+
+impl ParquetSource {
+    /// A source over `root`; `transitions` also reads `obs` and `action`.
+    pub(crate) fn open(root: PathBuf, transitions: bool) -> Self {
+        ParquetSource {
+            root,
+            listed: false,
+            parts: VecDeque::new(),
+            transitions,
+            part: None,
+            torn: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Parts the writer never finished, met so far.
+    pub(crate) fn take_torn(&mut self) -> Vec<TornTail> {
+        std::mem::take(&mut self.torn)
+    }
+
+    fn list(&mut self) -> Result<(), TraceError> {
+        self.listed = true;
+        if self.root.is_dir() {
+            let parts = list_parts(&self.root)?;
+            for tmp in parts.temps {
+                self.torn.push(TornTail {
+                    path: tmp,
+                    line: 0,
+                    byte_offset: 0,
+                });
+            }
+            if parts.parts.is_empty() {
+                return Err(TraceError::parse(
+                    &self.root,
+                    0,
+                    "this Parquet trace directory holds no part files (part-NNNNN.parquet)",
+                ));
+            }
+            self.parts = parts.parts.into();
+        } else {
+            self.parts.push_back(self.root.clone());
+        }
+        Ok(())
+    }
+
+    fn open_part(&self, path: &Path) -> Result<Part, TraceError> {
+        let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| not_parquet(path, &e))?;
+        let action_scalar = builder
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .and_then(|kv| kv.iter().find(|kv| kv.key == ACTION_KEY))
+            .and_then(|kv| kv.value.as_deref())
+            != Some("array");
+        let schema = builder.schema().clone();
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        let mut wanted = Vec::new();
+        for column in REQUIRED {
+            match names.iter().position(|n| *n == column) {
+                Some(i) => wanted.push(i),
+                None if column == "ceiling" => {}
+                None => {
+                    return Err(schema_error(
+                        path,
+                        format!(
+                            "it has no column `{column}` (its columns: {})",
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        let mut components = Vec::new();
+        let mut payouts = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            if let Some(c) = name.strip_prefix("c.") {
+                components.push(c.to_string());
+                wanted.push(i);
+            } else if let Some(p) = name.strip_prefix("p.") {
+                payouts.push(p.to_string());
+                wanted.push(i);
+            } else if self.transitions && (*name == "obs" || *name == "action") {
+                wanted.push(i);
+            }
+        }
+        let mask = ProjectionMask::roots(builder.parquet_schema(), wanted);
+        let reader = builder
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(|e| not_parquet(path, &e))?;
+        Ok(Part {
+            path: path.to_path_buf(),
+            reader,
+            components,
+            payouts,
+            action_scalar,
+            batch: None,
+            row: 0,
+            before: 0,
+        })
+    }
+
+    /// Moves to the next row; `None` when the trace is exhausted.
+    pub(crate) fn advance(&mut self) -> Option<Result<(), TraceError>> {
+        if self.done {
+            return None;
+        }
+        let result = self.advance_inner();
+        if !matches!(result, Some(Ok(()))) {
+            self.done = true;
+        }
+        result
+    }
+
+    fn advance_inner(&mut self) -> Option<Result<(), TraceError>> {
+        if !self.listed
+            && let Err(e) = self.list()
+        {
+            return Some(Err(e));
+        }
+        loop {
+            if let Some(part) = self.part.as_mut() {
+                if let Some(b) = &part.batch
+                    && part.row + 1 < b.len
+                {
+                    part.row += 1;
+                    return Some(Ok(()));
+                }
+                if let Some(b) = part.batch.take() {
+                    part.before += b.len as u64;
+                }
+                match part.reader.next() {
+                    Some(Ok(batch)) => match to_batch(&batch, part) {
+                        Ok(b) => {
+                            part.row = 0;
+                            if b.len > 0 {
+                                part.batch = Some(b);
+                                return Some(Ok(()));
+                            }
+                        }
+                        Err(e) => return Some(Err(e)),
+                    },
+                    Some(Err(e)) => {
+                        let at = part.before + 1;
+                        return Some(Err(TraceError::parse(
+                            &part.path,
+                            at,
+                            format!("the part cannot be decoded from this row on: {e}"),
+                        )));
+                    }
+                    None => self.part = None,
+                }
+                continue;
+            }
+            let path = self.parts.pop_front()?;
+            match self.open_part(&path) {
+                Ok(p) => self.part = Some(p),
+                // A directory's last part with no readable footer is what a writer killed
+                // mid-part leaves if its temp file was renamed by hand or the disk lied.
+                Err(TraceError::Parse { line: 0, .. })
+                    if self.parts.is_empty()
+                        && self.root.is_dir()
+                        && File::open(&path)
+                            .ok()
+                            .and_then(|f| SerializedFileReader::new(f).err())
+                            .is_some() =>
+                {
+                    self.torn.push(TornTail {
+                        path,
+                        line: 0,
+                        byte_offset: 0,
+                    });
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// The current row, borrowed.
+    pub(crate) fn row_ref(&self) -> Result<Located<'_>, TraceError> {
+        let part = self
+            .part
+            .as_ref()
+            .ok_or_else(|| TraceError::parse(&self.root, 0, "no current row"))?;
+        let b = part
+            .batch
+            .as_ref()
+            .ok_or_else(|| TraceError::parse(&part.path, 0, "no current row"))?;
+        let i = part.row;
+        let line = part.before + i as u64 + 1;
+        let err = |m: String| TraceError::parse(&part.path, line, m);
+        let int = |name: &str, col: &Ints| {
+            col.get(i)
+                .ok_or_else(|| err(format!("column `{name}` must be a non-negative integer")))
+        };
+        let real = |name: &str, v: f64| {
+            if v.is_finite() {
+                Ok(v)
+            } else {
+                Err(err(format!(
+                    "column `{name}` holds {v}; rewards must be finite"
+                )))
+            }
+        };
+        let mut components = Vec::with_capacity(b.components.len());
+        for (name, col) in part.components.iter().zip(&b.components) {
+            if col.is_null(i) {
+                return Err(err(format!("column `c.{name}` is null")));
+            }
+            components.push((Cow::Borrowed(name.as_str()), real(name, col.value(i))?));
+        }
+        let mut payout = Vec::new();
+        for (name, col) in part.payouts.iter().zip(&b.payouts) {
+            if col.is_valid(i) {
+                payout.push((Cow::Borrowed(name.as_str()), real(name, col.value(i))?));
+            }
+        }
+        let origin = match b.origin.get(i) {
+            "initial" => Origin::Initial,
+            "scheduled" => Origin::Scheduled,
+            "stochastic" => Origin::Stochastic,
+            "manual" => Origin::Manual,
+            other => {
+                return Err(err(format!(
+                    "column `regime_origin` holds `{other}`; expected initial, scheduled, stochastic or manual"
+                )));
+            }
+        };
+        let ceiling = match &b.ceiling {
+            Some(c) if c.is_valid(i) => Some(real("ceiling", c.value(i))?),
+            _ => None,
+        };
+        let row = RowRef {
+            run_id: Cow::Borrowed(b.run_id.get(i)),
+            seed: int("seed", &b.seed)?,
+            algorithm_id: Cow::Borrowed(b.algorithm_id.get(i)),
+            task: Cow::Borrowed(b.task.get(i)),
+            step: int("step", &b.step)?,
+            episode: int("episode", &b.episode)?,
+            episode_step: int("episode_step", &b.episode_step)?,
+            reward: real("reward", b.reward.value(i))?,
+            components: Terms(components),
+            payout: Terms(payout),
+            regime: Cow::Borrowed(b.regime.get(i)),
+            regime_origin: origin,
+            terminated: b.terminated.value(i),
+            truncated: b.truncated.value(i),
+            ceiling,
+            _obs: b.obs.as_ref().map(|_| serde::de::IgnoredAny),
+            _action: b.action.as_ref().map(|_| serde::de::IgnoredAny),
+        };
+        Ok(Located {
+            path: &part.path,
+            line,
+            row,
+        })
+    }
+
+    /// The current row, owned, with `obs` and `action` when they were read.
+    pub(crate) fn row_owned(&self) -> Result<TraceRow, TraceError> {
+        let at = self.row_ref()?;
+        let r = &at.row;
+        let (mut obs, mut action) = (None, None);
+        if let Some(part) = &self.part
+            && let Some(b) = &part.batch
+        {
+            let i = part.row;
+            if let Some(list) = &b.obs {
+                let values = list.value(i);
+                let values = values.as_primitive_opt::<Float32Type>().ok_or_else(|| {
+                    TraceError::parse(at.path, at.line, "column `obs` must be a list of float32")
+                })?;
+                // The f64 the JSON Lines trace reads back: the f32's shortest decimal form,
+                // so both formats give the same rows.
+                let mut text = ryu::Buffer::new();
+                obs = Some(
+                    values
+                        .values()
+                        .iter()
+                        .map(|&v| {
+                            if v.is_finite() {
+                                text.format_finite(v).parse().unwrap_or(f64::from(v))
+                            } else {
+                                f64::from(v)
+                            }
+                        })
+                        .collect(),
+                );
+            }
+            if let Some(list) = &b.action {
+                let values = list.value(i);
+                let values = values.as_primitive_opt::<Float64Type>().ok_or_else(|| {
+                    TraceError::parse(
+                        at.path,
+                        at.line,
+                        "column `action` must be a list of float64",
+                    )
+                })?;
+                let json: Vec<serde_json::Value> =
+                    values.values().iter().map(|&v| number(v)).collect();
+                action = Some(match (part.action_scalar, json.as_slice()) {
+                    (true, [one]) => one.clone(),
+                    (true, []) => serde_json::Value::Null,
+                    _ => serde_json::Value::Array(json),
+                });
+            }
+        }
+        Ok(TraceRow {
+            run_id: r.run_id.to_string(),
+            seed: r.seed,
+            algorithm_id: r.algorithm_id.to_string(),
+            task: r.task.to_string(),
+            step: r.step,
+            episode: r.episode,
+            episode_step: r.episode_step,
+            reward: r.reward,
+            components: r
+                .components
+                .iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            payout: r.payout.iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            regime: r.regime.to_string(),
+            regime_origin: r.regime_origin,
+            terminated: r.terminated,
+            truncated: r.truncated,
+            ceiling: r.ceiling,
+            obs,
+            action,
+        })
+    }
+}
+
+/// An action value as JSON: whole numbers as integers, as the JSON Lines writer prints
+/// discrete actions.
+fn number(v: f64) -> serde_json::Value {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        if v >= 0.0 {
+            serde_json::Value::from(v as u64)
+        } else {
+            serde_json::Value::from(v as i64)
+        }
+    } else {
+        serde_json::Number::from_f64(v)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null)
+    }
+}
+
+fn to_batch(batch: &RecordBatch, part: &Part) -> Result<Batch, TraceError> {
+    let path = &part.path;
+    let col = |name: &str| batch.column_by_name(name);
+    let need = |name: &str| {
+        col(name).ok_or_else(|| schema_error(path, format!("it has no column `{name}`")))
+    };
+    let kind = |name: &str, want: &str, got: &DataType| {
+        schema_error(
+            path,
+            format!("column `{name}` is {got}, where a trace has {want}"),
+        )
+    };
+    let no_nulls = |name: &str, a: &dyn Array| {
+        if a.null_count() > 0 {
+            let first = (0..a.len()).find(|&i| a.is_null(i)).unwrap_or(0);
+            Err(TraceError::parse(
+                path,
+                part.before + first as u64 + 1,
+                format!("column `{name}` is null"),
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let strings = |name: &str| -> Result<Strings, TraceError> {
+        let a = need(name)?;
+        no_nulls(name, a.as_ref())?;
+        match a.data_type() {
+            DataType::Utf8 => Ok(Strings::Plain(a.as_string::<i32>().clone())),
+            DataType::LargeUtf8 => Ok(Strings::Large(a.as_string::<i64>().clone())),
+            DataType::Dictionary(k, v) if **k == DataType::Int32 && **v == DataType::Utf8 => {
+                let d = a.as_dictionary::<Int32Type>().clone();
+                let values = d.values().as_string::<i32>().clone();
+                Ok(Strings::Dict(d, values))
+            }
+            other => Err(kind(name, "strings", other)),
+        }
+    };
+    let ints = |name: &str| -> Result<Ints, TraceError> {
+        let a = need(name)?;
+        no_nulls(name, a.as_ref())?;
+        match a.data_type() {
+            DataType::UInt64 => Ok(Ints::U(a.as_primitive::<UInt64Type>().clone())),
+            DataType::Int64 => Ok(Ints::I(a.as_primitive::<Int64Type>().clone())),
+            other => Err(kind(name, "64-bit integers", other)),
+        }
+    };
+    let floats = |name: &str, nullable: bool| -> Result<Float64Array, TraceError> {
+        let a = need(name)?;
+        if !nullable {
+            no_nulls(name, a.as_ref())?;
+        }
+        a.as_primitive_opt::<Float64Type>()
+            .cloned()
+            .ok_or_else(|| kind(name, "float64", a.data_type()))
+    };
+    let bools = |name: &str| -> Result<BooleanArray, TraceError> {
+        let a = need(name)?;
+        no_nulls(name, a.as_ref())?;
+        a.as_boolean_opt()
+            .cloned()
+            .ok_or_else(|| kind(name, "booleans", a.data_type()))
+    };
+    let list = |name: &str| -> Result<Option<ListArray>, TraceError> {
+        match col(name) {
+            None => Ok(None),
+            Some(a) => a
+                .as_list_opt::<i32>()
+                .cloned()
+                .map(Some)
+                .ok_or_else(|| kind(name, "lists of numbers", a.data_type())),
+        }
+    };
+    Ok(Batch {
+        len: batch.num_rows(),
+        run_id: strings("run_id")?,
+        seed: ints("seed")?,
+        algorithm_id: strings("algorithm_id")?,
+        task: strings("task")?,
+        step: ints("step")?,
+        episode: ints("episode")?,
+        episode_step: ints("episode_step")?,
+        reward: floats("reward", false)?,
+        components: part
+            .components
+            .iter()
+            .map(|c| floats(&format!("c.{c}"), false))
+            .collect::<Result<_, _>>()?,
+        payouts: part
+            .payouts
+            .iter()
+            .map(|p| floats(&format!("p.{p}"), true))
+            .collect::<Result<_, _>>()?,
+        regime: strings("regime")?,
+        origin: strings("regime_origin")?,
+        terminated: bools("terminated")?,
+        truncated: bools("truncated")?,
+        ceiling: match col("ceiling") {
+            None => None,
+            Some(_) => Some(floats("ceiling", true)?),
+        },
+        obs: list("obs")?,
+        action: list("action")?,
+    })
+}

@@ -1,0 +1,392 @@
+//! Parquet traces as a user meets them: `perennial run --format parquet`, then `eval`,
+//! `episodes` and `--resume` on the directory of part files, and bad Parquet input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use perennial::trace::{Manifest, TraceReader, TraceRow};
+
+fn perennial() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perennial"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("perennial-parquet-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn run(args: &[&str]) -> Output {
+    let out = perennial().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "perennial {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn rows(paths: &[&Path]) -> Vec<TraceRow> {
+    TraceReader::open(paths).collect::<Result<_, _>>().unwrap()
+}
+
+fn parts(dir: &Path) -> Vec<PathBuf> {
+    let mut p: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    p.sort();
+    p
+}
+
+/// The same run traced as JSON Lines and as Parquet.
+fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathBuf) {
+    let (jsonl, parquet) = (
+        temp(&format!("{name}.jsonl")),
+        temp(&format!("{name}.parquet")),
+    );
+    for (trace, format) in [(&jsonl, "jsonl"), (&parquet, "parquet")] {
+        let mut args = vec![
+            "run",
+            world,
+            "--steps",
+            steps,
+            "--seed",
+            "3",
+            "--trace",
+            path(trace),
+            "--format",
+            format,
+        ];
+        args.extend(extra);
+        run(&args);
+    }
+    (jsonl, parquet)
+}
+
+#[test]
+fn parquet_and_jsonl_traces_of_one_run_hold_the_same_rows() {
+    let (jsonl, parquet) = both(
+        "worlds/warehouse.toml",
+        "3000",
+        &["--agent", "base-stock"],
+        "warehouse",
+    );
+    assert!(parquet.is_dir());
+    assert!(!parts(&parquet).is_empty());
+    let (a, b) = (rows(&[&jsonl]), rows(&[&parquet]));
+    assert_eq!(a.len(), 3000);
+    assert_eq!(a, b);
+    assert!(a.iter().any(|r| !r.components.is_empty()));
+}
+
+#[test]
+fn transitions_read_back_from_parquet_list_columns() {
+    let (jsonl, parquet) = both(
+        "worlds/cartpole.toml",
+        "400",
+        &["--record-transitions", "--auto-reset"],
+        "cartpole-transitions",
+    );
+    let (a, b) = (rows(&[&jsonl]), rows(&[&parquet]));
+    assert_eq!(a.len(), b.len());
+    assert!(b[0].obs.as_ref().is_some_and(|o| o.len() == 4));
+    assert_eq!(a, b);
+    let episodes = |trace: &Path| {
+        let out = temp(&format!(
+            "{}.episodes.jsonl",
+            trace.file_name().unwrap().to_string_lossy()
+        ));
+        run(&["episodes", path(trace), "--out", path(&out)]);
+        std::fs::read_to_string(out).unwrap().lines().count()
+    };
+    assert_eq!(episodes(&jsonl), episodes(&parquet));
+}
+
+#[test]
+fn eval_json_is_identical_for_parquet_and_jsonl() {
+    let (jsonl, parquet) = both("worlds/cartpole-drift.toml", "5000", &[], "drift");
+    let eval = |trace: &Path| run(&["eval", path(trace), "--json"]).stdout;
+    let (a, b) = (eval(&jsonl), eval(&parquet));
+    assert!(!a.is_empty());
+    assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
+}
+
+#[test]
+fn one_eval_call_reads_parquet_and_jsonl_together() {
+    let (jsonl, _) = both(
+        "worlds/cartpole.toml",
+        "300",
+        &["--run-id", "mixed-a"],
+        "mixed-a",
+    );
+    let (_, parquet) = both(
+        "worlds/cartpole.toml",
+        "300",
+        &["--run-id", "mixed-b"],
+        "mixed-b",
+    );
+    let out = run(&["eval", path(&jsonl), path(&parquet), "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["mixed-a", "mixed-b"]);
+}
+
+#[test]
+fn a_manifest_records_what_produced_the_run() {
+    let trace = temp("manifest.parquet");
+    run(&[
+        "run",
+        "worlds/cartpole.toml",
+        "--steps",
+        "200",
+        "--seed",
+        "11",
+        "--run-id",
+        "manifested",
+        "--format",
+        "parquet",
+        "--trace",
+        path(&trace),
+    ]);
+    let beside = Manifest::read(&Manifest::path_for(&trace, "manifested")).unwrap();
+    assert_eq!(beside.seed, 11);
+    assert_eq!(beside.exit_status, "completed");
+    assert!(beside.ended_at.is_some());
+    let world = beside.world_file.as_ref().unwrap();
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/cartpole.toml"))
+            .unwrap();
+    assert_eq!(world.text, text);
+    assert_eq!(world.hash, perennial::trace::content_hash(&text));
+    assert_eq!(beside.options["format"], "parquet");
+    let inside =
+        Manifest::parse(&perennial::trace::parquet_manifest(&trace).unwrap().unwrap()).unwrap();
+    assert_eq!(inside.run_id, "manifested");
+    assert_eq!(inside.world_file, beside.world_file);
+    let text = String::from_utf8(run(&["eval", path(&trace)]).stdout).unwrap();
+    assert!(text.contains("manifested: perennial"), "{text}");
+}
+
+#[test]
+fn eval_warns_when_grouped_runs_came_from_different_world_files() {
+    let world = temp("edited.toml");
+    let original =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/cartpole.toml"))
+            .unwrap();
+    let mut traces = Vec::new();
+    for (i, text) in [original.clone(), format!("{original}\n# edited\n")]
+        .iter()
+        .enumerate()
+    {
+        std::fs::write(&world, text).unwrap();
+        let trace = temp(&format!("edited-{i}.jsonl"));
+        run(&[
+            "run",
+            path(&world),
+            "--steps",
+            "150",
+            "--seed",
+            &i.to_string(),
+            "--trace",
+            path(&trace),
+        ]);
+        traces.push(trace);
+    }
+    let out = run(&["eval", path(&traces[0]), path(&traces[1]), "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("different world-file"), "{warnings}");
+}
+
+#[test]
+fn sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run() {
+    let (whole, cut, ckpt) = (
+        temp("whole.parquet"),
+        temp("cut.parquet"),
+        temp("cut.ckpt.json"),
+    );
+    let common = [
+        "run",
+        "worlds/warehouse.toml",
+        "--agent",
+        "adaptive-base-stock",
+        "--steps",
+        "150000",
+        "--seed",
+        "5",
+        "--format",
+        "parquet",
+    ];
+    run(&[&common[..], &["--trace", path(&whole)]].concat());
+    let mut child = perennial()
+        .args(common)
+        .args([
+            "--trace",
+            path(&cut),
+            "--checkpoint-every",
+            "10000",
+            "--checkpoint",
+            path(&ckpt),
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !ckpt.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no checkpoint appeared"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let cut_rows = rows(&[&cut]).len();
+    assert!(
+        cut_rows < 150_000,
+        "the run was killed mid-way ({cut_rows} rows)"
+    );
+    run(&["run", "--resume", path(&ckpt)]);
+    assert_eq!(rows(&[&whole]), rows(&[&cut]));
+}
+
+#[test]
+fn a_torn_part_is_reported_and_the_complete_parts_are_read() {
+    let trace = temp("torn.parquet");
+    let ckpt = temp("torn.ckpt.json");
+    run(&[
+        "run",
+        "worlds/cartpole.toml",
+        "--auto-reset",
+        "--steps",
+        "3000",
+        "--format",
+        "parquet",
+        "--trace",
+        path(&trace),
+        "--checkpoint-every",
+        "1000",
+        "--checkpoint",
+        path(&ckpt),
+    ]);
+    let p = parts(&trace);
+    assert_eq!(p.len(), 3, "one part per checkpoint");
+    let last = p.last().unwrap();
+    let bytes = std::fs::read(last).unwrap();
+    std::fs::write(last, &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(trace.join(".part-00003.parquet.tmp"), b"PAR1 half").unwrap();
+    let mut reader = TraceReader::open(&[&trace]);
+    let read: Vec<TraceRow> = (&mut reader).collect::<Result<_, _>>().unwrap();
+    assert_eq!(read.len(), 2000);
+    let torn: Vec<String> = reader
+        .torn_tails()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(torn.len(), 2, "{torn:?}");
+    assert!(
+        torn.iter().any(|t| t.contains("part-00002.parquet")),
+        "{torn:?}"
+    );
+    let out = run(&["eval", path(&trace), "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["runs"][0]["steps"], 2000);
+    assert!(report["warnings"].to_string().contains("half-written"));
+}
+
+fn fails_with(args: &[&str], expected: &str) {
+    let out = perennial().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn hostile_parquet_input_is_exit_2_with_a_clear_message() {
+    let fake = temp("fake.parquet");
+    std::fs::write(&fake, b"run_id,step\nr,0\n").unwrap();
+    fails_with(&["eval", path(&fake)], "not a readable Parquet file");
+
+    let empty = temp("empty.parquet");
+    std::fs::create_dir_all(&empty).unwrap();
+    fails_with(&["eval", path(&empty)], "holds no part files");
+
+    // A real Parquet file with other columns.
+    let other = temp("other.parquet");
+    let schema = std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "price",
+        arrow_schema::DataType::Float64,
+        false,
+    )]));
+    let batch = arrow_array::RecordBatch::try_new(
+        schema.clone(),
+        vec![std::sync::Arc::new(arrow_array::Float64Array::from(vec![
+            1.0, 2.0,
+        ]))],
+    )
+    .unwrap();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&other).unwrap(), schema, None)
+            .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    fails_with(&["eval", path(&other)], "has no column `run_id`");
+    let out = temp("other.episodes.jsonl");
+    fails_with(
+        &["episodes", path(&other), "--out", path(&out)],
+        "not a perennial trace",
+    );
+
+    let file = temp("a-file.parquet");
+    std::fs::write(&file, b"x").unwrap();
+    fails_with(
+        &[
+            "run",
+            "worlds/cartpole.toml",
+            "--steps",
+            "10",
+            "--format",
+            "parquet",
+            "--trace",
+            path(&file),
+        ],
+        "is a file",
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+
+    let folder = temp("someone-elses-folder");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("notes.parquet"), b"mine").unwrap();
+    fails_with(
+        &[
+            "run",
+            "worlds/cartpole.toml",
+            "--steps",
+            "10",
+            "--format",
+            "parquet",
+            "--trace",
+            path(&folder),
+        ],
+        "not a part file",
+    );
+    assert_eq!(
+        std::fs::read(folder.join("notes.parquet")).unwrap(),
+        b"mine"
+    );
+}

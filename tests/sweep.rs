@@ -1,0 +1,471 @@
+//! `perennial sweep` run as a user would: traces identical to lone runs, one eval group per
+//! (task, agent), resumption after SIGKILL, the directory lock, failures and retries, and
+//! the `--plan-json` / `--collect` protocol other backends use.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn perennial(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args(args)
+        .env_remove("PERENNIAL_BIN")
+        .output()
+        .unwrap()
+}
+
+/// A fresh folder for one test, removed by `cleanup`.
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("perennial-sweep-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn cleanup(dir: &Path) {
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// 2 worlds × 2 agents × 2 seeds.
+fn sweep_file(dir: &Path, steps: u64, every: u64, agents: &str) -> PathBuf {
+    let path = dir.join("small.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[sweep]\nname = \"small\"\nworlds = [\"worlds/cartpole-drift.toml\", \"worlds/warehouse.toml\"]\n\
+             agents = [{agents}]\nseeds = {{ from = 0, count = 2 }}\nsteps = {steps}\n\
+             checkpoint_every = {every}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn manifest(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+fn statuses(dir: &Path) -> Vec<String> {
+    manifest(dir)["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn traces(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir.join("traces"))
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
+    let dir = tmp("lone");
+    let file = sweep_file(&dir, 1500, 400, "\"random\", \"actor-critic\"");
+    let out_dir = dir.join("out");
+    let out = perennial(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--jobs",
+        "2",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(statuses(&out_dir), vec!["done"; 8]);
+
+    let m = manifest(&out_dir);
+    for run in m["runs"].as_array().unwrap() {
+        assert_eq!(run["exit_code"], 0);
+        assert_eq!(run["steps_done"], 1500);
+        let id = run["run_id"].as_str().unwrap();
+        let (world, rest) = if let Some(rest) = id.strip_prefix("cartpole-") {
+            ("worlds/cartpole-drift.toml", rest)
+        } else {
+            (
+                "worlds/warehouse.toml",
+                id.strip_prefix("warehouse-").unwrap(),
+            )
+        };
+        let (agent, seed) = rest.rsplit_once("-seed").unwrap();
+        let lone = dir.join(format!("{id}.jsonl"));
+        let alone = perennial(&[
+            "run",
+            world,
+            "--agent",
+            agent,
+            "--seed",
+            seed,
+            "--steps",
+            "1500",
+            "--run-id",
+            id,
+            "--trace",
+            lone.to_str().unwrap(),
+        ]);
+        assert!(
+            alone.status.success(),
+            "{}",
+            String::from_utf8_lossy(&alone.stderr)
+        );
+        let swept = std::fs::read(run["trace"].as_str().unwrap()).unwrap();
+        assert!(
+            swept == std::fs::read(&lone).unwrap(),
+            "{id}: the sweep's trace differs from a lone run's"
+        );
+    }
+
+    let eval: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("eval.json")).unwrap()).unwrap();
+    let groups = eval["groups"].as_array().unwrap();
+    let mut keys: Vec<(String, String)> = groups
+        .iter()
+        .map(|g| {
+            (
+                g["task"].as_str().unwrap().into(),
+                g["algorithm_id"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    keys.sort();
+    let expected: Vec<(String, String)> = [
+        ("cartpole", "actor-critic"),
+        ("cartpole", "random"),
+        ("warehouse", "actor-critic"),
+        ("warehouse", "random"),
+    ]
+    .iter()
+    .map(|(t, a)| (t.to_string(), a.to_string()))
+    .collect();
+    assert_eq!(keys, expected);
+    for g in groups {
+        assert_eq!(g["runs"], 2);
+        let (_, label) = g["configurations"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .next()
+            .unwrap();
+        let mean = &label["mean_reward"];
+        assert!(mean["ci_low"].as_f64().unwrap() <= mean["mean"].as_f64().unwrap());
+        assert!(mean["mean"].as_f64().unwrap() <= mean["ci_high"].as_f64().unwrap());
+        assert_eq!(mean["n"], 2);
+    }
+    assert!(
+        std::fs::read_to_string(out_dir.join("plot.svg"))
+            .unwrap()
+            .starts_with("<svg")
+    );
+    assert!(
+        !std::fs::read_to_string(out_dir.join("eval.txt"))
+            .unwrap()
+            .is_empty()
+    );
+
+    // Rerunning a finished sweep runs nothing and changes no trace.
+    let before = traces(&out_dir);
+    let again = perennial(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("8 already done"));
+    assert!(before == traces(&out_dir));
+    assert!(
+        manifest(&out_dir)["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["attempts"] == 1)
+    );
+    cleanup(&dir);
+}
+
+#[test]
+fn a_sigkilled_sweep_rerun_finishes_with_the_traces_of_an_uninterrupted_one() {
+    let dir = tmp("kill");
+    let file = sweep_file(&dir, 6000, 250, "\"random\", \"actor-critic\"");
+    let whole = dir.join("whole");
+    let out = perennial(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--jobs",
+        "2",
+        "--out",
+        whole.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let cut = dir.join("cut");
+    let mut sweep = Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args([
+            "sweep",
+            file.to_str().unwrap(),
+            "--jobs",
+            "2",
+            "--out",
+            cut.to_str().unwrap(),
+        ])
+        .env_remove("PERENNIAL_BIN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Part-way: a run has finished and another has checkpointed but not finished.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "the sweep never got part-way");
+        if let Ok(text) = std::fs::read_to_string(cut.join("manifest.json"))
+            && let Ok(m) = serde_json::from_str::<serde_json::Value>(&text)
+        {
+            let runs = m["runs"].as_array().unwrap();
+            let done = runs.iter().any(|r| r["status"] == "done");
+            let checkpointed = runs.iter().any(|r| {
+                r["status"] == "running" && Path::new(r["checkpoint"].as_str().unwrap()).is_file()
+            });
+            if done && checkpointed {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let group = format!("-{}", sweep.id());
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .status()
+            .unwrap()
+            .success()
+    );
+    sweep.wait().unwrap();
+    let after_kill = statuses(&cut);
+    assert!(
+        after_kill.iter().any(|s| s != "done"),
+        "the kill came after the end: {after_kill:?}"
+    );
+
+    // The kernel dropped the dead sweep's lock: the rerun takes the directory.
+    let rerun = perennial(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--jobs",
+        "2",
+        "--out",
+        cut.to_str().unwrap(),
+    ]);
+    assert!(
+        rerun.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rerun.stderr)
+    );
+    assert_eq!(statuses(&cut), vec!["done"; 8]);
+    let (a, b) = (traces(&whole), traces(&cut));
+    assert_eq!(a.len(), 8);
+    for ((name, x), (_, y)) in a.iter().zip(&b) {
+        assert!(
+            x == y,
+            "{name}: the resumed sweep's trace differs from the uninterrupted one"
+        );
+    }
+    let resumed = manifest(&cut)["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["attempts"].as_u64().unwrap() > 1)
+        .count();
+    assert!(resumed >= 1, "no run was interrupted and resumed");
+    cleanup(&dir);
+}
+
+#[test]
+fn a_second_sweep_on_a_held_directory_is_refused_naming_the_holder() {
+    let dir = tmp("lock");
+    let file = sweep_file(&dir, 100, 50, "\"random\"");
+    let out_dir = dir.join("out");
+    let held = perennial::sweep::DirLock::acquire(&out_dir).unwrap();
+    let out = perennial(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("pid {}", std::process::id())),
+        "{err}"
+    );
+    assert!(!out_dir.join("manifest.json").exists());
+    drop(held);
+    cleanup(&dir);
+}
+
+#[test]
+fn a_failed_run_is_retried_once_then_reported_without_stopping_the_others() {
+    let dir = tmp("fail");
+    let file = sweep_file(&dir, 300, 100, "\"random\"");
+    // A stand-in executable: one run always crashes, another crashes on its first attempt.
+    let marker = dir.join("crashed-once");
+    let flaky = dir.join("flaky.sh");
+    std::fs::write(
+        &flaky,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in\n*warehouse-random-seed0*) echo 'error: simulated crash' >&2; exit 1;;\n\
+             *warehouse-random-seed1*) if [ ! -e '{m}' ]; then touch '{m}'; exit 1; fi;;\nesac\n\
+             exec '{bin}' \"$@\"\n",
+            m = marker.display(),
+            bin = env!("CARGO_BIN_EXE_perennial")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&flaky, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out_dir = dir.join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args([
+            "sweep",
+            file.to_str().unwrap(),
+            "--jobs",
+            "2",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .env("PERENNIAL_BIN", &flaky)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("1 run(s) failed") && err.contains("warehouse-random-seed0: simulated crash"),
+        "{err}"
+    );
+    let m = manifest(&out_dir);
+    for run in m["runs"].as_array().unwrap() {
+        let id = run["run_id"].as_str().unwrap();
+        let (status, attempts) = match id {
+            "warehouse-random-seed0" => ("failed", 2),
+            "warehouse-random-seed1" => ("done", 2),
+            _ => ("done", 1),
+        };
+        assert_eq!(run["status"], status, "{id}");
+        assert_eq!(run["attempts"], attempts, "{id}");
+    }
+    let eval: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("eval.json")).unwrap()).unwrap();
+    assert_eq!(eval["groups"].as_array().unwrap().len(), 2);
+    cleanup(&dir);
+}
+
+#[test]
+fn an_agent_a_world_cannot_run_is_refused_at_load() {
+    let dir = tmp("agent");
+    let file = sweep_file(&dir, 100, 50, "\"random\", \"base-stock\"");
+    let out = perennial(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("small.toml:4: field `sweep.agents[1]`")
+            && err.contains("cartpole-drift.toml"),
+        "{err}"
+    );
+    assert!(!dir.join("out").exists());
+    cleanup(&dir);
+}
+
+#[test]
+fn a_bad_sweep_file_is_refused_with_its_line_and_field() {
+    let dir = tmp("bad");
+    let file = sweep_file(&dir, 0, 50, "\"random\"");
+    let out = perennial(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("small.toml:6: field `sweep.steps`"), "{err}");
+    assert!(!dir.join("out").exists());
+    cleanup(&dir);
+}
+
+#[test]
+fn runs_made_from_the_plan_are_collected_into_the_manifest_and_eval() {
+    let dir = tmp("collect");
+    let file = sweep_file(&dir, 200, 100, "\"random\"");
+    let out_dir = dir.join("out");
+    let plan = perennial(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--plan-json",
+    ]);
+    assert!(plan.status.success());
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let runs = plan["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    let mut results = serde_json::Map::new();
+    for run in runs {
+        assert_eq!(run["status"], "pending");
+        let argv: Vec<&str> = run["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        for p in ["trace", "checkpoint"] {
+            std::fs::create_dir_all(Path::new(run[p].as_str().unwrap()).parent().unwrap()).unwrap();
+        }
+        let code = perennial(&argv).status.code();
+        results.insert(
+            run["run_id"].as_str().unwrap().into(),
+            serde_json::json!({"exit_code": code, "attempts": 1}),
+        );
+    }
+    let results_path = dir.join("results.json");
+    std::fs::write(&results_path, serde_json::to_string(&results).unwrap()).unwrap();
+    let out = perennial(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--collect",
+        results_path.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(statuses(&out_dir), vec!["done"; 4]);
+    assert!(out_dir.join("eval.json").is_file());
+    cleanup(&dir);
+}
