@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::file::SweepFile;
-use crate::trace::TraceFormat;
 
 /// One run of a sweep, as the local runner and the Ray backend both start it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -47,10 +46,7 @@ impl PlannedRun {
 /// Every run of a sweep, in file order (worlds, then agents, then seeds), with its paths
 /// under `dir`.
 pub fn plan(sweep: &SweepFile, dir: &Path) -> Vec<PlannedRun> {
-    let ext = match sweep.format {
-        TraceFormat::Jsonl => "jsonl",
-        TraceFormat::Csv => "csv",
-    };
+    let ext = sweep.format.extension();
     let format = ext;
     let mut runs = Vec::with_capacity(sweep.len());
     for world in &sweep.worlds {

@@ -147,6 +147,19 @@ pub fn create(
     )
 }
 
+/// The rows in the finished parts of the Parquet trace `dir`, from their footers; 0 when
+/// it cannot be read yet.
+pub(crate) fn parquet_rows(dir: &Path) -> u64 {
+    parquet_reader::list_parts(dir)
+        .map(|p| {
+            p.parts
+                .iter()
+                .filter_map(|part| parquet_reader::part_rows(part).ok())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 /// Makes `dir` an empty Parquet trace directory: creates it, or removes the part files a
 /// previous run with the same path left (and nothing else). Returns the first part index.
 fn fresh_parquet_dir(dir: &Path) -> Result<usize, TraceError> {
