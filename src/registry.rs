@@ -327,11 +327,21 @@ impl<K: WorldKind> Kind for Entry<K> {
             None => K::Params::default(),
             Some(t) => t.clone().try_into().map_err(|e: toml::de::Error| {
                 let message = e.message().to_string();
+                // A value error (`-3` for a count) names no key: the key is the first one
+                // that fails on its own, so the message points at its line, not the table's.
                 let field = message
                     .split('`')
                     .nth(1)
                     .filter(|k| t.contains_key(*k))
-                    .map(str::to_string);
+                    .map(str::to_string)
+                    .or_else(|| {
+                        t.iter().find_map(|(k, v)| {
+                            let mut alone = toml::Table::new();
+                            alone.insert(k.clone(), v.clone());
+                            let solo: Result<K::Params, _> = alone.try_into();
+                            solo.is_err().then(|| k.clone())
+                        })
+                    });
                 ParamError { field, message }
             })?,
         };

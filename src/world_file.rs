@@ -185,6 +185,24 @@ struct RewardDef {
     terms: Vec<Spanned<Term>>,
 }
 
+/// Reads at most [`MAX_WORLD_FILE_BYTES`](crate::limits::MAX_WORLD_FILE_BYTES), so
+/// `/dev/zero` or a huge file is refused instead of read without bound.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let limit = crate::limits::MAX_WORLD_FILE_BYTES;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read the file: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the file: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!(
+            "is larger than {limit} bytes, the limit for a world file; is it the right file?"
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Locates byte offsets as lines and builds errors for one file.
 struct Ctx<'a> {
     path: &'a Path,
@@ -249,11 +267,22 @@ impl WorldFile {
     ///
     /// As [`WorldFile::load`].
     pub fn load_with(path: &Path, registry: &Registry) -> Result<Self, WorldFileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| WorldFileError {
+        let fail = |message: String| WorldFileError {
             path: path.to_path_buf(),
             line: None,
             field: None,
-            message: format!("cannot read the file: {e}"),
+            message,
+        };
+        let bytes = read_bounded(path).map_err(fail)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+            WorldFileError {
+                path: path.to_path_buf(),
+                line: Some(line),
+                field: None,
+                message: format!("byte {at} is not valid UTF-8; save the file as UTF-8"),
+            }
         })?;
         Self::parse_with(&text, path, registry)
     }
@@ -343,10 +372,20 @@ impl WorldFile {
             Some(r) => Some(reward(&ctx, r, kind.reward_signals())?),
         };
         if let Some(w) = def.harness.window_steps
-            && w == 0
+            && (w == 0 || w > crate::limits::MAX_WINDOW_STEPS)
         {
             let span = ctx.find_key(0, "window_steps");
-            return Err(ctx.err(span, Some("harness.window_steps"), "must be at least 1"));
+            return Err(ctx.err(
+                span,
+                Some("harness.window_steps"),
+                format!("is {w}; use 1 to {}", crate::limits::MAX_WINDOW_STEPS),
+            ));
+        }
+        if let Some(agent) = &def.harness.agent
+            && let Err(message) = crate::limits::check_id("harness.agent", agent)
+        {
+            let span = ctx.find_key(0, "agent");
+            return Err(ctx.err(span, Some("harness.agent"), message));
         }
         let agents = agent_tables(
             &ctx,
@@ -416,18 +455,37 @@ fn regimes(
             "the regime list is empty; define at least one [[regimes]] with a label, or omit the key for a stationary world",
         ));
     }
+    if defs.get_ref().len() > crate::limits::MAX_REGIMES {
+        return Err(ctx.err(
+            Some(defs.span()),
+            Some("regimes"),
+            format!(
+                "{} regimes; a world file may define at most {}",
+                defs.get_ref().len(),
+                crate::limits::MAX_REGIMES
+            ),
+        ));
+    }
     let mut out: Vec<Regime> = Vec::new();
+    // A set, not a scan of `out`: 80,000 regimes load in near-linear time.
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     for def in defs.into_inner() {
         let def = def.into_inner();
         let label = def.label.get_ref();
-        if label.is_empty() || label.contains(['\n', '\r']) {
+        if label.is_empty()
+            || label.chars().any(char::is_control)
+            || label.len() > crate::limits::MAX_ID_BYTES
+        {
             return Err(ctx.err(
                 Some(def.label.span()),
                 Some("regimes.label"),
-                "a label must be non-empty and on one line",
+                format!(
+                    "a label must be non-empty, at most {} bytes, on one line and free of control characters",
+                    crate::limits::MAX_ID_BYTES
+                ),
             ));
         }
-        if out.iter().any(|r| &r.label == label) {
+        if !seen.insert(label.clone()) {
             return Err(ctx.err(
                 Some(def.label.span()),
                 Some("regimes.label"),

@@ -250,7 +250,7 @@ fn cases() -> Vec<Case> {
         Case {
             what: "trace: episodes export without transitions",
             file: Some(("no-transitions.jsonl", rows(3))),
-            args: &["episodes", "{file}", "--out", "/dev/null"],
+            args: &["episodes", "{file}", "--out", "{file}.episodes.jsonl"],
             code: 2,
             expect: &["{file}", "--record-transitions"],
         },
@@ -273,6 +273,227 @@ fn cases() -> Vec<Case> {
             args: &["run", "--resume", "{file}"],
             code: 2,
             expect: &["{file}", "not a perennial checkpoint"],
+        },
+        Case {
+            what: "run: --trace equal to the world file",
+            file: Some(("same.toml", WORLD.into())),
+            args: &["run", "{file}", "--steps", "5", "--trace", "{file}"],
+            code: 2,
+            expect: &["is the same file as the world file"],
+        },
+        Case {
+            what: "run: --trace on a device",
+            file: None,
+            args: &[
+                "run",
+                "worlds/cartpole.toml",
+                "--steps",
+                "5",
+                "--trace",
+                "/dev/full",
+            ],
+            code: 2,
+            expect: &["/dev/full: is a device"],
+        },
+        Case {
+            what: "run: --checkpoint is a directory",
+            file: None,
+            args: &[
+                "run",
+                "worlds/cartpole.toml",
+                "--no-trace",
+                "--checkpoint-every",
+                "1000",
+                "--checkpoint",
+                "/",
+            ],
+            code: 2,
+            expect: &["/: is a directory"],
+        },
+        Case {
+            what: "run: --format csv into a .jsonl file",
+            file: None,
+            args: &[
+                "run",
+                "worlds/cartpole.toml",
+                "--format",
+                "csv",
+                "--trace",
+                "/nonexistent/t.jsonl",
+            ],
+            code: 2,
+            expect: &["the extension says jsonl but the format is csv"],
+        },
+        Case {
+            what: "run: --run-id that escapes runs/",
+            file: None,
+            args: &["run", "worlds/cartpole.toml", "--run-id", "../../x"],
+            code: 2,
+            expect: &["--run-id", "starts with `.`"],
+        },
+        Case {
+            what: "run: empty --run-id",
+            file: None,
+            args: &["run", "worlds/cartpole.toml", "--run-id", ""],
+            code: 2,
+            expect: &["--run-id is empty"],
+        },
+        Case {
+            what: "run: --window-steps near u64::MAX",
+            file: None,
+            args: &[
+                "run",
+                "worlds/cartpole.toml",
+                "--no-trace",
+                "--window-steps",
+                "18446744073709551615",
+            ],
+            code: 2,
+            expect: &["--window-steps is 18446744073709551615"],
+        },
+        Case {
+            what: "world file: 4e9 SKUs",
+            file: Some((
+                "many-skus.toml",
+                warehouse.replace("skus = 8", "skus = 4000000000"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "world.params.skus", "use at most 100000"],
+        },
+        Case {
+            what: "world file: a stock_scale that makes observations infinite",
+            file: Some((
+                "tiny-scale.toml",
+                warehouse.replace("skus = 8", "skus = 8\nstock_scale = 1e-310"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["world.params.stock_scale", "use at least 0.001"],
+        },
+        Case {
+            what: "world file: a task with a newline",
+            file: Some((
+                "newline-task.toml",
+                warehouse.replace("task = \"warehouse\"", "task = \"ware\\nhouse\""),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["world.params.task", "contains '\\n'"],
+        },
+        Case {
+            what: "world file: stochastic weights whose sum is infinite",
+            file: Some((
+                "huge-weights.toml",
+                format!(
+                    "{WORLD}\n[schedule]\nplan = \"stochastic\"\nlabels = [\"a\", \"b\"]\nweights = [1e308, 1e308]\nmin_dwell = 1\nmean_dwell = 5.0\n"
+                ),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}", "finite sum"],
+        },
+        Case {
+            what: "world file: negative SKU count",
+            file: Some((
+                "negative-skus.toml",
+                warehouse.replace("skus = 8", "skus = -3"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:16", "world.params.skus"],
+        },
+        Case {
+            what: "world file: fractional whole-number parameter",
+            file: Some((
+                "fractional.toml",
+                WORLD.replace("gravity = 12.0", "max_episode_steps = 2.5"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:9", "must be a whole number"],
+        },
+        Case {
+            what: "world file: an agent `run` does not know",
+            file: Some((
+                "bad-agent.toml",
+                format!("{WORLD}\n[harness]\nagent = \"oracle\"\n"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["harness.agent", "no agent `oracle`", "balance"],
+        },
+        Case {
+            what: "world file: /dev/zero",
+            file: None,
+            args: &["check", "/dev/zero"],
+            code: 2,
+            expect: &["/dev/zero", "larger than 16777216 bytes"],
+        },
+        Case {
+            what: "trace: a ceiling below the reward",
+            file: Some((
+                "above-ceiling.jsonl",
+                rows(2).replace("\"ceiling\":null", "\"ceiling\":0.5"),
+            )),
+            args: &["eval", "{file}"],
+            code: 0,
+            expect: &["{file}:1", "above its ceiling 0.5"],
+        },
+        Case {
+            what: "trace: /dev/zero",
+            file: None,
+            args: &["eval", "/dev/zero"],
+            code: 2,
+            expect: &["/dev/zero:1", "longer than 16777216 bytes"],
+        },
+        Case {
+            what: "trace: rows that are JSON arrays",
+            file: Some((
+                "array.jsonl",
+                "[\"r\",0,\"a\",\"t\",0,0,0,1.0,{},{},\"x\",\"initial\",false,false,null]\n".into(),
+            )),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}:1", "one JSON object"],
+        },
+        Case {
+            what: "trace: identity columns change mid-run",
+            file: Some((
+                "identity.jsonl",
+                rows(2) + &row(2, "1.0").replace("\"seed\":0", "\"seed\":1"),
+            )),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}:3", "changes its `seed` mid-run"],
+        },
+        Case {
+            what: "trace: a step of u64::MAX",
+            file: Some(("wrap.jsonl", row(u64::MAX, "1.0"))),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}:1", "would wrap"],
+        },
+        Case {
+            what: "trace: an eval window near 1e12",
+            file: Some(("window.jsonl", rows(3))),
+            args: &["eval", "{file}", "--window", "1000000000000"],
+            code: 2,
+            expect: &["smoothing window is 1000000000000"],
+        },
+        Case {
+            what: "trace: --plot equal to the trace",
+            file: Some(("plot-same.jsonl", rows(3))),
+            args: &["eval", "{file}", "--plot", "{file}"],
+            code: 2,
+            expect: &["--plot {file} is the same file as a trace"],
+        },
+        Case {
+            what: "trace: episodes --out on a device",
+            file: Some(("out-device.jsonl", rows(3))),
+            args: &["episodes", "{file}", "--out", "/dev/full"],
+            code: 2,
+            expect: &["/dev/full: is a device"],
         },
     ]
 }
@@ -319,7 +540,7 @@ fn every_hostile_input_gets_its_documented_message() {
             stdout
                 .lines()
                 .chain(stderr.lines())
-                .find(|l| l.contains("torn"))
+                .find(|l| l.contains("torn") || l.contains("warning"))
                 .unwrap_or("")
                 .to_string()
         } else {

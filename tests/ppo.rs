@@ -114,9 +114,14 @@ fn resume_is_byte_identical(name: &str) {
     let bytes = ckpt
         .trace_bytes
         .expect("the checkpoint knows the trace length");
+    let tail = ckpt.trace_tail.clone();
     let mut resumed = Harness::resume(cartpole(), family(name, 9), ckpt, None).expect("it resumes");
     resumed
-        .open_trace(&cut_path, TraceFormat::Jsonl, Some(bytes))
+        .open_trace(
+            &cut_path,
+            TraceFormat::Jsonl,
+            Some((bytes, tail.as_deref())),
+        )
         .expect("the trace reopens");
     resumed.advance(steps).expect("the run goes on");
     assert_eq!(

@@ -35,7 +35,8 @@ pub struct RunArgs {
     /// Trace format.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: FormatArg,
-    /// Run id [default: <task>-<agent>-seed<seed>, so the same run twice writes the same bytes].
+    /// Run id [default: <task>-<agent>-seed<seed>, with the world file's name after the task
+    /// when it differs from the task; the same run twice writes the same bytes].
     #[arg(long)]
     pub run_id: Option<String>,
     /// Also write the `obs` and `action` columns.
@@ -54,6 +55,10 @@ pub struct RunArgs {
     /// step and appended to; every other flag comes from the checkpoint.
     #[arg(long, value_name = "CHECKPOINT", conflicts_with_all = ["world_file", "agent", "agent_opt", "steps", "seed", "window_steps", "auto_reset", "trace", "run_id", "record_transitions", "no_trace", "checkpoint_every"])]
     pub resume: Option<PathBuf>,
+    /// With --resume: continue even though the world file changed since the checkpoint
+    /// (the run then follows the edited file, and its trace differs from an uninterrupted one).
+    #[arg(long, requires = "resume")]
+    pub allow_world_change: bool,
 }
 
 /// `--format`.

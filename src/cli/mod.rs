@@ -22,6 +22,7 @@ mod export;
 mod info;
 mod progress;
 mod run;
+mod signals;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -94,13 +95,24 @@ pub fn main() -> ExitCode {
 /// The `perennial` command line over `registry`'s worlds and agents, reading the process's
 /// arguments.
 pub fn main_with(registry: Registry) -> ExitCode {
-    run_with_args(&registry, std::env::args_os())
+    execute(&registry, std::env::args_os(), true)
 }
 
 /// Parses `args` (the first is the program name, as in `std::env::args_os`), runs the
 /// command in this process and returns its exit code. Usage errors print clap's message
 /// and return 2; `--help` and `--version` print and return 0.
 pub fn run_with_args<I, T>(registry: &Registry, args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    execute(registry, args, false)
+}
+
+/// Parses and runs one command. Only the process's own entry point (`handle_signals`)
+/// takes over SIGINT and SIGTERM: a caller embedding the command line (the Python package,
+/// a sweep) keeps its own handlers.
+fn execute<I, T>(registry: &Registry, args: I, handle_signals: bool) -> ExitCode
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -115,6 +127,7 @@ where
     match dispatch(
         registry,
         cli.command.unwrap_or(Command::Run(RunArgs::default())),
+        handle_signals,
     ) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
@@ -124,9 +137,9 @@ where
     }
 }
 
-fn dispatch(registry: &Registry, command: Command) -> Result<(), Failure> {
+fn dispatch(registry: &Registry, command: Command, handle_signals: bool) -> Result<(), Failure> {
     match command {
-        Command::Run(args) => run::run(registry, &args),
+        Command::Run(args) => run::run(registry, &args, handle_signals),
         Command::Eval(args) => crate::eval::run_cli(&args)
             .map(|out| print!("{out}"))
             .map_err(Failure::input),

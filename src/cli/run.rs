@@ -6,10 +6,11 @@ use std::time::Instant;
 
 use super::args::{FormatArg, RunArgs};
 use super::info::locate;
-use super::{Failure, progress};
+use super::{Failure, progress, signals};
 use crate::harness::{
     Checkpoint, CheckpointPlan, DynHarness, HarnessConfig, RunSummary, StopReason,
 };
+use crate::output::OutputLock;
 use crate::registry::{Kind, Registry, RunRequest};
 use crate::trace::{RunIdentity, TraceFormat};
 use crate::world_file::WorldFile;
@@ -45,6 +46,11 @@ pub struct RunPlan {
     pub checkpoint_every: Option<u64>,
     /// The checkpoint file (resolved to its default once the run id is known).
     pub checkpoint: Option<PathBuf>,
+    /// The world file's content when the run started: a resume refuses an edited world
+    /// file.
+    pub world_text: String,
+    /// The hash of `world_text` ([`crate::output::content_hash`]).
+    pub world_hash: String,
 }
 
 impl RunPlan {
@@ -60,32 +66,63 @@ impl RunPlan {
     }
 }
 
+/// A harness ready to run, and the checkpoint's lock, held for the run.
+type Prepared = (Box<dyn DynHarness>, Option<OutputLock>);
+
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-pub(super) fn run(registry: &Registry, args: &RunArgs) -> Result<(), Failure> {
+/// Runs `perennial run`. With `handle_signals` (the process's own entry point, not a
+/// caller embedding the command line) SIGINT and SIGTERM end the run cleanly.
+pub(super) fn run(
+    registry: &Registry,
+    args: &RunArgs,
+    handle_signals: bool,
+) -> Result<(), Failure> {
     let (plan, resume) = match &args.resume {
         Some(ckpt_path) => {
-            let (plan, ckpt) = plan_from_checkpoint(ckpt_path)?;
-            (plan, Some(ckpt))
+            let (plan, ckpt) = plan_from_checkpoint(ckpt_path, args.allow_world_change)?;
+            (plan, Some((ckpt, ckpt_path.as_path())))
         }
         None => (plan_from_args(registry, args)?, None),
     };
     let world = WorldFile::load_with(&plan.world_file, registry).map_err(Failure::input)?;
     let kind = kind_of(registry, &world)?;
-    let (harness, plan) = match resume {
+    let ((harness, lock), plan) = match resume {
         None => start(kind, &world, plan)?,
-        Some(ckpt) => (continue_from(kind, &world, &plan, ckpt)?, plan),
+        Some((ckpt, ckpt_path)) => (continue_from(kind, &world, &plan, ckpt, ckpt_path)?, plan),
     };
-    let harness = with_checkpoints(harness, &plan)?;
+    let mut harness = with_checkpoints(harness, &plan)?;
+    if handle_signals {
+        signals::install();
+        harness.set_stop_flag(&signals::RAISED);
+    }
     let identity = harness.identity().clone();
     let started = Instant::now();
     let result = progress::drive(harness, plan.config.steps);
     end_manifest(&plan, &identity, &result)?;
     let summary = result.map_err(Failure::run)?;
     report(&summary, started, &identity, &world, &plan);
-    Ok(())
+    drop(lock);
+    match signals::code() {
+        Some(code) => {
+            match &plan.checkpoint {
+                Some(p) if p.exists() => eprintln!(
+                    "interrupted: every row so far is in the trace; continue with: perennial run --resume {}",
+                    p.display()
+                ),
+                _ => eprintln!(
+                    "interrupted: every row so far is in the trace; run with --checkpoint-every N to be able to continue"
+                ),
+            }
+            Err(Failure {
+                code,
+                message: "stopped by a signal".into(),
+            })
+        }
+        None => Ok(()),
+    }
 }
 
 fn kind_of<'r>(registry: &'r Registry, world: &WorldFile) -> Result<&'r dyn Kind, Failure> {
@@ -94,7 +131,10 @@ fn kind_of<'r>(registry: &'r Registry, world: &WorldFile) -> Result<&'r dyn Kind
         .ok_or_else(|| Failure::input(format!("unknown world kind `{}`", world.kind())))
 }
 
-fn plan_from_checkpoint(path: &Path) -> Result<(RunPlan, Checkpoint), Failure> {
+fn plan_from_checkpoint(
+    path: &Path,
+    allow_world_change: bool,
+) -> Result<(RunPlan, Checkpoint), Failure> {
     let ckpt = Checkpoint::read(path).map_err(Failure::input)?;
     let plan: RunPlan = serde_json::from_value(ckpt.meta.clone()).map_err(|e| {
         Failure::input(format!(
@@ -102,7 +142,24 @@ fn plan_from_checkpoint(path: &Path) -> Result<(RunPlan, Checkpoint), Failure> {
             path.display()
         ))
     })?;
+    check_world_unchanged(&plan, path, allow_world_change)?;
     Ok((plan, ckpt))
+}
+
+/// Refuses to resume against a world file edited since the checkpoint, unless asked to.
+fn check_world_unchanged(plan: &RunPlan, ckpt: &Path, allow: bool) -> Result<(), Failure> {
+    let now = std::fs::read(&plan.world_file)
+        .map_err(|e| Failure::input(format!("{}: {e}", plan.world_file.display())))?;
+    let hash = crate::output::content_hash(&now);
+    if hash == plan.world_hash || allow {
+        return Ok(());
+    }
+    Err(Failure::input(format!(
+        "{}: the world file changed since the checkpoint {} was written (hash {} then, {hash} now), so the resumed run would not continue the same world; restore it, or pass --allow-world-change to follow the edited file (nothing was touched)",
+        plan.world_file.display(),
+        ckpt.display(),
+        plan.world_hash
+    )))
 }
 
 fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failure> {
@@ -112,6 +169,8 @@ fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failur
             .unwrap_or(Path::new(DEFAULT_WORLD)),
     ));
     let world = WorldFile::load_with(&world_file, registry).map_err(Failure::input)?;
+    let world_text = std::fs::read_to_string(&world_file)
+        .map_err(|e| Failure::input(format!("{}: {e}", world_file.display())))?;
     let d = &world.harness;
     let config = HarnessConfig {
         window_steps: args.window_steps.or(d.window_steps).unwrap_or(256),
@@ -119,8 +178,15 @@ fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failur
         steps: args.steps.or(d.steps).unwrap_or(100_000),
         record_transitions: args.record_transitions,
     };
-    if config.window_steps == 0 {
-        return Err(Failure::input("--window-steps must be at least 1"));
+    if config.window_steps == 0 || config.window_steps > crate::limits::MAX_WINDOW_STEPS {
+        return Err(Failure::input(format!(
+            "--window-steps is {}; use 1 to {}",
+            config.window_steps,
+            crate::limits::MAX_WINDOW_STEPS
+        )));
+    }
+    if let Some(id) = &args.run_id {
+        crate::limits::check_id("--run-id", id).map_err(Failure::input)?;
     }
     if args.checkpoint_every == Some(0) {
         return Err(Failure::input("--checkpoint-every must be at least 1"));
@@ -150,6 +216,8 @@ fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failur
         no_trace: args.no_trace,
         checkpoint_every: args.checkpoint_every,
         checkpoint: args.checkpoint.as_deref().map(absolute),
+        world_hash: crate::output::content_hash(world_text.as_bytes()),
+        world_text,
     })
 }
 
@@ -191,15 +259,23 @@ fn ensure_parent(p: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A new run: builds the harness, resolves the default output paths from its run id and
-/// opens the trace. Returns the resolved plan, which checkpoints store.
+/// A new run: builds the harness, resolves the default output paths from its run id,
+/// checks them, locks the checkpoint and opens the trace. Returns the resolved plan, which
+/// checkpoints store, and the checkpoint's lock, held for the run.
 fn start(
     kind: &dyn Kind,
     world: &WorldFile,
     plan: RunPlan,
-) -> Result<(Box<dyn DynHarness>, RunPlan), Failure> {
+) -> Result<(Prepared, RunPlan), Failure> {
     let mut harness = kind.harness(&plan.request(world)).map_err(Failure::input)?;
+    if plan.run_id.is_none() {
+        let id = harness.identity();
+        let run_id = default_run_id(&plan, &id.task, &id.algorithm_id)?;
+        harness.set_run_id(run_id);
+    }
     let plan = resolve_paths(plan, &harness.identity().run_id);
+    check_outputs(&plan, None)?;
+    let lock = lock_checkpoint(&plan)?;
     if let Some(p) = &plan.trace {
         ensure_parent(p)?;
         harness
@@ -209,7 +285,92 @@ fn start(
         let manifest = start_manifest(&plan, &identity, None)?;
         harness.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
     }
-    Ok((harness, plan))
+    Ok(((harness, lock), plan))
+}
+
+/// `{task}-{agent}-seed{seed}`, with the world file's stem after the task when it differs
+/// from the task, so two world files of one task do not share default paths, while the
+/// same command twice still writes the same bytes.
+fn default_run_id(plan: &RunPlan, task: &str, agent: &str) -> Result<String, Failure> {
+    let stem = plan
+        .world_file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let id = if stem.is_empty() || stem == task {
+        format!("{task}-{agent}-seed{}", plan.seed)
+    } else {
+        format!("{task}-{stem}-{agent}-seed{}", plan.seed)
+    };
+    crate::limits::check_id(
+        "the default run id (from the task and world file name)",
+        &id,
+    )
+    .map_err(|e| Failure::input(format!("{e}; pass --run-id")))?;
+    Ok(id)
+}
+
+/// Checks every output path before any work: each must be a regular file or absent, none
+/// may be an input (the world file, the checkpoint being resumed) or another output, and
+/// the trace's extension must match its format.
+fn check_outputs(plan: &RunPlan, resume: Option<&Path>) -> Result<(), Failure> {
+    use crate::output::{check_distinct, check_output};
+    let mut outputs: Vec<(&str, &Path)> = Vec::new();
+    if let Some(t) = &plan.trace {
+        outputs.push(("--trace", t));
+        let want = plan.format.extension();
+        let named = t.extension().and_then(|e| e.to_str()).and_then(|ext| {
+            [TraceFormat::Jsonl, TraceFormat::Csv, TraceFormat::Parquet]
+                .into_iter()
+                .map(TraceFormat::extension)
+                .find(|known| ext.eq_ignore_ascii_case(known))
+        });
+        if let Some(wrong) = named
+            && wrong != want
+        {
+            return Err(Failure::input(format!(
+                "--trace {}: the extension says {wrong} but the format is {want}; pass --format {wrong} or name the file .{want}",
+                t.display()
+            )));
+        }
+        // A Parquet trace is a directory of part files; its writer refuses a path that is
+        // not one of its own directories.
+        if plan.format != TraceFormat::Parquet {
+            check_output(t).map_err(Failure::input)?;
+        }
+    }
+    if let Some(c) = &plan.checkpoint {
+        outputs.push(("--checkpoint", c));
+        check_output(c).map_err(Failure::input)?;
+    }
+    let mut inputs: Vec<(&str, &Path)> = vec![("the world file", &plan.world_file)];
+    if let Some(r) = resume {
+        inputs.push(("--resume", r));
+    }
+    // Resuming writes the checkpoint it read: that one pair is the same file on purpose.
+    let outputs: Vec<(&str, &Path)> = outputs
+        .into_iter()
+        .filter(|(role, p)| !(*role == "--checkpoint" && resume.is_some_and(|r| same_file(r, p))))
+        .collect();
+    check_distinct(&inputs, &outputs).map_err(Failure::input)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Holds the checkpoint's lock for the run, so two runs never share one checkpoint.
+fn lock_checkpoint(plan: &RunPlan) -> Result<Option<OutputLock>, Failure> {
+    match &plan.checkpoint {
+        Some(p) => {
+            ensure_parent(p)?;
+            OutputLock::beside(p).map(Some).map_err(Failure::input)
+        }
+        None => Ok(None),
+    }
 }
 
 /// Default paths depend on the run id, known only once the harness is built.
@@ -227,27 +388,41 @@ fn resolve_paths(plan: RunPlan, run_id: &str) -> RunPlan {
     }
 }
 
-/// A resumed run: the harness from the checkpoint, the trace cut back to its length.
+/// A resumed run: the outputs checked and the checkpoint locked, the harness from the
+/// checkpoint, then the trace cut back to its length. Everything in the checkpoint is
+/// checked (by the resume) before the trace is opened, and the trace's own length and last
+/// row before it is cut.
 fn continue_from(
     kind: &dyn Kind,
     world: &WorldFile,
     plan: &RunPlan,
     ckpt: Checkpoint,
-) -> Result<Box<dyn DynHarness>, Failure> {
-    let trace_bytes = ckpt.trace_bytes;
+    ckpt_path: &Path,
+) -> Result<Prepared, Failure> {
+    check_outputs(plan, Some(ckpt_path))?;
+    let lock = lock_checkpoint(plan)?;
+    let (trace_bytes, tail) = (ckpt.trace_bytes, ckpt.trace_tail.clone());
     let at_step = ckpt.step;
     let mut harness = kind
         .resume(&plan.request(world), ckpt)
         .map_err(Failure::input)?;
-    if let (Some(p), Some(bytes)) = (&plan.trace, trace_bytes) {
-        harness
-            .open_trace(p, plan.format, Some(bytes))
-            .map_err(Failure::input)?;
-        let identity = harness.identity().clone();
-        let manifest = start_manifest(plan, &identity, Some(at_step))?;
-        harness.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
+    match (&plan.trace, trace_bytes) {
+        (Some(p), Some(bytes)) => {
+            harness
+                .open_trace(p, plan.format, Some((bytes, tail.as_deref())))
+                .map_err(Failure::input)?;
+            let identity = harness.identity().clone();
+            let manifest = start_manifest(plan, &identity, Some(at_step))?;
+            harness.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
+        }
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(Failure::input(
+                "the checkpoint's trace fields do not match its run plan; it was edited, and cannot be resumed",
+            ));
+        }
+        (None, None) => {}
     }
-    Ok(harness)
+    Ok((harness, lock))
 }
 
 fn with_checkpoints(
@@ -288,6 +463,7 @@ fn report(
         match summary.stop {
             StopReason::Budget => "step budget spent",
             StopReason::EpisodeEnded => "the env ended the episode (auto_reset off)",
+            StopReason::Interrupted => "interrupted by a signal",
         }
     );
     println!(
@@ -312,7 +488,10 @@ fn report(
         println!("trace      {}", p.display());
         println!("score it:  perennial eval {}", p.display());
     }
-    if let (Some(p), Some(every)) = (&plan.checkpoint, plan.checkpoint_every) {
+    // Only a checkpoint that exists is announced: none is written before `every` steps.
+    if let (Some(p), Some(every)) = (&plan.checkpoint, plan.checkpoint_every)
+        && summary.steps >= every
+    {
         println!(
             "checkpoint {} (every {every} steps; continue with --resume)",
             p.display()

@@ -500,16 +500,10 @@ pub fn export<P: AsRef<Path>>(
             "no trace given; pass one or more trace files written with --record-transitions".into(),
         ));
     }
-    if let Ok(out_abs) = std::fs::canonicalize(out)
-        && traces
-            .iter()
-            .any(|t| std::fs::canonicalize(t).is_ok_and(|t| t == out_abs))
-    {
-        return Err(EpisodeError::InvalidArgument(format!(
-            "{}: the output file is one of the input traces; choose another --out",
-            out.display()
-        )));
-    }
+    let unsafe_out = |e: crate::output::OutputError| EpisodeError::InvalidArgument(e.to_string());
+    crate::output::check_output(out).map_err(unsafe_out)?;
+    let inputs: Vec<(&str, &Path)> = traces.iter().map(|t| ("a trace", t.as_ref())).collect();
+    crate::output::check_distinct(&inputs, &[("--out", out)]).map_err(unsafe_out)?;
     let advantages = match options.advantage {
         Some(estimator) => {
             let mut groups = GroupedRewards::default();
@@ -523,9 +517,17 @@ pub fn export<P: AsRef<Path>>(
     let mut partial = out.as_os_str().to_owned();
     partial.push(".partial");
     let partial = PathBuf::from(partial);
+    crate::output::check_output(&partial).map_err(unsafe_out)?;
     match write_episodes(traces, &partial, options, advantages.as_deref()) {
         Ok(summary) => {
+            // The SQLite way: synced before the rename, the folder synced after, and the
+            // target checked again in case something else appeared there meanwhile.
+            File::open(&partial)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| EpisodeError::io(&partial, e))?;
+            crate::output::check_output(out).map_err(unsafe_out)?;
             std::fs::rename(&partial, out).map_err(|e| EpisodeError::io(out, e))?;
+            crate::output::sync_dir(out);
             Ok(summary)
         }
         Err(e) => {

@@ -65,6 +65,17 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
         gamma: args.gamma,
         ..EvalOptions::default()
     };
+    if let Some(path) = &args.plot {
+        // Before any work: the plot must not replace a trace it reads, nor a non-file.
+        crate::output::check_output(path).map_err(|e| EvalError::InvalidOptions(e.to_string()))?;
+        let inputs: Vec<(&str, &std::path::Path)> = args
+            .traces
+            .iter()
+            .map(|t| ("a trace", t.as_path()))
+            .collect();
+        crate::output::check_distinct(&inputs, &[("--plot", path)])
+            .map_err(|e| EvalError::InvalidOptions(e.to_string()))?;
+    }
     let report = evaluate(&args.traces, &options)?;
     if let Some(path) = &args.plot {
         plot_svg(&report, path)?;

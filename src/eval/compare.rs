@@ -102,7 +102,7 @@ pub struct Comparison {
 fn mean(values: &[f64]) -> f64 {
     let mut s = Sum::default();
     values.iter().for_each(|&v| s.add(v));
-    s.value() / values.len() as f64
+    s.mean(values.len() as f64)
 }
 
 fn mean_of(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -161,7 +161,7 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64) -> Option<Estimate
             for _ in 0..n {
                 s.add(values[rng.random_range(0..n)]);
             }
-            s.value() / n as f64
+            s.mean(n as f64)
         })
         .collect();
     means.sort_by(f64::total_cmp);

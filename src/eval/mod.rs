@@ -349,10 +349,12 @@ fn evaluate_runs(
     paths: &[PathBuf],
     options: &EvalOptions,
 ) -> Result<(Vec<RunReport>, Vec<String>), EvalError> {
-    if options.window == 0 {
-        return Err(EvalError::InvalidOptions(
-            "the smoothing window must be at least 1 step".into(),
-        ));
+    if options.window == 0 || options.window > crate::limits::MAX_EVAL_WINDOW {
+        return Err(EvalError::InvalidOptions(format!(
+            "the smoothing window is {}; use 1 to {} steps",
+            options.window,
+            crate::limits::MAX_EVAL_WINDOW
+        )));
     }
     let mut runs: Vec<RunScan> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -361,6 +363,8 @@ fn evaluate_runs(
     // run and file, since a run's rows are contiguous within a file.
     let mut segments: Vec<(usize, u64)> = Vec::new();
     let mut spill = Spill::create()?;
+    // Runs already warned of a reward above its ceiling.
+    let mut above_ceiling: HashSet<usize> = HashSet::new();
 
     for path in paths {
         let mut reader = TraceReader::open(std::slice::from_ref(path));
@@ -390,6 +394,22 @@ fn evaluate_runs(
                 }
             };
             let run = &mut runs[r];
+            let refuse = |message: String| {
+                EvalError::Trace(crate::trace::TraceError::parse(at.path, at.line, message))
+            };
+            if let Some(column) = run.identity_change(row) {
+                return Err(refuse(format!(
+                    "run `{}` changes its `{column}` mid-run; a run's identity columns must be the same on every row (give distinct runs distinct run ids)",
+                    run.run_id
+                )));
+            }
+            if row.step == u64::MAX {
+                return Err(refuse(format!(
+                    "run `{}` reaches step {}, the last representable one; the next step would wrap",
+                    run.run_id,
+                    u64::MAX
+                )));
+            }
             if run.rows > 0 && row.step != run.next_step {
                 return Err(EvalError::NonContiguous {
                     path: at.path.to_path_buf(),
@@ -398,6 +418,20 @@ fn evaluate_runs(
                     expected: run.next_step,
                     found: row.step,
                 });
+            }
+            if let Some(c) = row.ceiling
+                && row.reward > c
+                && above_ceiling.insert(r)
+            {
+                warnings.push(format!(
+                    "{}:{}: run `{}` step {}: reward {} is above its ceiling {}; the gap metrics assume a ceiling bounds the reward (only the first such row of a run is reported)",
+                    at.path.display(),
+                    at.line,
+                    run.run_id,
+                    row.step,
+                    row.reward,
+                    c
+                ));
             }
             let x = if options.include_payout {
                 row.reward

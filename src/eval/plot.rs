@@ -31,6 +31,8 @@ fn escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
+            // XML forbids most control characters, and a newline would split a label.
+            c if c.is_control() => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
@@ -256,12 +258,11 @@ pub fn svg(report: &Report) -> String {
 ///
 /// # Errors
 ///
-/// The file cannot be written.
+/// The file cannot be written, or the path holds something other than a regular file
+/// ([`crate::output::write_atomic`]).
 pub fn plot_svg(report: &Report, path: &Path) -> Result<(), EvalError> {
-    std::fs::write(path, svg(report)).map_err(|source| EvalError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    crate::output::write_atomic(path, svg(report).as_bytes())
+        .map_err(|e| EvalError::InvalidOptions(e.to_string()))
 }
 
 /// The performance profiles of `report`'s aggregate as SVG text: per algorithm, the

@@ -297,6 +297,27 @@ pub(crate) struct Table {
     rows: Vec<Vec<String>>,
 }
 
+/// Longest cell of a text table, in characters; longer ones end in `…`.
+const MAX_CELL_CHARS: usize = 80;
+
+/// A cell as the table shows it: control characters (a newline in a label would break the
+/// table's lines) as `\u{..}` escapes, and at most [`MAX_CELL_CHARS`] characters.
+fn cell_text(c: &str) -> String {
+    let mut out = String::new();
+    for (n, ch) in c.chars().enumerate() {
+        if n + 1 >= MAX_CELL_CHARS && c.chars().count() > MAX_CELL_CHARS {
+            out.push('…');
+            break;
+        }
+        if ch.is_control() {
+            out.extend(ch.escape_unicode());
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
 impl Table {
     /// A table with these column names; `left` marks the text columns.
     pub(crate) fn new(header: &[&str], left: &[bool]) -> Self {
@@ -308,7 +329,7 @@ impl Table {
     }
 
     pub(crate) fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+        self.rows.push(cells.iter().map(|c| cell_text(c)).collect());
     }
 
     pub(crate) fn render(&self, out: &mut String, indent: &str) {
@@ -324,10 +345,14 @@ impl Table {
                 if i > 0 {
                     line.push_str("  ");
                 }
+                // Padded by hand: `format!`'s width argument panics above 65,535.
+                let pad = " ".repeat(w.saturating_sub(c.chars().count()));
                 if self.left.get(i).copied().unwrap_or(false) {
-                    let _ = write!(line, "{c:<w$}");
+                    line.push_str(c);
+                    line.push_str(&pad);
                 } else {
-                    let _ = write!(line, "{c:>w$}");
+                    line.push_str(&pad);
+                    line.push_str(c);
                 }
             }
             out.push_str(line.trim_end());
@@ -528,4 +553,21 @@ fn reliability_text(out: &mut String, groups: &[GroupReliability]) {
         ]);
     }
     t.render(out, "    ");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_cells_and_control_characters_keep_the_table_whole() {
+        let mut t = Table::new(&["regime", "steps"], &[true, false]);
+        t.row(vec!["x".repeat(70_000), "1".into()]);
+        t.row(vec!["a\nb\u{7}".into(), "2".into()]);
+        let mut out = String::new();
+        t.render(&mut out, "");
+        assert_eq!(out.lines().count(), 3, "{out}");
+        assert!(out.contains("a\\u{a}b\\u{7}"), "{out}");
+        assert!(out.lines().all(|l| l.chars().count() < 100), "{out}");
+    }
 }

@@ -41,6 +41,8 @@ struct Open {
     gap: Sum,
     ceiling: Sum,
     components: Vec<(String, Sum)>,
+    /// Where each name is in `components`, for rows whose names come in another order.
+    component_index: HashMap<String, usize>,
 }
 
 /// What the configuration totals need from a closed interval.
@@ -200,6 +202,19 @@ impl RunScan {
         }
     }
 
+    /// The first identity column of `row` that differs from the run's first row.
+    pub(crate) fn identity_change(&self, row: &RowRef<'_>) -> Option<&'static str> {
+        if row.seed != self.seed {
+            Some("seed")
+        } else if row.algorithm_id != self.algorithm_id {
+            Some("algorithm_id")
+        } else if row.task != self.task {
+            Some("task")
+        } else {
+            None
+        }
+    }
+
     /// Pass 1: takes the run's next row (its step already checked) with its x_t.
     pub(crate) fn push(&mut self, row: &RowRef<'_>, x: f64) {
         if self.rows == 0 || row.episode != self.last_episode {
@@ -207,7 +222,9 @@ impl RunScan {
             self.last_episode = row.episode;
         }
         self.rows += 1;
-        self.next_step = row.step + 1;
+        // The caller refuses a step of u64::MAX (it would wrap); saturating keeps this
+        // total on its own.
+        self.next_step = row.step.saturating_add(1);
         if self.open.as_ref().is_none_or(|o| o.label != row.regime) {
             self.close();
             self.rolling.clear();
@@ -235,6 +252,7 @@ impl RunScan {
                 gap: Sum::default(),
                 ceiling: Sum::default(),
                 components: Vec::new(),
+                component_index: HashMap::new(),
             });
         }
         let window = self.window;
@@ -255,7 +273,7 @@ impl RunScan {
             open.block.add(x);
             open.block_len += 1;
             if open.block_len == window {
-                let b = open.block.value() / window as f64;
+                let b = open.block.mean(window as f64);
                 open.block = Sum::default();
                 open.block_len = 0;
                 open.blocks += 1;
@@ -264,19 +282,29 @@ impl RunScan {
                 open.block_m2 += d * (b - open.block_mean);
                 open.block_min = open.block_min.min(b);
             }
-            for (name, v) in row.components.iter() {
-                match open.components.iter_mut().find(|(n, _)| n == name) {
-                    Some((_, s)) => s.add(v),
+            // Rows usually list their names in one order: the same position is tried
+            // first, then the index, so 120,000 names cost linear time, not quadratic.
+            for (i, (name, v)) in row.components.iter().enumerate() {
+                let slot = match open.components.get(i) {
+                    Some((n, _)) if n == name => Some(i),
+                    _ => open.component_index.get(name).copied(),
+                };
+                match slot {
+                    Some(k) => open.components[k].1.add(v),
                     None => {
                         let mut s = Sum::default();
                         s.add(v);
+                        open.component_index
+                            .insert(name.to_string(), open.components.len());
                         open.components.push((name.to_string(), s));
                     }
                 }
             }
             if let Some(c) = row.ceiling {
                 open.ceiling_rows += 1;
-                open.gap.add(c - row.reward);
+                // Added apart: `c - reward` itself can overflow for finite extremes.
+                open.gap.add(c);
+                open.gap.add(-row.reward);
                 open.ceiling.add(c);
             }
         }
@@ -359,7 +387,7 @@ impl RunScan {
             start: open.start,
             end: open.start + n - 1,
             steps: n,
-            mean_reward: open.sum_r.value() / n as f64,
+            mean_reward: open.sum_r.mean(n as f64),
             head,
             tail,
             adaptation_steps,
@@ -371,9 +399,9 @@ impl RunScan {
             l2_maintenance: maintenance,
             stability_std,
             cvar05,
-            gap: (open.ceiling_rows > 0).then(|| open.gap.value() / open.ceiling_rows as f64),
+            gap: (open.ceiling_rows > 0).then(|| open.gap.mean(open.ceiling_rows as f64)),
             normalized_gap: (open.ceiling_rows > 0 && ceiling != 0.0)
-                .then(|| open.gap.value() / ceiling),
+                .then(|| open.gap.ratio(&open.ceiling)),
         });
         self.totals.push(Totals {
             sum_r: open.sum_r,
@@ -424,7 +452,7 @@ impl RunScan {
             r.block.add(x);
             r.block_len += 1;
             if r.block_len == self.window {
-                r.lowest.push(Block(r.block.value() / self.window as f64));
+                r.lowest.push(Block(r.block.mean(self.window as f64)));
                 if r.lowest.len() > lowest {
                     r.lowest.pop();
                 }
@@ -436,7 +464,7 @@ impl RunScan {
                 for b in std::mem::take(&mut r.lowest).into_sorted_vec() {
                     s.add(b.0);
                 }
-                interval.cvar05 = s.value() / lowest as f64;
+                interval.cvar05 = s.mean(lowest as f64);
                 need.lowest = None;
             }
         }
@@ -492,17 +520,17 @@ impl RunScan {
                 let config = ConfigurationReport {
                     steps: a.steps,
                     intervals: a.intervals,
-                    mean_reward: a.sum_r.value() / steps,
+                    mean_reward: a.sum_r.mean(steps),
                     components: a
                         .components
                         .into_iter()
-                        .map(|(k, s)| (k, s.value() / steps))
+                        .map(|(k, s)| (k, s.mean(steps)))
                         .collect(),
-                    gap: (a.ceiling_rows > 0).then(|| a.gap.value() / a.ceiling_rows as f64),
+                    gap: (a.ceiling_rows > 0).then(|| a.gap.mean(a.ceiling_rows as f64)),
                     normalized_gap: (a.ceiling_rows > 0 && ceiling != 0.0)
-                        .then(|| a.gap.value() / ceiling),
+                        .then(|| a.gap.ratio(&a.ceiling)),
                     mean_forgetting: (!a.forgetting.is_empty())
-                        .then(|| f.value() / a.forgetting.len() as f64),
+                        .then(|| f.mean(a.forgetting.len() as f64)),
                     against: None,
                     performance_recovery: super::l2::performance_recovery(
                         self.intervals.iter().filter(|i| i.regime == label),

@@ -5,14 +5,24 @@
 /// Values added and later subtracted leave no drift, so a rolling mean after millions of
 /// steps equals a fresh sum of its window to the last bit or so, and a hand-built trace
 /// crosses a threshold exactly where the arithmetic on paper says.
+///
+/// Values are held scaled by 2^-64, an exact power of two, so a sum of up to 2^64 finite
+/// values never overflows (rewards of 1e306 once summed to infinity, then to NaN), and
+/// [`Sum::mean`] and [`Sum::ratio`] stay finite whenever the true mean or ratio is. For
+/// values of ordinary size the scaling changes no bit of any result.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Sum {
     hi: f64,
     lo: f64,
 }
 
+/// 2^-64 and its inverse.
+const DOWN: f64 = 1.0 / 18_446_744_073_709_551_616.0;
+const UP: f64 = 18_446_744_073_709_551_616.0;
+
 impl Sum {
     pub(crate) fn add(&mut self, x: f64) {
+        let x = x * DOWN;
         let s = self.hi + x;
         let b = s - self.hi;
         self.lo += (self.hi - (s - b)) + (x - b);
@@ -20,12 +30,25 @@ impl Sum {
     }
 
     pub(crate) fn merge(&mut self, other: Sum) {
-        self.add(other.hi);
-        self.lo += other.lo;
+        let (hi, lo) = (self.hi + other.hi, self.lo + other.lo);
+        let b = hi - self.hi;
+        self.lo = lo + ((self.hi - (hi - b)) + (other.hi - b));
+        self.hi = hi;
     }
 
+    /// The sum itself (infinite when it exceeds `f64::MAX`; prefer [`Sum::mean`]).
     pub(crate) fn value(&self) -> f64 {
-        self.hi + self.lo
+        (self.hi + self.lo) * UP
+    }
+
+    /// The sum divided by `n`.
+    pub(crate) fn mean(&self, n: f64) -> f64 {
+        ((self.hi + self.lo) / n) * UP
+    }
+
+    /// This sum divided by `other`.
+    pub(crate) fn ratio(&self, other: &Sum) -> f64 {
+        (self.hi + self.lo) / (other.hi + other.lo)
     }
 }
 
@@ -68,12 +91,12 @@ impl Rolling {
         if self.next == width {
             self.next = 0;
         }
-        (self.len == width).then(|| self.sum.value() / width as f64)
+        (self.len == width).then(|| self.sum.mean(width as f64))
     }
 
     /// The mean of the values held (fewer than `width` early on); `None` when empty.
     pub(crate) fn partial_mean(&self) -> Option<f64> {
-        (self.len > 0).then(|| self.sum.value() / self.len as f64)
+        (self.len > 0).then(|| self.sum.mean(self.len as f64))
     }
 }
 
@@ -103,5 +126,26 @@ mod tests {
             s.add(0.1);
         }
         assert_eq!(s.value(), 1.0);
+    }
+
+    #[test]
+    fn sums_of_huge_finite_values_stay_finite() {
+        let mut s = Sum::default();
+        for _ in 0..1000 {
+            s.add(1.7e308);
+        }
+        assert_eq!(s.mean(1000.0), 1.7e308);
+        let mut r = Rolling::new(4);
+        let mut last = None;
+        for i in 0..10 {
+            last = r.push(if i % 2 == 0 { 1e307 } else { -1e307 });
+        }
+        assert_eq!(last, Some(0.0));
+        let mut gap = Sum::default();
+        gap.add(1e308);
+        gap.add(1e308);
+        let mut ceiling = Sum::default();
+        ceiling.add(1e308);
+        assert_eq!(gap.ratio(&ceiling), 2.0);
     }
 }

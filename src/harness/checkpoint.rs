@@ -3,13 +3,16 @@
 //! A checkpoint holds the harness counters and window buffer, the scheduler (with its random
 //! stream), the env's state ([`Env::save_state`](crate::env::Env::save_state): the world and
 //! its random streams), the agent's state ([`Agent::save_state`](super::Agent::save_state)),
-//! and the trace's length in bytes at that step. It is written to `PATH.tmp`, synced, and
-//! renamed over `PATH`, after the trace itself was synced, so the checkpoint on disk always
-//! describes rows that are on disk. Resuming cuts the trace back to the recorded length and
-//! continues; the result is byte-identical to a run that was never interrupted.
+//! the trace's length in bytes at that step and a hash of its last complete row. It is
+//! written the SQLite way ([`crate::output::write_atomic`]) after the trace itself was
+//! synced, so the checkpoint on disk always describes rows that are on disk.
+//!
+//! Resuming validates everything first ([`Checkpoint::validate`], then the env's and the
+//! agent's own checks, then the trace's length and last row), and only then cuts the trace
+//! back to the recorded length and continues; the result is byte-identical to a run that
+//! was never interrupted. A checkpoint that does not fit is refused with the trace
+//! untouched.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -19,7 +22,7 @@ use crate::regime::{Conditions, Scheduler};
 use crate::trace::RunIdentity;
 
 /// The version written in every checkpoint; a checkpoint of another version is refused.
-pub const CHECKPOINT_VERSION: u32 = 1;
+pub const CHECKPOINT_VERSION: u32 = 2;
 
 /// A saved run. Typed parts are kept as JSON values so a checkpoint can be read before
 /// the world it belongs to is built.
@@ -60,6 +63,8 @@ pub struct Checkpoint {
     pub agent: serde_json::Value,
     /// The trace file's length when the checkpoint was taken (`None` without a trace).
     pub trace_bytes: Option<u64>,
+    /// A hash of the trace's last complete row then ([`crate::trace::tail_hash`]).
+    pub trace_tail: Option<String>,
 }
 
 /// Where and how often the harness checkpoints.
@@ -98,30 +103,71 @@ impl Checkpoint {
         Ok(ckpt)
     }
 
-    /// Writes the checkpoint atomically: temp file, fsync, rename, fsync of the folder.
+    /// Writes the checkpoint atomically: temp file, fsync, rename, fsync of the folder
+    /// ([`crate::output::write_atomic`]); a path that is not a regular file is refused.
     ///
     /// # Errors
     ///
     /// An I/O error, with the path.
     pub fn write(&self, path: &Path) -> Result<(), String> {
-        let err = |e: std::io::Error| format!("{}: {e}", path.display());
-        let mut tmp_name = path.as_os_str().to_owned();
-        tmp_name.push(".tmp");
-        let tmp = PathBuf::from(tmp_name);
-        let bytes = serde_json::to_vec(self).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut file = File::create(&tmp).map_err(err)?;
-        file.write_all(&bytes).map_err(err)?;
-        file.sync_all().map_err(err)?;
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(err)?;
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if let Ok(d) = File::open(dir) {
-            // Some filesystems refuse to sync a directory; the rename is then as durable as
-            // they make it.
-            let _ = d.sync_all();
+        crate::output::write_atomic_with(path, |file| {
+            let mut out = std::io::BufWriter::new(file);
+            serde_json::to_writer(&mut out, self).map_err(std::io::Error::other)?;
+            std::io::Write::flush(&mut out)
+        })
+        .map_err(|e| e.to_string())
+    }
+
+    /// Checks the fields that a hand-edited or corrupted file could put out of range, so
+    /// that resuming it is an error before anything is touched, never a panic mid-run.
+    /// The env's and agent's parts are checked by their own `load_state`.
+    ///
+    /// # Errors
+    ///
+    /// A message naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let bad = |field: &str, why: String| Err(format!("field `{field}`: {why}"));
+        let window = self.config.window_steps;
+        if window == 0 || window > crate::limits::MAX_WINDOW_STEPS {
+            return bad(
+                "config.window_steps",
+                format!("is {window}; use 1 to {}", crate::limits::MAX_WINDOW_STEPS),
+            );
+        }
+        if self.step > self.config.steps {
+            return bad(
+                "step",
+                format!(
+                    "is {} but the step budget is {}",
+                    self.step, self.config.steps
+                ),
+            );
+        }
+        if self.summary.steps != self.step {
+            return bad(
+                "summary.steps",
+                format!("is {} but `step` is {}", self.summary.steps, self.step),
+            );
+        }
+        if self.episode_step > self.step || self.episode > self.step {
+            return bad(
+                "episode_step",
+                format!(
+                    "episode {} step {} cannot follow {} steps",
+                    self.episode, self.episode_step, self.step
+                ),
+            );
+        }
+        // A Parquet trace records its length but no tail; `trace::append` requires the
+        // tail of a line-based trace.
+        if self.trace_tail.is_some() && self.trace_bytes.is_none() {
+            return bad("trace_tail", "is given without `trace_bytes`".into());
+        }
+        if !self.summary.total_reward.is_finite() || !self.label_totals.reward.is_finite() {
+            return bad("summary.total_reward", "is not finite".into());
+        }
+        if let Err(e) = self.scheduler.check_restored() {
+            return bad("scheduler", e.to_string());
         }
         Ok(())
     }

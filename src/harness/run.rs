@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +48,9 @@ pub enum StopReason {
     Budget,
     /// The env ended an episode and `auto_reset` is off.
     EpisodeEnded,
+    /// The flag given to [`Harness::stop_when`] was raised (e.g. by SIGTERM): the run
+    /// stopped after a whole step, with a checkpoint when checkpointing is on.
+    Interrupted,
 }
 
 /// Reward earned under one label.
@@ -101,6 +105,13 @@ pub enum HarnessError {
     },
     /// The trace could not be written.
     Trace(TraceError),
+    /// The trace could not be written at a step (e.g. the disk is full).
+    TraceAt {
+        /// Global step index of the row that could not be written.
+        step: u64,
+        /// The cause.
+        source: TraceError,
+    },
     /// A checkpoint could not be written or resumed.
     Checkpoint(String),
     /// [`Harness::step_with`] was called after the run stopped or spent its budget.
@@ -125,6 +136,10 @@ impl fmt::Display for HarnessError {
             ),
             HarnessError::Regime { step, source } => write!(f, "step {step}: {source}"),
             HarnessError::Trace(e) => write!(f, "writing the trace: {e}"),
+            HarnessError::TraceAt { step, source } => write!(
+                f,
+                "step {step}: writing the trace: {source}; every row before this step's window is in the trace"
+            ),
             HarnessError::Checkpoint(msg) => write!(f, "checkpoint: {msg}"),
             HarnessError::Stopped { step } => write!(
                 f,
@@ -139,7 +154,7 @@ impl std::error::Error for HarnessError {
         match self {
             HarnessError::Env { source, .. } => Some(source),
             HarnessError::Regime { source, .. } => Some(source),
-            HarnessError::Trace(e) => Some(e),
+            HarnessError::Trace(e) | HarnessError::TraceAt { source: e, .. } => Some(e),
             HarnessError::NonFiniteReward { .. }
             | HarnessError::Checkpoint(_)
             | HarnessError::Stopped { .. } => None,
@@ -186,6 +201,7 @@ pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
     action_json: Vec<u8>,
     /// The trace [`Harness::trace`] asked for, opened when the run starts.
     pending_trace: Option<(std::path::PathBuf, crate::trace::TraceFormat)>,
+    interrupt: Option<&'static AtomicBool>,
 }
 
 /// Steps between two progress callbacks.
@@ -213,6 +229,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             checkpoint: None,
             action_json: Vec::new(),
             pending_trace: None,
+            interrupt: None,
         }
     }
 
@@ -232,6 +249,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         let bad = |what: &str, e: String| {
             HarnessError::Checkpoint(format!("the saved {what} does not fit: {e}"))
         };
+        checkpoint.validate().map_err(HarnessError::Checkpoint)?;
         env.load_state(checkpoint.env)
             .map_err(|e| bad("world", e.to_string()))?;
         agent
@@ -263,12 +281,22 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             checkpoint: None,
             action_json: Vec::new(),
             pending_trace: None,
+            interrupt: None,
         })
     }
 
     /// Writes a checkpoint every `plan.every` steps (see [`Checkpoint`]).
     pub fn checkpoint(mut self, plan: CheckpointPlan) -> Self {
         self.checkpoint = Some(plan);
+        self
+    }
+
+    /// Stops the run cleanly once `flag` is set (a signal handler sets it): the step under
+    /// way finishes and is recorded, a checkpoint is written when checkpointing is on, and
+    /// the run ends with [`StopReason::Interrupted`]. The flag is read once per step, a
+    /// relaxed atomic load. A `static` suits a signal handler.
+    pub fn stop_when(mut self, flag: &'static AtomicBool) -> Self {
+        self.interrupt = Some(flag);
         self
     }
 
@@ -281,9 +309,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         let Some(plan) = self.checkpoint.as_ref() else {
             return Ok(());
         };
-        let trace_bytes = match self.sink.as_mut() {
-            Some(sink) => Some(sink.sync()?),
-            None => None,
+        let (trace_bytes, trace_tail) = match self.sink.as_mut() {
+            Some(sink) => (Some(sink.sync()?), sink.tail()?),
+            None => (None, None),
         };
         let ckpt_err = |e: String| HarnessError::Checkpoint(e);
         let value = |v: Result<serde_json::Value, serde_json::Error>| {
@@ -307,6 +335,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             env: self.env.save_state().map_err(|e| ckpt_err(e.to_string()))?,
             agent: self.agent.save_state().map_err(ckpt_err)?,
             trace_bytes,
+            trace_tail,
         };
         ckpt.write(&plan.path).map_err(ckpt_err)
     }
@@ -343,7 +372,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     }
 
     /// Opens a trace file for this run: a new one, or with `append_at` the file cut back to
-    /// that many bytes (a resumed run; see [`crate::trace::append`]). The identity, the
+    /// that many bytes (a resumed run; see [`crate::trace::append`]), after checking that
+    /// the file still ends with the checkpoint's last row, when one is given. The identity, the
     /// component and payout columns and whether transitions are recorded come from the
     /// harness, its env's spec and its config, so they cannot disagree with the rows.
     ///
@@ -354,13 +384,15 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         &mut self,
         path: &std::path::Path,
         format: crate::trace::TraceFormat,
-        append_at: Option<u64>,
+        append_at: Option<(u64, Option<&str>)>,
     ) -> Result<(), TraceError> {
         let columns =
             crate::trace::TraceColumns::for_env(self.env.spec(), self.config.record_transitions);
         let sink = match append_at {
             None => crate::trace::create(path, format, &self.identity, &columns)?,
-            Some(bytes) => crate::trace::append(path, format, &self.identity, &columns, bytes)?,
+            Some((bytes, tail)) => {
+                crate::trace::append(path, format, &self.identity, &columns, bytes, tail)?
+            }
         };
         self.sink = Some(sink);
         Ok(())
@@ -485,7 +517,10 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             self.open_trace(&path, format, None)?;
         }
         self.state.baseline = self.env.snapshot();
-        self.state.window.reserve(self.config.window_steps.max(1));
+        // Bounded: a huge window grows as it fills instead of failing to allocate at once.
+        self.state
+            .window
+            .reserve(self.config.window_steps.clamp(1, 1 << 16));
         self.apply(0)?;
         self.state
             .summary
@@ -505,7 +540,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         }
         let end = self.state.step.saturating_add(steps).min(self.config.steps);
         while self.state.step < end {
-            self.before_step()?;
+            if !self.before_step()? {
+                return Ok(false);
+            }
             let Some(obs) = self.state.obs.as_ref() else {
                 return Ok(false);
             };
@@ -548,7 +585,11 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if self.state.obs.is_none() {
             self.start()?;
         }
-        self.before_step()?;
+        if !self.before_step()? {
+            return Err(HarnessError::Stopped {
+                step: self.state.step,
+            });
+        }
         self.take_step(action)
     }
 
@@ -558,8 +599,21 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         self.state.obs.as_ref()
     }
 
-    /// Lets the scheduler shift the regime before the step at the current index.
-    fn before_step(&mut self) -> Result<(), HarnessError> {
+    /// Polls the stop flag, then lets the scheduler shift the regime before the step at the
+    /// current index. `false`: the flag is raised; the run is checkpointed (when it has a
+    /// checkpoint plan) and stopped as interrupted, and no step is taken.
+    fn before_step(&mut self) -> Result<bool, HarnessError> {
+        if let Some(flag) = &self.interrupt
+            && flag.load(Ordering::Relaxed)
+        {
+            // Checkpointed before it is marked stopped, so the resumed run goes on.
+            if self.checkpoint.is_some() {
+                self.write_checkpoint()?;
+            }
+            self.state.summary.stop = StopReason::Interrupted;
+            self.state.stopped = true;
+            return Ok(false);
+        }
         let step = self.state.step;
         if self.scheduler.next_shift_due(step) {
             self.close_label();
@@ -573,7 +627,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 .entry(self.scheduler.label().to_string())
                 .or_default();
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Steps the env with `action` and does everything a step entails after it.
@@ -631,7 +685,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                     .config
                     .record_transitions
                     .then(|| std::str::from_utf8(action_json).unwrap_or("null")),
-            })?;
+            })
+            .map_err(|source| HarnessError::TraceAt { step, source })?;
         }
         let st = &mut self.state;
         st.step += 1;
@@ -651,7 +706,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if w.len() >= self.config.window_steps.max(1) {
             self.agent.update(&self.state.window);
             self.state.window.clear(step + 1);
-            self.flush_trace()?;
+            self.flush_trace()
+                .map_err(|source| HarnessError::TraceAt { step, source })?;
         }
         if (step + 1).is_multiple_of(PROGRESS_EVERY)
             && let Some(p) = self.progress.as_mut()
@@ -769,8 +825,12 @@ pub trait DynHarness {
         &mut self,
         path: &std::path::Path,
         format: crate::trace::TraceFormat,
-        append_at: Option<u64>,
+        append_at: Option<(u64, Option<&str>)>,
     ) -> Result<(), TraceError>;
+    /// See [`Harness::stop_when`].
+    fn set_stop_flag(&mut self, flag: &'static AtomicBool);
+    /// See [`Harness::run_id`]; call it before the trace is opened.
+    fn set_run_id(&mut self, run_id: String);
     /// Hands the trace sink the run manifest (see [`TraceSink::attach_manifest`]).
     fn attach_manifest(&mut self, json: &str);
     /// See [`Harness::checkpoint`].
@@ -798,9 +858,17 @@ impl<E: Env + Shiftable, A: Agent<E>> DynHarness for Harness<E, A> {
         &mut self,
         path: &std::path::Path,
         format: crate::trace::TraceFormat,
-        append_at: Option<u64>,
+        append_at: Option<(u64, Option<&str>)>,
     ) -> Result<(), TraceError> {
         Harness::open_trace(self, path, format, append_at)
+    }
+
+    fn set_stop_flag(&mut self, flag: &'static AtomicBool) {
+        self.interrupt = Some(flag);
+    }
+
+    fn set_run_id(&mut self, run_id: String) {
+        self.identity.run_id = run_id;
     }
 
     fn attach_manifest(&mut self, json: &str) {

@@ -276,10 +276,17 @@ impl MorpheusConfig {
                 message: "is empty; name the task, e.g. \"warehouse\"".into(),
             });
         }
+        if let Err(message) = crate::limits::check_id("task", &self.task) {
+            return Err(ConfigError {
+                field: "task",
+                message,
+            });
+        }
         positive_count("skus", self.skus as u64)?;
         positive_count("suppliers", self.suppliers as u64)?;
         positive_count("docks", self.docks as u64)?;
         positive_count("carriers", self.carriers as u64)?;
+        self.check_limits()?;
         positive("stock_scale", self.stock_scale)?;
         non_negative("base_demand", self.base_demand)?;
         unit_interval("daily_amplitude", self.daily_amplitude)?;
@@ -346,6 +353,88 @@ impl MorpheusConfig {
             return Err(ConfigError {
                 field: "horizon",
                 message: "is 0; use a positive number of steps, or omit it for no horizon".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The size limits ([`crate::limits`]) and the magnitude bounds that keep every
+    /// observation, signal and reward finite: counts and capacities at most
+    /// [`MAX_SITES`](crate::limits::MAX_SITES) (SKUs [`MAX_SKUS`](crate::limits::MAX_SKUS)),
+    /// quantities at most [`MAX_QUANTITY`](crate::limits::MAX_QUANTITY), money and rates at
+    /// most [`MAX_MAGNITUDE`](crate::limits::MAX_MAGNITUDE), and `stock_scale` at least
+    /// [`MIN_STOCK_SCALE`](crate::limits::MIN_STOCK_SCALE). Within them a step's largest
+    /// value stays below about 1e40, so sums over any run length stay finite.
+    fn check_limits(&self) -> Result<(), ConfigError> {
+        use crate::limits::{MAX_MAGNITUDE, MAX_QUANTITY, MAX_SITES, MAX_SKUS, MIN_STOCK_SCALE};
+        let over = |field: &'static str, value: f64, max: f64| {
+            if value > max {
+                Err(ConfigError {
+                    field,
+                    message: format!("is {value}; use at most {max}"),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        over("skus", self.skus as f64, MAX_SKUS as f64)?;
+        over("suppliers", self.suppliers as f64, MAX_SITES as f64)?;
+        over("docks", self.docks as f64, MAX_SITES as f64)?;
+        over("carriers", self.carriers as f64, MAX_SITES as f64)?;
+        over(
+            "max_open_orders_per_sku",
+            self.max_open_orders_per_sku as f64,
+            MAX_QUANTITY,
+        )?;
+        over("failure_log_len", self.failure_log_len as f64, MAX_QUANTITY)?;
+        let quantities = [
+            ("initial_stock", self.initial_stock),
+            ("max_units_per_sku_hour", self.max_units_per_sku_hour),
+            ("promise_hours", self.promise_hours),
+            ("cancel_after_hours", self.cancel_after_hours),
+            ("detention_free_hours", self.detention_free_hours),
+            ("pick_capacity", self.pick_capacity),
+            ("carrier_capacity", self.carrier_capacity),
+            ("carrier_transit_hours", self.carrier_transit_hours),
+            ("carrier_delay_max_hours", self.carrier_delay_max_hours),
+            ("dock_breakdown_hours", self.dock_breakdown_hours),
+            ("carrier_no_show_hours", self.carrier_no_show_hours),
+            ("supplier_delay_hours", self.supplier_delay_hours),
+            ("outage_hours", self.outage_hours),
+            ("demand_spike_hours", self.demand_spike_hours),
+        ];
+        for (field, v) in quantities {
+            over(field, v as f64, MAX_QUANTITY)?;
+        }
+        for &q in &self.reorder_quantities {
+            over("reorder_quantities", q as f64, MAX_QUANTITY)?;
+        }
+        let magnitudes = [
+            ("stock_scale", self.stock_scale),
+            ("base_demand", self.base_demand),
+            ("demand_spike_factor", self.demand_spike_factor),
+            ("unit_price", self.unit_price),
+            ("unit_cost_ratio", self.unit_cost_ratio),
+            ("holding_rate", self.holding_rate),
+            ("lead_time_hours", self.lead_time_hours),
+            ("dock_unload_rate", self.dock_unload_rate),
+            ("detention_rate", self.detention_rate),
+            ("carrier_cost_per_unit", self.carrier_cost_per_unit),
+            ("late_penalty", self.late_penalty),
+            ("expedite_fee", self.expedite_fee),
+            ("repair_cost", self.repair_cost),
+            ("opening_cash", self.opening_cash),
+        ];
+        for (field, v) in magnitudes {
+            over(field, v, MAX_MAGNITUDE)?;
+        }
+        if self.stock_scale < MIN_STOCK_SCALE {
+            return Err(ConfigError {
+                field: "stock_scale",
+                message: format!(
+                    "is {:e}; use at least {MIN_STOCK_SCALE}, or observations overflow to infinity",
+                    self.stock_scale
+                ),
             });
         }
         Ok(())

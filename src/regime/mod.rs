@@ -125,6 +125,16 @@ impl fmt::Display for RegimeError {
                 value,
                 min,
                 max,
+            } if value.is_finite() && value >= min && value <= max => write!(
+                // Within range yet refused: a fraction for a whole-number parameter.
+                f,
+                "parameter `{name}` = {value} must be a whole number in [{min}, {max}]"
+            ),
+            RegimeError::OutOfRange {
+                name,
+                value,
+                min,
+                max,
             } => write!(
                 f,
                 "parameter `{name}` = {value} is out of range; use a value in [{min}, {max}]"

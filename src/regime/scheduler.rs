@@ -81,10 +81,13 @@ impl Scheduler {
                 "the regime list is empty; define at least one regime".into(),
             ));
         }
+        // A map, not a scan per label: a plan naming every one of 80,000 regimes stays
+        // near-linear to load.
+        let positions = label_positions(&regimes);
         let find = |label: &str| -> Result<usize, RegimeError> {
-            regimes
-                .iter()
-                .position(|r| r.label == label)
+            positions
+                .get(label)
+                .copied()
                 .ok_or_else(|| RegimeError::UnknownLabel {
                     label: label.to_string(),
                     known: regimes.iter().map(|r| r.label.clone()).collect(),
@@ -140,10 +143,11 @@ impl Scheduler {
                 if !weights.is_empty()
                     && (weights.len() != labels.len()
                         || weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
-                        || weights.iter().sum::<f64>() <= 0.0)
+                        || weights.iter().sum::<f64>() <= 0.0
+                        || !weights.iter().sum::<f64>().is_finite())
                 {
                     return Err(RegimeError::BadPlan(
-                        "`weights` needs one finite, non-negative weight per label, not all zero"
+                        "`weights` needs one finite, non-negative weight per label, not all zero, with a finite sum"
                             .into(),
                     ));
                 }
@@ -269,7 +273,8 @@ impl Scheduler {
             Plan::Cycle { labels, every } => {
                 let label = &labels[((step / every) % labels.len() as u64) as usize];
                 let index = index_of(&self.regimes, label)?;
-                self.next_shift = Some(step + every);
+                // Saturating: a shift that would fall past u64::MAX never comes.
+                self.next_shift = Some(step.saturating_add(*every));
                 Some((index, Origin::Scheduled))
             }
             Plan::Stochastic {
@@ -299,7 +304,7 @@ impl Scheduler {
                     Some(pick)
                 };
                 let label = chosen.map(|i| labels[i].clone());
-                self.next_shift = Some(step + self.draw_dwell());
+                self.next_shift = Some(step.saturating_add(self.draw_dwell()));
                 let index = index_of(&self.regimes, &label?)?;
                 Some((index, Origin::Stochastic))
             }
@@ -318,8 +323,56 @@ impl Scheduler {
         };
         let u: f64 = self.rng.random::<f64>();
         let extra = -(1.0 - u).ln() * (mean_dwell - min_dwell as f64);
-        min_dwell + extra.round() as u64
+        // `as` saturates a huge draw at u64::MAX; the add must saturate too, or a huge
+        // `mean_dwell` wraps to a dwell below `min_dwell`.
+        min_dwell.saturating_add(extra.round() as u64)
     }
+
+    /// Checks a scheduler restored from a checkpoint (or any deserialized one): its plan is
+    /// valid for its regimes and its cursors point inside them, so a tampered file is an
+    /// error here instead of a panic mid-run.
+    ///
+    /// # Errors
+    ///
+    /// [`RegimeError::BadPlan`] naming the field that is out of range.
+    pub fn check_restored(&self) -> Result<(), RegimeError> {
+        Scheduler::new(self.regimes.clone(), self.plan.clone(), 0)?;
+        let n = self.regimes.len();
+        let bad = |what: String| Err(RegimeError::BadPlan(what));
+        if self.current >= n {
+            return bad(format!(
+                "`current` is {} but there are {n} regimes",
+                self.current
+            ));
+        }
+        if let Some(p) = self.pending
+            && p >= n
+        {
+            return bad(format!("`pending` is {p} but there are {n} regimes"));
+        }
+        if let Plan::Fixed { shifts } = &self.plan {
+            if self.fixed_cursor > shifts.len() {
+                return bad(format!(
+                    "`fixed_cursor` is {} but the plan has {} shifts",
+                    self.fixed_cursor,
+                    shifts.len()
+                ));
+            }
+            if self.next_shift != shifts.get(self.fixed_cursor).map(|(s, _)| *s) {
+                return bad("`next_shift` does not match the fixed plan's cursor".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Each label's first position.
+fn label_positions(regimes: &[Regime]) -> std::collections::HashMap<&str, usize> {
+    let mut map = std::collections::HashMap::with_capacity(regimes.len());
+    for (i, r) in regimes.iter().enumerate() {
+        map.entry(r.label.as_str()).or_insert(i);
+    }
+    map
 }
 
 #[cfg(test)]
@@ -411,5 +464,53 @@ mod tests {
         };
         let err = Scheduler::new(regimes(), plan, 0).unwrap_err();
         assert!(err.to_string().contains("nope"));
+    }
+
+    #[test]
+    fn a_huge_mean_dwell_never_shifts_before_min_dwell() {
+        let plan = Plan::Stochastic {
+            labels: vec!["a".into(), "b".into()],
+            weights: vec![],
+            min_dwell: 1_000,
+            mean_dwell: 1e300,
+        };
+        let mut s = Scheduler::new(regimes(), plan, 3).unwrap();
+        let shifted = labels(&mut s, 5_000).iter().any(|(l, _)| l != "a");
+        assert!(!shifted, "a dwell of at least 1000 steps wrapped");
+    }
+
+    #[test]
+    fn weights_whose_sum_is_infinite_are_rejected() {
+        let plan = Plan::Stochastic {
+            labels: vec!["a".into(), "b".into(), "c".into()],
+            weights: vec![1e308, 1e308, 1e308],
+            min_dwell: 1,
+            mean_dwell: 2.0,
+        };
+        let err = Scheduler::new(regimes(), plan, 0).unwrap_err().to_string();
+        assert!(err.contains("finite sum"), "{err}");
+    }
+
+    #[test]
+    fn a_tampered_restored_scheduler_is_an_error_not_a_panic() {
+        let plan = Plan::Cycle {
+            labels: vec!["a".into(), "b".into()],
+            every: 5,
+        };
+        let s = Scheduler::new(regimes(), plan, 0).unwrap();
+        assert!(s.check_restored().is_ok());
+        let mut v = serde_json::to_value(&s).unwrap();
+        v["current"] = serde_json::json!(7);
+        let bad: Scheduler = serde_json::from_value(v.clone()).unwrap();
+        assert!(
+            bad.check_restored()
+                .unwrap_err()
+                .to_string()
+                .contains("current")
+        );
+        v["current"] = serde_json::json!(0);
+        v["plan"]["every"] = serde_json::json!(0);
+        let bad: Scheduler = serde_json::from_value(v).unwrap();
+        assert!(bad.check_restored().is_err());
     }
 }

@@ -202,6 +202,9 @@ pub(crate) struct RowCounter {
 impl RowCounter {
     /// Complete rows in `path` now.
     pub(crate) fn rows(&mut self, path: &Path, format: TraceFormat) -> u64 {
+        if format == TraceFormat::Parquet {
+            return crate::trace::parquet_rows(path);
+        }
         let Ok(mut file) = std::fs::File::open(path) else {
             *self = RowCounter::default();
             return 0;
@@ -222,10 +225,7 @@ impl RowCounter {
         }
         match format {
             TraceFormat::Jsonl => self.newlines,
-            TraceFormat::Csv => self.newlines.saturating_sub(1),
-            // Sweep files accept only the line formats (see `file.rs`), so a sweep never
-            // counts the rows of a Parquet trace this way.
-            TraceFormat::Parquet => 0,
+            TraceFormat::Csv | TraceFormat::Parquet => self.newlines.saturating_sub(1),
         }
     }
 }

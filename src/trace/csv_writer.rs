@@ -123,4 +123,8 @@ impl TraceSink for CsvWriter {
     fn sync(&mut self) -> Result<u64, TraceError> {
         self.out.sync()
     }
+
+    fn tail(&mut self) -> Result<Option<String>, TraceError> {
+        self.out.tail()
+    }
 }

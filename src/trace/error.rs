@@ -44,6 +44,8 @@ pub enum TraceError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The output path is unsafe to write or locked by another writer.
+    Output(crate::output::OutputError),
     /// A complete line is not a valid row.
     Parse {
         /// The file.
@@ -76,6 +78,7 @@ impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TraceError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            TraceError::Output(e) => write!(f, "{e}"),
             TraceError::Parse {
                 path,
                 line: 0,
@@ -94,7 +97,14 @@ impl std::error::Error for TraceError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             TraceError::Io { source, .. } => Some(source),
+            TraceError::Output(e) => Some(e),
             TraceError::Parse { .. } => None,
         }
+    }
+}
+
+impl From<crate::output::OutputError> for TraceError {
+    fn from(e: crate::output::OutputError) -> Self {
+        TraceError::Output(e)
     }
 }

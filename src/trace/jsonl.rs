@@ -147,4 +147,8 @@ impl TraceSink for JsonlWriter {
     fn sync(&mut self) -> Result<u64, TraceError> {
         self.out.sync()
     }
+
+    fn tail(&mut self) -> Result<Option<String>, TraceError> {
+        self.out.tail()
+    }
 }

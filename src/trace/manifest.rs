@@ -169,14 +169,10 @@ impl Manifest {
 }
 
 /// A 64-bit FNV-1a hash of `text`, as 16 hex digits: enough to tell world files apart
-/// (the manifest keeps the full text for anything stronger).
+/// (the manifest keeps the full text for anything stronger). The same hash as
+/// [`crate::output::content_hash`], which checkpoints store for the world file.
 pub fn content_hash(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    crate::output::content_hash(text.as_bytes())
 }
 
 /// The current time as RFC 3339 UTC with seconds, e.g. `2026-11-30T02:30:00Z`.

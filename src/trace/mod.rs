@@ -81,6 +81,17 @@ pub trait TraceSink {
         Ok(0)
     }
 
+    /// A hash of the last complete line in the file ([`tail_hash`]), called after
+    /// [`TraceSink::sync`]: what a checkpoint records so a resume can tell the trace it
+    /// wrote from one replaced or rewritten since. Sinks without a file return `None`.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error reading the file back.
+    fn tail(&mut self) -> Result<Option<String>, TraceError> {
+        Ok(None)
+    }
+
     /// Writes out everything still buffered; called once, when the run ends. The default
     /// flushes.
     ///
@@ -143,9 +154,24 @@ pub fn create(
             0,
         )));
     }
-    let file = File::create(path).map_err(|e| TraceError::io(path, e))?;
+    // Locked before it is emptied, so a second writer of the same path damages nothing.
+    let file = crate::output::open_locked(path)?;
+    file.set_len(0).map_err(|e| TraceError::io(path, e))?;
     let out = RowBuffer::new(file, path, 0);
     open_sink(out, format, identity, columns, true)
+}
+
+/// The rows in the finished parts of the Parquet trace `dir`, from their footers; 0 when
+/// it cannot be read yet.
+pub(crate) fn parquet_rows(dir: &Path) -> u64 {
+    parquet_reader::list_parts(dir)
+        .map(|p| {
+            p.parts
+                .iter()
+                .filter_map(|part| parquet_reader::part_rows(part).ok())
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 /// Makes `dir` an empty Parquet trace directory: creates it, or removes the part files a
@@ -187,15 +213,22 @@ fn fresh_parquet_dir(dir: &Path) -> Result<usize, TraceError> {
 /// dropped and will be written again) and rows are appended from there. For Parquet,
 /// `at_byte` counts rows: the parts after it are removed.
 ///
+/// For JSON Lines and CSV, `tail` (the checkpoint's [`TraceSink::tail`]) is required and
+/// the line ending at `at_byte` must hash to it: a trace replaced, shortened or rewritten
+/// since the checkpoint is refused before anything is cut. Parquet parts are written whole
+/// and renamed into place, and record no tail.
+///
 /// # Errors
 ///
-/// The file cannot be opened, is shorter than `at_byte`, or cannot be cut.
+/// The file cannot be opened or locked, is shorter than `at_byte`, its row at `at_byte`
+/// is not the checkpoint's, or it cannot be cut.
 pub fn append(
     path: &Path,
     format: TraceFormat,
     identity: &RunIdentity,
     columns: &TraceColumns,
     at_byte: u64,
+    tail: Option<&str>,
 ) -> Result<Box<dyn TraceSink>, TraceError> {
     if format == TraceFormat::Parquet {
         let next = parquet_writer::cut_back(path, at_byte)?;
@@ -209,26 +242,108 @@ pub fn append(
             at_byte,
         )));
     }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .map_err(|e| TraceError::io(path, e))?;
-    let len = file.metadata().map_err(|e| TraceError::io(path, e))?.len();
-    if len < at_byte {
+    if !path.exists() {
         return Err(TraceError::io(
             path,
-            std::io::Error::other(format!(
-                "the trace holds {len} bytes but the checkpoint recorded {at_byte}; it is not the trace this checkpoint belongs to"
-            )),
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the checkpoint's trace is missing; it cannot be resumed",
+            ),
         ));
     }
+    let Some(tail) = tail else {
+        return Err(TraceError::io(
+            path,
+            std::io::Error::other(
+                "the checkpoint records no hash of the trace's last row; it was edited, and cannot be resumed",
+            ),
+        ));
+    };
+    let file = crate::output::open_locked(path)?;
+    verify_tail(&file, path, at_byte, Some(tail))?;
     file.set_len(at_byte).map_err(|e| TraceError::io(path, e))?;
     let mut file = file;
     std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(at_byte))
         .map_err(|e| TraceError::io(path, e))?;
     let out = RowBuffer::new(file, path, at_byte);
     open_sink(out, format, identity, columns, at_byte == 0)
+}
+
+/// Checks that `file` holds at least `at_byte` bytes and that its line ending there
+/// hashes to `tail` (when given). Reads only; the file is left as it was.
+///
+/// # Errors
+///
+/// A message naming the file and what does not match.
+pub fn verify_tail(
+    file: &File,
+    path: &Path,
+    at_byte: u64,
+    tail: Option<&str>,
+) -> Result<(), TraceError> {
+    let len = file.metadata().map_err(|e| TraceError::io(path, e))?.len();
+    let refuse = |what: String| {
+        TraceError::io(
+            path,
+            std::io::Error::other(format!(
+                "{what}; it is not the trace this checkpoint belongs to (it was replaced, shortened or rewritten since), and it was left untouched"
+            )),
+        )
+    };
+    if len < at_byte {
+        return Err(refuse(format!(
+            "the trace holds {len} bytes but the checkpoint recorded {at_byte}"
+        )));
+    }
+    if let Some(expected) = tail {
+        let found = tail_hash(file, path, at_byte)?;
+        if found != expected {
+            return Err(refuse(format!(
+                "the row ending at byte {at_byte} hashes to {found}, the checkpoint recorded {expected}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A hash (FNV-1a, 64 bits, hex) of the last line of `file` that ends at byte `len`
+/// (its newline included); of nothing when `len` is 0.
+///
+/// # Errors
+///
+/// An I/O error, or a last line longer than
+/// [`MAX_TRACE_LINE_BYTES`](crate::limits::MAX_TRACE_LINE_BYTES).
+pub fn tail_hash(file: &File, path: &Path, len: u64) -> Result<String, TraceError> {
+    use std::os::unix::fs::FileExt;
+    let limit = crate::limits::MAX_TRACE_LINE_BYTES as u64;
+    // The line starts after the last newline before its own final byte.
+    let end = len.saturating_sub(1);
+    let mut start = 0;
+    let mut pos = end;
+    let mut chunk = vec![0u8; 1 << 16];
+    while pos > 0 {
+        let from = pos.saturating_sub(chunk.len() as u64);
+        let n = (pos - from) as usize;
+        file.read_exact_at(&mut chunk[..n], from)
+            .map_err(|e| TraceError::io(path, e))?;
+        if let Some(i) = chunk[..n].iter().rposition(|b| *b == b'\n') {
+            start = from + i as u64 + 1;
+            break;
+        }
+        pos = from;
+        if end - pos > limit {
+            return Err(TraceError::io(
+                path,
+                std::io::Error::other(format!(
+                    "the line ending at byte {len} is longer than {limit} bytes"
+                )),
+            ));
+        }
+    }
+    let mut line = vec![0u8; (len - start) as usize];
+    file.read_exact_at(&mut line, start)
+        .map_err(|e| TraceError::io(path, e))?;
+    Ok(crate::output::content_hash(&line))
 }
 
 fn open_sink(
@@ -315,6 +430,11 @@ impl RowBuffer {
             .sync_data()
             .map_err(|e| TraceError::io(&self.path, e))?;
         Ok(self.written)
+    }
+
+    fn tail(&mut self) -> Result<Option<String>, TraceError> {
+        self.flush()?;
+        tail_hash(&self.out, &self.path, self.written).map(Some)
     }
 }
 

@@ -290,10 +290,27 @@ impl TraceReader {
             }
             let file = self.current.as_mut()?;
             self.line.clear();
-            let n = match file.reader.read_until(b'\n', &mut self.line) {
+            // Bounded, so a file without newlines (`/dev/zero`) is an error, not a line
+            // grown until memory runs out.
+            let limit = crate::limits::MAX_TRACE_LINE_BYTES;
+            let n = match std::io::Read::take(&mut file.reader, limit as u64 + 1)
+                .read_until(b'\n', &mut self.line)
+            {
                 Ok(n) => n,
                 Err(e) => return Some(Err(TraceError::io(&file.path, e))),
             };
+            if n > limit {
+                let line = file.line_no + 1;
+                let path = file.path.clone();
+                self.current = None;
+                return Some(Err(TraceError::parse(
+                    &path,
+                    line,
+                    format!(
+                        "the line is longer than {limit} bytes, the limit for a trace row; is it a trace?"
+                    ),
+                )));
+            }
             if n == 0 {
                 self.current = None;
                 continue;
@@ -560,7 +577,20 @@ fn row_error(e: &serde_json::Error) -> String {
     )
 }
 
+/// Serde reads a struct from a JSON array too (by position); a trace row is an object.
+fn check_object(text: &[u8], path: &Path, line: u64) -> Result<(), TraceError> {
+    match text.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => Ok(()),
+        _ => Err(TraceError::parse(
+            path,
+            line,
+            "not a valid trace row: each line must be one JSON object with the trace columns",
+        )),
+    }
+}
+
 fn parse_jsonl(text: &[u8], path: &Path, line: u64) -> Result<TraceRow, TraceError> {
+    check_object(text, path, line)?;
     let row: TraceRow =
         serde_json::from_slice(text).map_err(|e| TraceError::parse(path, line, row_error(&e)))?;
     check_finite(&row, path, line)?;
@@ -576,6 +606,7 @@ fn parse_jsonl_ref<'a>(
     if let Some(row) = scan::row(text, prefix) {
         return Ok(row);
     }
+    check_object(text, path, line)?;
     let row: RowRef<'a> =
         serde_json::from_slice(text).map_err(|e| TraceError::parse(path, line, row_error(&e)))?;
     let bad = !row.reward.is_finite()

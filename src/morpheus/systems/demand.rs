@@ -13,19 +13,72 @@ use crate::morpheus::resources::{
 /// The smallest `k <= cap` with `P(X <= k) > u` for `X ~ Poisson(lambda)`: one uniform
 /// draw gives one truncated Poisson count, and the count never decreases as `lambda`
 /// grows, so one draw serves the market's demand and the goodwill-thinned demand alike.
+///
+/// Inversion keeps that coupling, which a rejection sampler would break. Below
+/// `lambda = 600` the CDF is summed up from `exp(-lambda)`; above, `exp(-lambda)` would
+/// underflow, so the sum starts at the mode (its mass from Stirling's series) and walks
+/// down or up. Mass more than 40 standard deviations from the mean is below `1e-300` and
+/// is skipped, so the cost is `O(sqrt(lambda))` at most and the walk ends for every
+/// `lambda` and `cap`.
 pub fn poisson_quantile(u: f64, lambda: f64, cap: u64) -> u64 {
-    if lambda <= 0.0 {
+    if lambda.is_nan() || lambda <= 0.0 || cap == 0 {
         return 0;
     }
-    let mut p = (-lambda).exp();
-    let mut cdf = p;
-    let mut k = 0;
-    while u >= cdf && k < cap {
-        k += 1;
-        p *= lambda / k as f64;
-        cdf += p;
+    if lambda.is_infinite() {
+        return cap;
     }
-    k
+    let reach = 40.0 * lambda.sqrt() + 40.0;
+    if lambda < 600.0 {
+        let last = (lambda + reach) as u64;
+        let mut p = (-lambda).exp();
+        let mut cdf = p;
+        let mut k = 0;
+        while u >= cdf && k < cap && k < last {
+            k += 1;
+            p *= lambda / k as f64;
+            cdf += p;
+        }
+        return k;
+    }
+    let mode = lambda.floor();
+    if (cap as f64) < mode - reach {
+        return cap;
+    }
+    let p_mode = (mode * lambda.ln() - lambda - ln_factorial(mode)).exp();
+    let negligible = p_mode * 1e-20;
+    let mut below = 0.0;
+    let (mut p, mut j) = (p_mode, mode);
+    while j > 0.0 && p > negligible {
+        p *= j / lambda;
+        j -= 1.0;
+        below += p;
+    }
+    let mut k = mode;
+    let mut p = p_mode;
+    let mut cdf = below + p_mode;
+    if u < cdf {
+        while k > 0.0 && cdf - p > u {
+            cdf -= p;
+            p *= k / lambda;
+            k -= 1.0;
+        }
+    } else {
+        while u >= cdf && k < cap as f64 && (k <= mode || p > negligible) {
+            k += 1.0;
+            p *= lambda / k;
+            cdf += p;
+        }
+    }
+    (k as u64).min(cap)
+}
+
+/// `ln(n!)` for a whole `n >= 600` by Stirling's series (error below `1e-20` there).
+fn ln_factorial(n: f64) -> f64 {
+    let inv = 1.0 / n;
+    let inv2 = inv * inv;
+    n * n.ln() - n
+        + 0.5 * (std::f64::consts::TAU * n).ln()
+        + inv * (1.0 / 12.0 - inv2 * (1.0 / 360.0 - inv2 / 1260.0))
 }
 
 /// Per-SKU scratch space, kept between steps to avoid allocating.
@@ -135,5 +188,35 @@ mod tests {
             let u = i as f64 / 1000.0;
             assert!(poisson_quantile(u, 1.2, 30) <= poisson_quantile(u, 2.0, 30));
         }
+    }
+
+    #[test]
+    fn poisson_quantile_is_right_where_exp_of_minus_lambda_underflows() {
+        let median = poisson_quantile(0.5, 1000.0, u64::MAX);
+        assert!((999..=1001).contains(&median), "{median}");
+        let n = 2_000;
+        let mean: f64 = (0..n)
+            .map(|i| poisson_quantile((i as f64 + 0.5) / n as f64, 5000.0, u64::MAX) as f64)
+            .sum::<f64>()
+            / n as f64;
+        assert!((mean - 5000.0).abs() < 2.0, "{mean}");
+        let sd = (0..n)
+            .map(|i| {
+                let k = poisson_quantile((i as f64 + 0.5) / n as f64, 5000.0, u64::MAX) as f64;
+                (k - mean).powi(2)
+            })
+            .sum::<f64>()
+            / n as f64;
+        assert!((sd.sqrt() - 5000f64.sqrt()).abs() < 2.0, "{}", sd.sqrt());
+        assert_eq!(poisson_quantile(0.01, 1e6, 30), 30);
+    }
+
+    #[test]
+    fn poisson_quantile_ends_for_huge_lambda_and_cap() {
+        assert_eq!(poisson_quantile(0.3, 1e300, u64::MAX), u64::MAX);
+        assert_eq!(poisson_quantile(0.3, f64::INFINITY, 7), 7);
+        assert!(poisson_quantile(1.0 - 1e-17, 2.0, u64::MAX) < 100);
+        let q = poisson_quantile(0.5, 1e12, u64::MAX) as f64;
+        assert!((q - 1e12).abs() < 1e4, "{q}");
     }
 }

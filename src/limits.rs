@@ -1,0 +1,87 @@
+//! Documented size limits, checked when a file is loaded so that no input can make a run
+//! allocate without bound, overflow an index or take quadratic time.
+//!
+//! Each limit is far above any sensible use and far below what would exhaust a machine:
+//! a world file or option beyond one is refused at load, with the file, line and field.
+
+/// Largest world file, in bytes (16 MiB). World files are hand-written tables; the
+/// largest shipped one is a few kilobytes.
+pub const MAX_WORLD_FILE_BYTES: u64 = 16 << 20;
+
+/// Longest line of a trace file, in bytes (16 MiB). A row with `--record-transitions` of
+/// the largest allowed world is well under a megabyte.
+pub const MAX_TRACE_LINE_BYTES: usize = 16 << 20;
+
+/// Most regimes in one world file (100,000).
+pub const MAX_REGIMES: usize = 100_000;
+
+/// Most SKUs in an enterprise world (100,000).
+pub const MAX_SKUS: usize = 100_000;
+
+/// Most suppliers, dock doors or carriers in an enterprise world, each (100,000).
+pub const MAX_SITES: usize = 100_000;
+
+/// Largest count or duration in an enterprise world's parameters: stock, capacities,
+/// quantities, hours (1e9).
+pub const MAX_QUANTITY: f64 = 1e9;
+
+/// Largest money amount, rate or multiplier in an enterprise world's parameters (1e9).
+/// With quantities below [`MAX_QUANTITY`] a step's ledger stays below about 1e40.
+pub const MAX_MAGNITUDE: f64 = 1e9;
+
+/// Smallest `stock_scale` of an enterprise world (1e-3): observations are stock divided
+/// by it, and a tiny divisor turned them into infinities.
+pub const MIN_STOCK_SCALE: f64 = 1e-3;
+
+/// Largest rollout window, in steps (16,777,216): the harness keeps one window of
+/// transitions in memory.
+pub const MAX_WINDOW_STEPS: usize = 1 << 24;
+
+/// Largest smoothing window of `perennial eval`, in steps (16,777,216): eval keeps one
+/// window of rewards per run in memory.
+pub const MAX_EVAL_WINDOW: usize = 1 << 24;
+
+/// Longest run id, task, agent id or regime label, in bytes (256). They are written in
+/// every trace row and used in file names.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Checks a run id, task or agent id: 1 to [`MAX_ID_BYTES`] bytes of ASCII letters, digits,
+/// `-`, `_`, `.` and `+`, not starting with `.`. Such a value is safe as a file name (no
+/// `/`, no `..`, no hidden file), in a CSV cell and in a JSON string, and reads the same
+/// everywhere.
+///
+/// # Errors
+///
+/// A message naming `what` and the first offending character.
+///
+/// # Examples
+///
+/// ```
+/// use perennial::limits::check_id;
+///
+/// assert!(check_id("--run-id", "warehouse-random-seed0").is_ok());
+/// assert!(check_id("--run-id", "../../x").is_err());
+/// assert!(check_id("--run-id", "").is_err());
+/// ```
+pub fn check_id(what: &str, value: &str) -> Result<(), String> {
+    const ALLOWED: &str = "ASCII letters, digits, `-`, `_`, `.` and `+`, not starting with `.`";
+    if value.is_empty() {
+        return Err(format!("{what} is empty; use {ALLOWED}"));
+    }
+    if value.len() > MAX_ID_BYTES {
+        return Err(format!(
+            "{what} is {} bytes long; use at most {MAX_ID_BYTES}",
+            value.len()
+        ));
+    }
+    if value.starts_with('.') {
+        return Err(format!("{what} `{value}` starts with `.`; use {ALLOWED}"));
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+')))
+    {
+        return Err(format!("{what} {:?} contains {c:?}; use {ALLOWED}", value));
+    }
+    Ok(())
+}

@@ -1,0 +1,274 @@
+//! What a hostile tester broke, through the command line: outputs that would replace
+//! inputs or non-files, resumes that cut the trace before knowing the checkpoint fits,
+//! concurrent writers, and misleading summaries. Every case must leave what was already
+//! written untouched.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn perennial(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "perennial-reliability-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const CARTPOLE: &str = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\n\n[[regimes]]\nlabel = \"b\"\nconditions = { gravity = 12.0 }\n\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"b\"]\nevery = 50\n\n[harness]\nauto_reset = true\n";
+
+/// Writes the CartPole world and runs it with a checkpoint every `every` of `steps` steps.
+fn checkpointed_run(d: &Path, steps: u64, every: u64) -> (PathBuf, PathBuf, PathBuf) {
+    let (world, trace, ckpt) = (d.join("w.toml"), d.join("t.jsonl"), d.join("c.ckpt.json"));
+    std::fs::write(&world, CARTPOLE).unwrap();
+    let out = perennial(&[
+        "run",
+        s(&world),
+        "--steps",
+        &steps.to_string(),
+        "--trace",
+        s(&trace),
+        "--checkpoint-every",
+        &every.to_string(),
+        "--checkpoint",
+        s(&ckpt),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    (world, trace, ckpt)
+}
+
+#[test]
+fn a_trace_equal_to_the_world_file_is_refused_and_the_world_file_kept() {
+    let d = dir("same");
+    let world = d.join("w.toml");
+    std::fs::write(&world, CARTPOLE).unwrap();
+    let aliased = d.join(".").join("w.toml");
+    let out = perennial(&["run", s(&world), "--steps", "5", "--trace", s(&aliased)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("same file as the world file"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&world).unwrap(), CARTPOLE);
+}
+
+#[test]
+fn outputs_that_are_symlinks_or_devices_are_refused_and_left_alone() {
+    let d = dir("links");
+    let target = d.join("precious.txt");
+    std::fs::write(&target, "keep me").unwrap();
+    let link = d.join("t.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = perennial(&[
+        "run",
+        "worlds/cartpole.toml",
+        "--steps",
+        "5",
+        "--trace",
+        s(&link),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("a symlink"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+
+    let out = perennial(&[
+        "run",
+        "worlds/cartpole.toml",
+        "--steps",
+        "5",
+        "--no-trace",
+        "--checkpoint-every",
+        "2",
+        "--checkpoint",
+        "/dev/null",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("a device"), "{}", stderr(&out));
+    let dir_ckpt = d.join("a-folder");
+    std::fs::create_dir(&dir_ckpt).unwrap();
+    let out = perennial(&[
+        "run",
+        "worlds/cartpole.toml",
+        "--steps",
+        "5",
+        "--no-trace",
+        "--checkpoint-every",
+        "1000",
+        "--checkpoint",
+        s(&dir_ckpt),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("a directory"), "{}", stderr(&out));
+}
+
+#[test]
+fn resuming_against_an_edited_world_file_is_refused_and_the_trace_kept() {
+    let d = dir("edited");
+    let (world, trace, ckpt) = checkpointed_run(&d, 300, 100);
+    let before = std::fs::read(&trace).unwrap();
+    std::fs::write(&world, CARTPOLE.replace("12.0", "13.0")).unwrap();
+    let out = perennial(&["run", "--resume", s(&ckpt)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--allow-world-change"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&trace).unwrap(), before);
+    let out = perennial(&["run", "--resume", s(&ckpt), "--allow-world-change"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn resuming_into_a_replaced_trace_is_refused_and_the_trace_kept() {
+    let d = dir("replaced");
+    let (_, trace, ckpt) = checkpointed_run(&d, 300, 100);
+    let other = perennial(&[
+        "run",
+        "worlds/cartpole.toml",
+        "--steps",
+        "300",
+        "--seed",
+        "9",
+        "--auto-reset",
+        "--trace",
+        s(&trace),
+    ]);
+    assert!(other.status.success(), "{}", stderr(&other));
+    let before = std::fs::read(&trace).unwrap();
+    let out = perennial(&["run", "--resume", s(&ckpt)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not the trace this checkpoint belongs to"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&trace).unwrap(), before);
+}
+
+#[test]
+fn tampered_checkpoint_fields_are_refused_and_no_row_is_deleted() {
+    let d = dir("tampered");
+    let (_, trace, ckpt) = checkpointed_run(&d, 250, 100);
+    let before = std::fs::read(&trace).unwrap();
+    let valid: serde_json::Value = serde_json::from_slice(&std::fs::read(&ckpt).unwrap()).unwrap();
+    type Edit = fn(&mut serde_json::Value);
+    let tamper: [(&str, Edit); 4] = [
+        ("scheduler", |v| v["scheduler"]["current"] = 99.into()),
+        ("scheduler", |v| v["scheduler"]["plan"]["every"] = 0.into()),
+        ("step", |v| v["step"] = 1_000_000.into()),
+        ("window_steps", |v| v["config"]["window_steps"] = 0.into()),
+    ];
+    for (field, edit) in tamper {
+        let mut v = valid.clone();
+        edit(&mut v);
+        std::fs::write(&ckpt, serde_json::to_vec(&v).unwrap()).unwrap();
+        let out = perennial(&["run", "--resume", s(&ckpt)]);
+        assert_eq!(out.status.code(), Some(2), "{field}: {}", stderr(&out));
+        assert!(stderr(&out).contains(field), "{field}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+        assert_eq!(std::fs::read(&trace).unwrap(), before, "{field}");
+    }
+}
+
+#[test]
+fn a_locked_trace_is_refused_with_the_holder_pid() {
+    let d = dir("locked");
+    let trace = d.join("t.jsonl");
+    std::fs::write(&trace, "keep\n").unwrap();
+    let held = perennial::output::open_locked(&trace).unwrap();
+    let out = perennial(&[
+        "run",
+        "worlds/cartpole.toml",
+        "--steps",
+        "5",
+        "--trace",
+        s(&trace),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("pid {}", std::process::id())),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&trace).unwrap(), "keep\n");
+    drop(held);
+}
+
+#[test]
+fn two_world_files_of_one_task_get_distinct_default_run_ids() {
+    let d = dir("ids");
+    let (a, b) = (d.join("calm.toml"), d.join("stormy.toml"));
+    std::fs::write(&a, CARTPOLE).unwrap();
+    std::fs::write(&b, CARTPOLE.replace("12.0", "15.0")).unwrap();
+    let id = |w: &Path| {
+        let out = perennial(&["run", s(w), "--steps", "3", "--no-trace"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix("run").map(|r| r.trim().to_string()))
+            .unwrap()
+    };
+    let (ia, ib) = (id(&a), id(&b));
+    assert_ne!(ia, ib);
+    assert!(ia.contains("calm") && ib.contains("stormy"), "{ia} {ib}");
+    assert_eq!(
+        id(Path::new("worlds/cartpole.toml")),
+        "cartpole-random-seed0"
+    );
+}
+
+#[test]
+fn the_summary_announces_no_checkpoint_that_was_never_written() {
+    let d = dir("announce");
+    let ckpt = d.join("c.json");
+    let out = perennial(&[
+        "run",
+        "worlds/cartpole.toml",
+        "--steps",
+        "5",
+        "--no-trace",
+        "--auto-reset",
+        "--checkpoint-every",
+        "100",
+        "--checkpoint",
+        s(&ckpt),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!ckpt.exists());
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("checkpoint "));
+}
+
+#[test]
+fn run_ids_that_escape_or_hide_are_refused() {
+    for id in ["../../x", "", ".hidden", "a\nb"] {
+        let out = perennial(&[
+            "run",
+            "worlds/cartpole.toml",
+            "--steps",
+            "3",
+            "--run-id",
+            id,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{id:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("--run-id"), "{}", stderr(&out));
+    }
+}
