@@ -55,11 +55,13 @@ fn statuses(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The sweep's trace files (not the run manifests beside them, which hold wall-clock times).
 fn traces(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir.join("traces"))
         .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.to_string_lossy().ends_with(".manifest.json"))
+        .map(|p| {
             (
                 p.file_name().unwrap().to_string_lossy().into_owned(),
                 std::fs::read(&p).unwrap(),
