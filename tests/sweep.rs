@@ -204,7 +204,9 @@ fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
 #[test]
 fn a_sigkilled_sweep_rerun_finishes_with_the_traces_of_an_uninterrupted_one() {
     let dir = tmp("kill");
-    let file = sweep_file(&dir, 6000, 250, "\"random\", \"actor-critic\"");
+    // Runs long next to their checkpoint period, so a run seen running with a checkpoint
+    // is still running when the kill lands a poll later.
+    let file = sweep_file(&dir, 60_000, 500, "\"random\", \"actor-critic\"");
     let whole = dir.join("whole");
     let out = perennial(&[
         "sweep",
