@@ -213,5 +213,5 @@ where
         self.learn(window);
     }
 
-    crate::serde_agent_state!();
+    crate::serde_agent_state!(n_actions, dim, theta.len(), w.len());
 }

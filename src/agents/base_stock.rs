@@ -154,7 +154,7 @@ impl Agent<Morpheus> for BaseStockAgent {
         self.choose(obs)
     }
 
-    crate::serde_agent_state!();
+    crate::serde_agent_state!(skus, docks, carriers, buckets, demand.len());
 }
 
 /// Settings of [`AdaptiveBaseStock`].
@@ -281,5 +281,11 @@ impl Agent<Morpheus> for AdaptiveBaseStock {
         }
     }
 
-    crate::serde_agent_state!();
+    crate::serde_agent_state!(
+        policy.skus,
+        policy.docks,
+        policy.carriers,
+        policy.buckets,
+        policy.demand.len(),
+    );
 }

@@ -43,5 +43,5 @@ impl<E: Env + ?Sized> Agent<E> for RandomAgent {
             .expect("the random agent's action type cannot be sampled from this action space")
     }
 
-    crate::serde_agent_state!();
+    crate::serde_agent_state!(space);
 }

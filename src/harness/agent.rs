@@ -56,15 +56,31 @@ pub trait Agent<E: Env + ?Sized> {
 
 /// Implements the checkpoint hooks of [`Agent`] with serde, for agents whose whole state
 /// is their serde form.
+///
+/// Name the fields that describe what the agent was built for (its action space, its
+/// input size) and a saved state is refused unless they equal the running agent's:
+/// `serde_agent_state!(space, weights.len())`. Without them a checkpoint edited to another space would
+/// load and the agent would act outside the world's space.
 #[macro_export]
 macro_rules! serde_agent_state {
-    () => {
+    ($($first:ident $(. $rest:ident $(($($arg:tt)*))?)*),* $(,)?) => {
         fn save_state(&self) -> Result<serde_json::Value, String> {
             serde_json::to_value(self).map_err(|e| e.to_string())
         }
 
         fn load_state(&mut self, state: serde_json::Value) -> Result<(), String> {
-            *self = serde_json::from_value(state).map_err(|e| e.to_string())?;
+            let loaded: Self = serde_json::from_value(state).map_err(|e| e.to_string())?;
+            $(
+                if loaded.$first $(.$rest $(($($arg)*))?)* != self.$first $(.$rest $(($($arg)*))?)* {
+                    return Err(format!(
+                        "the saved `{}` is {:?}; this run's agent has {:?}",
+                        stringify!($first $(.$rest $(($($arg)*))?)*),
+                        loaded.$first $(.$rest $(($($arg)*))?)*,
+                        self.$first $(.$rest $(($($arg)*))?)*,
+                    ));
+                }
+            )*
+            *self = loaded;
             Ok(())
         }
     };
