@@ -16,8 +16,10 @@
 //! pairs of regimes whose tuned policies are within 2% of each other both ways (target:
 //! none), and, over the file's own schedule, the regime-aware policy (playing each
 //! regime's tuned policy while it is in force) against the best single fixed policy
-//! (target: 10% more profit or better). `--json PATH` writes all of it, with the tuned
-//! parameters, which the oracle agent's `[agent.oracle.<label>]` tables carry.
+//! (target: 10% more profit or better). The tuned parameters are printed as the oracle
+//! agent's `[agent.oracle.<label>]` world-file tables, ready to paste (`--agent oracle`
+//! plays them, switching with the regime). `--json PATH` writes all of it: the tuned
+//! parameters under `tuned`, and the same tables as TOML text under `oracle_tables`.
 //!
 //! ```sh
 //! cargo run --release --example regime_separation -- --world worlds/warehouse.toml --json out.json
@@ -371,15 +373,10 @@ fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
         }
     }
     println!("{text}\n");
-    for (label, p) in labels.iter().zip(&tuned) {
-        println!(
-            "tuned for {label}: reorder_hours = {}, target_hours = {}, carrier = {}, repair_at = {}",
-            p.reorder_hours,
-            p.target_hours,
-            p.carrier.unwrap_or(0),
-            p.repair_at
-        );
-    }
+    let oracle_tables = oracle_tables(&labels, &tuned);
+    println!(
+        "tuned settings, as the oracle's world-file tables (`--agent oracle`):\n{oracle_tables}"
+    );
     println!(
         "\noff-diagonal cells losing 10% or more: {big} of {} (target: at least half) {}",
         off.len(),
@@ -420,6 +417,7 @@ fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
         "hours": o.hours,
         "warmup": o.warmup,
         "tuned": labels.iter().zip(&tuned).map(|(l, p)| (l.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
+        "oracle_tables": oracle_tables,
         "profit": table,
         "loss": loss,
         "share_losing_10pct": big as f64 / off.len() as f64,
@@ -431,6 +429,22 @@ fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
             "gain": gain,
         },
     }))
+}
+
+/// The tuned settings as `[agent.oracle.<label>]` tables, ready to paste into the world file.
+fn oracle_tables(labels: &[&str], tuned: &[BaseStockParams]) -> String {
+    let mut out = String::new();
+    for (label, p) in labels.iter().zip(tuned) {
+        out.push_str(&format!(
+            "[agent.oracle.{label}]\nreorder_hours = {:?}\ntarget_hours = {:?}\n",
+            p.reorder_hours, p.target_hours
+        ));
+        if let Some(c) = p.carrier {
+            out.push_str(&format!("carrier = {c}\n"));
+        }
+        out.push_str(&format!("repair_at = {}\n\n", p.repair_at));
+    }
+    out
 }
 
 fn main() -> ExitCode {

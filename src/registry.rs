@@ -43,7 +43,7 @@ use crate::dyn_env::DynEnv;
 use crate::env::Env;
 use crate::harness::{Agent, Checkpoint, DynHarness, Harness, HarnessConfig};
 use crate::morpheus::{self, Morpheus, MorpheusConfig};
-use crate::regime::{ParamInfo, Shiftable, validate_conditions};
+use crate::regime::{ParamInfo, RegimeProbe, Shiftable, validate_conditions};
 use crate::reward::RewardSpec;
 use crate::seed::{self, Stream};
 use crate::world_file::WorldFile;
@@ -287,12 +287,16 @@ impl<K: WorldKind> Entry<K> {
             .map_err(|e| BuildError::World(format!("{}: {e}", world.path.display())))
     }
 
+    /// Builds agent `name` on `env`, with the world file's regimes and `probe` as the
+    /// regime probe (which the harness publishes to).
     fn agent(
         &self,
         env: &K::Env,
+        world: &WorldFile,
         name: &str,
         options: &toml::Table,
         seed: u64,
+        probe: &RegimeProbe,
     ) -> Result<Box<dyn Agent<K::Env>>, BuildError> {
         let build = self
             .agents
@@ -305,6 +309,8 @@ impl<K: WorldKind> Entry<K> {
             env,
             options,
             seed,
+            regimes: &world.regimes,
+            regime: probe.clone(),
         })
         .map_err(BuildError::Agent)
     }
@@ -386,19 +392,29 @@ impl<K: WorldKind> Kind for Entry<K> {
         seed: u64,
     ) -> Result<(), BuildError> {
         let env = self.env(world)?;
-        self.agent(&env, agent, options, seed).map(drop)
+        self.agent(&env, world, agent, options, seed, &RegimeProbe::new())
+            .map(drop)
     }
 
     fn harness(&self, request: &RunRequest<'_>) -> Result<Box<dyn DynHarness>, BuildError> {
         let env = self.env(request.world)?;
-        let agent = self.agent(&env, request.agent, request.agent_options, request.seed)?;
+        let probe = RegimeProbe::new();
+        let agent = self.agent(
+            &env,
+            request.world,
+            request.agent,
+            request.agent_options,
+            request.seed,
+            &probe,
+        )?;
         let scheduler = request
             .world
             .scheduler(seed::derive(request.seed, Stream::Scheduler, 0))
             .map_err(|e| BuildError::World(e.to_string()))?;
         let mut harness = Harness::new(env, agent, request.seed)
             .scheduler(scheduler)
-            .config(request.config.clone());
+            .config(request.config.clone())
+            .publish_regime(probe);
         if let Some(id) = &request.run_id {
             harness = harness.run_id(id.clone());
         }
@@ -411,9 +427,18 @@ impl<K: WorldKind> Kind for Entry<K> {
         checkpoint: Checkpoint,
     ) -> Result<Box<dyn DynHarness>, BuildError> {
         let env = self.env(request.world)?;
-        let agent = self.agent(&env, request.agent, request.agent_options, request.seed)?;
+        let probe = RegimeProbe::new();
+        let agent = self.agent(
+            &env,
+            request.world,
+            request.agent,
+            request.agent_options,
+            request.seed,
+            &probe,
+        )?;
         let harness = Harness::resume(env, agent, checkpoint, None)
-            .map_err(|e| BuildError::Checkpoint(e.to_string()))?;
+            .map_err(|e| BuildError::Checkpoint(e.to_string()))?
+            .publish_regime(probe);
         Ok(Box::new(harness))
     }
 }

@@ -38,8 +38,9 @@
 //! The kind is looked up in a [`Registry`] ([`WorldFile::load`] uses the built-in one,
 //! [`WorldFile::load_with`] takes yours); the kind parses and checks its own
 //! `[world.params]`. `[harness] agent` and every `[agent.<name>]` table must name an agent
-//! the kind has; the options themselves are checked when the agent is built
-//! (`perennial check` builds it).
+//! the kind has, and each table's agent is built on the file's world at load, so a bad
+//! option is an error naming its line and field (e.g. `agent.oracle.peak_season.carrier`).
+//! The `[harness] agent` without a table is built by `perennial check` and at run time.
 //!
 //! Schedules: `fixed` takes `shifts = [{ step = 0, label = "a" }, { step = 500, label = "b" }]`;
 //! `cycle` takes `labels` and `every`; `stochastic` takes `labels`, optional `weights`,
@@ -47,8 +48,8 @@
 //!
 //! Everything is checked at load, never mid-run: unknown keys, wrong types, unknown or
 //! out-of-range parameters, an empty regime list, duplicate labels, schedules naming
-//! undefined labels, reward terms reading unknown signals. Each error names the file, the
-//! line and the field.
+//! undefined labels, reward terms reading unknown signals, agent options an agent refuses.
+//! Each error names the file, the line and the field.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -58,8 +59,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::agents::AgentError;
 use crate::regime::{ParamInfo, Plan, Regime, RegimeError, Scheduler, validate_conditions};
-use crate::registry::{Registry, WorldParams};
+use crate::registry::{BuildError, Registry, WorldParams};
 use crate::reward::{RewardSpec, Term};
 
 /// A world file that cannot be used, with where and why.
@@ -248,6 +250,71 @@ impl Ctx<'_> {
         }
         None
     }
+
+    /// The line of a table header `[path]` (spaces and quotes inside the brackets aside),
+    /// or with `prefix`, of the first header that starts with `path.` or is `path`.
+    fn find_header(&self, path: &str, prefix: bool) -> Option<Range<usize>> {
+        let mut offset = 0;
+        for line in self.text.split_inclusive('\n') {
+            let trimmed = line.trim_start();
+            if let Some(rest) = trimmed.strip_prefix('[')
+                && !rest.starts_with('[')
+                && let Some((inside, _)) = rest.split_once(']')
+            {
+                let name: String = inside
+                    .chars()
+                    .filter(|c| !c.is_whitespace() && *c != '"' && *c != '\'')
+                    .collect();
+                let hit = name == path
+                    || (prefix && name.strip_prefix(path).is_some_and(|r| r.starts_with('.')));
+                if hit {
+                    let start = offset + (line.len() - trimmed.len());
+                    return Some(start..start + trimmed.trim_end().len());
+                }
+            }
+            offset += line.len();
+        }
+        None
+    }
+
+    /// The line of `key = ...` within the table whose header ends at `from` (up to the
+    /// next header).
+    fn find_key_in_table(&self, from: usize, key: &str) -> Option<Range<usize>> {
+        let end = self.text[from..]
+            .split_inclusive('\n')
+            .skip(1)
+            .scan(from, |at, line| {
+                let start = *at;
+                *at += line.len();
+                Some((start, line))
+            })
+            .find(|(_, line)| line.trim_start().starts_with('['))
+            .map_or(self.text.len(), |(start, _)| start);
+        self.find_key(from, key).filter(|span| span.start < end)
+    }
+
+    /// Where option `field` (dotted, within `[agent.<agent>]`) is written: the deepest
+    /// `[agent.<agent>.…]` header on its path holding the next key, else the first header
+    /// of the agent's tables.
+    fn find_agent_option(&self, agent: &str, field: &str) -> Option<Range<usize>> {
+        let parts: Vec<&str> = field.split('.').collect();
+        let table = format!("agent.{agent}");
+        for depth in (0..parts.len()).rev() {
+            let mut header = table.clone();
+            for part in &parts[..depth] {
+                header.push('.');
+                header.push_str(part);
+            }
+            if let Some(at) = self.find_header(&header, false)
+                && let Some(span) = self.find_key_in_table(at.end, parts[depth])
+            {
+                return Some(span);
+            }
+        }
+        // The option is a whole table (`[agent.oracle.<label>]`), else point at the agent's.
+        self.find_header(&format!("{table}.{field}"), false)
+            .or_else(|| self.find_header(&table, true))
+    }
 }
 
 impl WorldFile {
@@ -394,7 +461,7 @@ impl WorldFile {
             &kind.agent_names(),
             kind_name,
         )?;
-        Ok(WorldFile {
+        let world = WorldFile {
             path: path.to_path_buf(),
             description: world_def.description.clone(),
             kind: kind_name.clone(),
@@ -405,7 +472,9 @@ impl WorldFile {
             harness: def.harness,
             agents,
             default_reward: kind.default_reward(),
-        })
+        };
+        check_agent_options(&ctx, kind, &world)?;
+        Ok(world)
     }
 
     /// The world's kind name as written in the file.
@@ -698,6 +767,38 @@ fn agent_tables(
         out.insert(name.into_inner(), table.into_inner());
     }
     Ok(out)
+}
+
+/// Builds every agent the file has an `[agent.<name>]` table for on the file's world, so a
+/// bad option is a load error naming its line and field (`agent.<name>.<option>`).
+fn check_agent_options(
+    ctx: &Ctx<'_>,
+    kind: &dyn crate::registry::Kind,
+    world: &WorldFile,
+) -> Result<(), WorldFileError> {
+    for (name, options) in &world.agents {
+        let Err(e) = kind.check_agent(world, name, options, 0) else {
+            continue;
+        };
+        let table = format!("agent.{name}");
+        return Err(match e {
+            BuildError::Agent(AgentError::Option { field, message, .. }) => ctx.err(
+                ctx.find_agent_option(name, &field),
+                Some(&format!("{table}.{field}")),
+                message,
+            ),
+            BuildError::Agent(AgentError::Build { message, .. }) => {
+                ctx.err(ctx.find_header(&table, true), Some(&table), message)
+            }
+            // The world was built when `[world.params]` was checked.
+            other => ctx.err(
+                ctx.find_header(&table, true),
+                Some(&table),
+                other.to_string(),
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn reward(

@@ -191,6 +191,77 @@ fn cases() -> Vec<Case> {
             expect: &["{file}:", "op_budget"],
         },
         Case {
+            what: "world file: an oracle table for a regime the world does not have",
+            file: Some((
+                "oracle-label.toml",
+                warehouse.replace("[agent.oracle.lean_market]", "[agent.oracle.lean_markt]"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "agent.oracle.lean_markt", "lean_market"],
+        },
+        Case {
+            what: "world file: an unknown field in an oracle table",
+            file: Some((
+                "oracle-field.toml",
+                warehouse.replace(
+                    "[agent.oracle.peak_season]\nreorder_hours",
+                    "[agent.oracle.peak_season]\nreorder_hourz",
+                ),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "agent.oracle.peak_season.reorder_hourz"],
+        },
+        Case {
+            what: "world file: an oracle table of the wrong type",
+            file: Some((
+                "oracle-type.toml",
+                warehouse.replace(
+                    "[agent.oracle.baseline]\nreorder_hours = 24.0",
+                    "[agent.oracle.baseline]\nreorder_hours = \"a day\"",
+                ),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "agent.oracle.baseline.reorder_hours"],
+        },
+        Case {
+            what: "world file: negative hours in an oracle table",
+            file: Some((
+                "oracle-hours.toml",
+                warehouse.replace("target_hours = 15.0", "target_hours = -15.0"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "agent.oracle.lean_market.target_hours"],
+        },
+        Case {
+            what: "world file: an oracle carrier the world does not have",
+            file: Some((
+                "oracle-carrier.toml",
+                warehouse.replace("carrier = 0", "carrier = 9"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "agent.oracle.service_crunch.carrier"],
+        },
+        Case {
+            what: "run: --agent-opt for an oracle label the world does not have",
+            file: None,
+            args: &[
+                "run",
+                "worlds/warehouse.toml",
+                "--agent",
+                "oracle",
+                "--agent-opt",
+                "peak.reorder_hours=5",
+                "--no-trace",
+            ],
+            code: 2,
+            expect: &["agent `oracle`: option `peak`"],
+        },
+        Case {
             what: "world file: missing",
             file: None,
             args: &["check", "worlds/no-such-world.toml"],

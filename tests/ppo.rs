@@ -410,12 +410,7 @@ fn options_set_a_family_and_bad_ones_name_the_field() {
     let err = Ppo::by_name("ppo-replay", 4, 2, bad.clone(), 0).unwrap_err();
     assert!(err.contains("bc_wieght"), "{err}");
     let env = perennial::cartpole::CartPole::new(Default::default());
-    let ctx = perennial::agents::AgentCtx {
-        name: "ppo-replay",
-        env: &env,
-        options: &bad,
-        seed: 0,
-    };
+    let ctx = perennial::agents::AgentCtx::new("ppo-replay", &env, &bad, 0);
     let build = perennial::agents::by_name("ppo-replay").unwrap();
     let err = build(&ctx).err().unwrap().to_string();
     assert!(

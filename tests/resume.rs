@@ -25,9 +25,10 @@ fn path(p: &Path) -> &str {
 /// Runs `world` uninterrupted and again killed after its first checkpoint then resumed,
 /// and compares the two traces.
 fn killed_and_resumed_matches_uninterrupted(world: &str, agent: &str, steps: u64, every: u64) {
-    let name = world
+    let world_name = world
         .trim_start_matches("worlds/")
         .trim_end_matches(".toml");
+    let name = format!("{world_name}-{agent}");
     let (whole, cut, ckpt) = (
         temp(&format!("{name}-whole.jsonl")),
         temp(&format!("{name}-cut.jsonl")),
@@ -123,4 +124,11 @@ fn warehouse_killed_after_a_checkpoint_resumes_to_the_same_trace() {
         150_000,
         10_000,
     );
+}
+
+#[test]
+fn warehouse_oracle_killed_mid_regime_resumes_to_the_same_trace() {
+    // Checkpoints every 7,000 steps land mid-interval (the cycle shifts every 2,000), so
+    // the resumed oracle must pick up the regime it was playing without starting over.
+    killed_and_resumed_matches_uninterrupted("worlds/warehouse.toml", "oracle", 150_000, 7_000);
 }

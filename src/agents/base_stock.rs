@@ -95,7 +95,8 @@ impl BaseStockAgent {
         self.started = false;
     }
 
-    fn choose(&mut self, obs: &[f32]) -> usize {
+    /// The action for `obs` under the settings in force.
+    pub(super) fn choose(&mut self, obs: &[f32]) -> usize {
         let (s, b) = (self.skus, self.buckets.len());
         let at = |i: usize| obs.get(i).map_or(0.0, |&v| f64::from(v));
         // The world's choice of carrier is not observed, so it is re-sent once a day: the

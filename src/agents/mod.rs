@@ -6,22 +6,30 @@
 //! | `balance` | [`BalanceAgent`] | CartPole | no |
 //! | `base-stock` | [`BaseStockAgent`] | enterprise world | no |
 //! | `adaptive-base-stock` | [`AdaptiveBaseStock`] | enterprise world | yes, its stock levels, on every window |
+//! | `oracle` | [`Oracle`] | enterprise world | no: a privileged reference that reads the regime in force |
 //! | `actor-critic` | [`ActorCritic`] | any with a `Discrete` action space | yes, on every window |
 //! | `ppo`, `ppo-replay`, `ppo-ewc`, `ppo-context`, `ppo-plastic` | [`Ppo`] | any with a `Discrete` action space | yes, on every window (see [`ppo`]) |
 //!
 //! # The agent registry
 //!
 //! Agents are built by name from an [`AgentCtx`]: the env (so a world's own agent can read
-//! its configuration), the agent's options table and the run seed. The options come from a
-//! world file's `[agent.<name>]` table and `perennial run --agent-opt KEY=VALUE`; a builder
-//! deserializes them with [`AgentCtx::options`] into its params struct, which carries
-//! `#[serde(default, deny_unknown_fields)]` so a misspelt option is an error naming it.
+//! its configuration), the agent's options table, the run seed, the world file's regimes
+//! and a [`RegimeProbe`] on which the harness publishes the label in force. The options
+//! come from a world file's `[agent.<name>]` table and `perennial run --agent-opt
+//! KEY=VALUE`; a builder deserializes them with [`AgentCtx::options`] into its params
+//! struct, which carries `#[serde(default, deny_unknown_fields)]` so a misspelt option is
+//! an error naming it. Every `[agent.<name>]` table of a world file is checked when the
+//! file is loaded, by building the agent on the file's world, so a bad option is an error
+//! naming the file, the line and the field.
+//!
+//! Only reference agents read the probe (the enterprise world's `oracle`): a learner is
+//! never told which regime is in force.
 //!
 //! Registering an agent is one entry:
 //! - a generic agent (any world with a `Discrete` action space) goes in [`generic`], e.g.
 //!   `("ppo", |ctx| Ok(Box::new(Ppo::new(ctx.spec(), ctx.options()?, ctx.seed)?)))`;
 //! - a world's own agent goes in its kind's list ([`for_cartpole`], [`for_morpheus`]),
-//!   e.g. `("oracle", |ctx| Ok(Box::new(Oracle::new(ctx.env, ctx.options()?))))`;
+//!   e.g. `("base-stock", |ctx| Ok(Box::new(BaseStockAgent::new(ctx.env.config(), ctx.options()?))))`;
 //! - a world defined outside the crate passes its own list to
 //!   [`crate::registry::Registry::world_with_agents`].
 //!
@@ -31,7 +39,7 @@
 //!
 //! let env = CartPole::new(CartPoleParams::default());
 //! let options: toml::Table = toml::from_str("actor_lr = 0.01").unwrap();
-//! let ctx = AgentCtx { name: "actor-critic", env: &env, options: &options, seed: 7 };
+//! let ctx = AgentCtx::new("actor-critic", &env, &options, 7);
 //! let build = agents::by_name::<CartPole>("actor-critic").unwrap();
 //! assert_eq!(build(&ctx).unwrap().algorithm_id(), "actor-critic");
 //!
@@ -43,12 +51,14 @@
 mod actor_critic;
 mod balance;
 mod base_stock;
+mod oracle;
 pub mod ppo;
 mod random;
 
 pub use actor_critic::{ActorCritic, ActorCriticParams};
 pub use balance::BalanceAgent;
 pub use base_stock::{AdaptiveBaseStock, AdaptiveParams, BaseStockAgent, BaseStockParams};
+pub use oracle::{Oracle, OracleParams};
 pub use ppo::{ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, ReplayParams, UpdateStats};
 pub use random::RandomAgent;
 
@@ -60,6 +70,7 @@ use crate::cartpole::CartPole;
 use crate::env::{Env, EnvSpec, Space};
 use crate::harness::Agent;
 use crate::morpheus::Morpheus;
+use crate::regime::{Regime, RegimeProbe};
 
 /// What an agent builder receives.
 #[derive(Debug)]
@@ -72,9 +83,26 @@ pub struct AgentCtx<'a, E> {
     pub options: &'a toml::Table,
     /// The run seed.
     pub seed: u64,
+    /// The world file's regimes (empty for an agent built outside a world file).
+    pub regimes: &'a [Regime],
+    /// Where the harness publishes the regime label in force. Privileged: only reference
+    /// agents read it (see [`RegimeProbe`]).
+    pub regime: RegimeProbe,
 }
 
-impl<E: Env> AgentCtx<'_, E> {
+impl<'a, E: Env> AgentCtx<'a, E> {
+    /// A context outside a world file: no regimes, and a probe nothing publishes to.
+    pub fn new(name: &'a str, env: &'a E, options: &'a toml::Table, seed: u64) -> Self {
+        AgentCtx {
+            name,
+            env,
+            options,
+            seed,
+            regimes: &[],
+            regime: RegimeProbe::new(),
+        }
+    }
+
     /// The env's spec.
     pub fn spec(&self) -> &EnvSpec {
         self.env.spec()
@@ -84,12 +112,23 @@ impl<E: Env> AgentCtx<'_, E> {
     ///
     /// # Errors
     ///
-    /// An option is unknown or has the wrong type; the error names it.
+    /// An option is unknown or has the wrong type; the error names it, as
+    /// [`AgentError::Option`] when it is a key of the table.
     pub fn options<P: DeserializeOwned>(&self) -> Result<P, AgentError> {
         self.options
             .clone()
             .try_into()
-            .map_err(|e: toml::de::Error| AgentError::new(self.name, e.message().trim()))
+            .map_err(|e: toml::de::Error| {
+                let message = e.message().trim();
+                match message
+                    .split('`')
+                    .nth(1)
+                    .filter(|k| self.options.contains_key(*k))
+                {
+                    Some(field) => AgentError::option(self.name, field, message),
+                    None => AgentError::new(self.name, message),
+                }
+            })
     }
 
     /// The number of actions of a `Discrete` action space.
@@ -125,6 +164,16 @@ pub enum AgentError {
         /// What is wrong and what to do.
         message: String,
     },
+    /// One option of the agent's table is wrong.
+    Option {
+        /// The agent's name.
+        agent: String,
+        /// The option's dotted path within the `[agent.<name>]` table, e.g.
+        /// `peak_season.reorder_hours`.
+        field: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
 }
 
 impl AgentError {
@@ -132,6 +181,15 @@ impl AgentError {
     pub fn new(agent: &str, message: impl Into<String>) -> Self {
         AgentError::Build {
             agent: agent.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// An error in option `field` (dotted, within the agent's table) of agent `agent`.
+    pub fn option(agent: &str, field: impl Into<String>, message: impl Into<String>) -> Self {
+        AgentError::Option {
+            agent: agent.to_string(),
+            field: field.into(),
             message: message.into(),
         }
     }
@@ -154,6 +212,11 @@ impl fmt::Display for AgentError {
                 known.join(", ")
             ),
             AgentError::Build { agent, message } => write!(f, "agent `{agent}`: {message}"),
+            AgentError::Option {
+                agent,
+                field,
+                message,
+            } => write!(f, "agent `{agent}`: option `{field}`: {message}"),
         }
     }
 }
@@ -234,6 +297,13 @@ pub fn for_morpheus() -> Vec<(&'static str, AgentBuilder<Morpheus>)> {
                 ctx.env.config(),
                 ctx.options()?,
                 ctx.seed,
+            )))
+        }),
+        ("oracle", |ctx| {
+            Ok(Box::new(Oracle::new(
+                ctx.env.config(),
+                OracleParams::from_ctx(ctx)?,
+                ctx.regime.clone(),
             )))
         }),
     ]

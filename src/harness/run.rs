@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::agent::{Agent, Window};
 use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
 use crate::env::{Env, EnvError, Observation};
-use crate::regime::{Conditions, RegimeError, Scheduler, Shiftable, apply_conditions};
+use crate::regime::{Conditions, RegimeError, RegimeProbe, Scheduler, Shiftable, apply_conditions};
 use crate::seed::{self, Stream};
 use crate::trace::{RowRecord, RunIdentity, TraceError, TraceSink};
 
@@ -202,6 +202,8 @@ pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
     /// The trace [`Harness::trace`] asked for, opened when the run starts.
     pending_trace: Option<(std::path::PathBuf, crate::trace::TraceFormat)>,
     interrupt: Option<&'static AtomicBool>,
+    /// Where the label in force is published for a privileged reference agent.
+    regime_probe: Option<RegimeProbe>,
 }
 
 /// Steps between two progress callbacks.
@@ -230,6 +232,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             action_json: Vec::new(),
             pending_trace: None,
             interrupt: None,
+            regime_probe: None,
         }
     }
 
@@ -282,6 +285,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             action_json: Vec::new(),
             pending_trace: None,
             interrupt: None,
+            regime_probe: None,
         })
     }
 
@@ -343,7 +347,24 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// Sets the regime scheduler.
     pub fn scheduler(mut self, scheduler: Scheduler) -> Self {
         self.scheduler = scheduler;
+        self.publish_label();
         self
+    }
+
+    /// Publishes the label in force on `probe`: now, at the run's start and after every
+    /// shift. This is how a privileged reference agent (the enterprise world's `oracle`)
+    /// learns the regime without it entering the observation; give it a clone of the same
+    /// probe. A learner is never given one.
+    pub fn publish_regime(mut self, probe: RegimeProbe) -> Self {
+        self.regime_probe = Some(probe);
+        self.publish_label();
+        self
+    }
+
+    fn publish_label(&self) {
+        if let Some(probe) = &self.regime_probe {
+            probe.publish(self.scheduler.label());
+        }
     }
 
     /// Sets the config.
@@ -522,6 +543,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             .window
             .reserve(self.config.window_steps.clamp(1, 1 << 16));
         self.apply(0)?;
+        self.publish_label();
         self.state
             .summary
             .labels
@@ -619,6 +641,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             self.close_label();
             if self.scheduler.before_step(step).is_some() {
                 self.apply(step)?;
+                self.publish_label();
                 self.state.summary.shifts += 1;
             }
             self.state

@@ -11,6 +11,7 @@
 //! does not name returns to the world's baseline value (the value it had when the scheduler
 //! was attached), so the world under a label is the same every time that label recurs.
 
+mod probe;
 mod scheduler;
 mod shiftable;
 
@@ -19,6 +20,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use probe::RegimeProbe;
 pub use scheduler::{Plan, Scheduler};
 pub use shiftable::{ParamInfo, Shiftable, apply_conditions, check_parameter, validate_conditions};
 
