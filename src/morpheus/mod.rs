@@ -111,7 +111,9 @@
 //! | `+7` | 1 if the stock readings `[0, 4S)` are valid, 0 if they are missing (zeros) |
 //!
 //! The stock block `[0, 4S)` may be stale (see the information layer); nothing says so.
-//! The regime label is not in it.
+//! The regime label is not in it. Only the `oracle` reference agent
+//! ([`crate::agents::Oracle`]) learns the regime in force, through a
+//! [`RegimeProbe`](crate::regime::RegimeProbe) beside the observation.
 //!
 //! # Signals ([`signal_names`])
 //!
