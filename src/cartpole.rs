@@ -27,7 +27,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::env::{Dtype, Env, EnvError, EnvSpec, Space, Transition};
+use crate::env::{Dtype, Env, EnvError, EnvSpec, Space, Transition, check_step};
 use crate::regime::{ParamInfo, RegimeError, Shiftable, check_parameter};
 use crate::reward::Ceiling;
 
@@ -330,18 +330,7 @@ impl Env for CartPole {
     }
 
     fn step(&mut self, action: &usize) -> Result<Transition<[f32; 4]>, EnvError> {
-        if !self.started {
-            return Err(EnvError::NotReset);
-        }
-        if self.ended {
-            return Err(EnvError::EpisodeEnded);
-        }
-        if *action > 1 {
-            return Err(EnvError::InvalidAction {
-                action: action.to_string(),
-                space: "Discrete(2)".into(),
-            });
-        }
+        check_step(self.started, self.ended, action, &self.spec.action_space)?;
         self.integrate(*action);
         self.episode_step += 1;
         let [x, _, theta, _] = self.state;
