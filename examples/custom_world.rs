@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use perennial::agents::RandomAgent;
-use perennial::env::Dtype;
+use perennial::env::{Dtype, check_step};
 use perennial::eval::{EvalOptions, evaluate};
 use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::prelude::*;
@@ -130,16 +130,9 @@ impl Env for Thermostat {
     }
 
     fn step(&mut self, action: &usize) -> Result<Transition<[f32; 2]>, EnvError> {
+        let ended = self.room.as_ref().is_none_or(|r| r.ended);
+        check_step(self.room.is_some(), ended, action, &self.spec.action_space)?;
         let room = self.room.as_mut().ok_or(EnvError::NotReset)?;
-        if room.ended {
-            return Err(EnvError::EpisodeEnded);
-        }
-        if !self.spec.action_space.contains_index(*action) {
-            return Err(EnvError::InvalidAction {
-                action: action.to_string(),
-                space: format!("{:?}", self.spec.action_space),
-            });
-        }
         let noise = room.rng.random_range(-0.3..0.3);
         room.temp +=
             self.leak * (self.ambient - room.temp) + HEAT_PER_LEVEL * *action as f64 + noise;

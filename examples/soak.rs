@@ -3,7 +3,8 @@
 //! does the same with SIGTERM, which the run must answer by finishing its step, writing a
 //! checkpoint and exiting with 143.
 //!
-//! `cargo run --release --example soak [-- STEPS [KILLS]]` (defaults 200000 and 20). It
+//! `cargo run --release --example soak [-- STEPS [KILLS]]` (defaults 200000 and 20). Each
+//! signal aims at one of 20 points drawn uniformly over the run's steps, sorted. It
 //! drives the `perennial` binary of the same build folder, building it first if needed.
 //! Output: one line per campaign with the kills made, the resumes and whether the traces
 //! match; the exit code is non-zero when one does not.
@@ -46,6 +47,15 @@ fn binary() -> Result<PathBuf, String> {
         }
     }
     Ok(bin)
+}
+
+/// The step a checkpoint was saved at, or 0 when there is none (yet).
+fn saved_step(ckpt: &Path) -> u64 {
+    std::fs::read(ckpt)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v["step"].as_u64())
+        .unwrap_or(0)
 }
 
 fn run() -> Result<bool, String> {
@@ -102,6 +112,9 @@ fn run() -> Result<bool, String> {
         let _ = std::fs::remove_file(&ckpt);
         let mut rng = ChaCha8Rng::seed_from_u64(u64::from(signal as u32));
         let (mut signalled, mut resumes, mut clean_exits) = (0u32, 0u32, 0u32);
+        let mut resumed_from = Vec::new();
+        let mut points: Vec<u64> = (0..kills).map(|_| rng.random_range(0..steps)).collect();
+        points.sort_unstable();
         loop {
             let mut cmd = Command::new(&bin);
             if ckpt.exists() {
@@ -118,9 +131,13 @@ fn run() -> Result<bool, String> {
                 .spawn()
                 .map_err(|e| e.to_string())?;
             if signalled < kills {
-                // Somewhere within the time a whole run takes, so some kills land before
-                // the first checkpoint and some after the last.
-                let ms = rng.random_range(5..=(whole.as_millis() as u64).max(10));
+                // Aim at the next of the campaign's random points, spread uniformly over
+                // the run: sleep for the time the steps from the checkpoint to that point
+                // should take, plus a random part of process start-up.
+                let done = saved_step(&ckpt).min(steps);
+                let target = points[signalled as usize].max(done);
+                let per_step = whole.as_secs_f64() * 1000.0 / steps.max(1) as f64;
+                let ms = 5 + ((target - done) as f64 * per_step) as u64;
                 std::thread::sleep(Duration::from_millis(ms));
                 // SAFETY: signalling our own child by its pid.
                 unsafe {
@@ -128,6 +145,9 @@ fn run() -> Result<bool, String> {
                 }
             }
             let status = child.wait().map_err(|e| e.to_string())?;
+            if status.code() != Some(0) {
+                resumed_from.push(saved_step(&ckpt));
+            }
             match status.code() {
                 Some(0) => break,
                 Some(143) if signal == libc::SIGTERM => {
@@ -146,6 +166,7 @@ fn run() -> Result<bool, String> {
             if same { "byte-identical" } else { "DIFFERS" },
             got.len()
         );
+        println!("  steps resumed from: {resumed_from:?}");
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(all_ok)

@@ -19,13 +19,15 @@
 //!
 //! Every parameter can change mid-episode through [`Shiftable`]; the derived quantities
 //! (total mass, pole mass-length) are recomputed on every change, so changing `masscart`
-//! really changes the dynamics.
+//! really changes the dynamics. The spec follows the parameters in force too: its
+//! observation bounds are twice `x_threshold` and `theta_threshold_radians`, as
+//! Gymnasium's, also after a shift changes them.
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::env::{Dtype, Env, EnvError, EnvSpec, Space, Transition};
+use crate::env::{Dtype, Env, EnvError, EnvSpec, Space, Transition, check_step};
 use crate::regime::{ParamInfo, RegimeError, Shiftable, check_parameter};
 use crate::reward::Ceiling;
 
@@ -178,12 +180,18 @@ pub struct CartPole {
     episode_step: u64,
     ended: bool,
     started: bool,
-    #[serde(skip, default = "cartpole_spec")]
+    /// Built from the parameters in force (see [`CartPole::recompute_derived`]).
+    #[serde(skip, default = "default_spec")]
     spec: EnvSpec,
 }
 
-fn cartpole_spec() -> EnvSpec {
-    let d = CartPoleParams::default();
+fn default_spec() -> EnvSpec {
+    cartpole_spec(&CartPoleParams::default())
+}
+
+/// Gymnasium's spaces for these parameters: the observation bound is twice the
+/// termination thresholds (as `float32`), infinite for the velocities.
+fn cartpole_spec(d: &CartPoleParams) -> EnvSpec {
     let high = [
         d.x_threshold * 2.0,
         f64::INFINITY,
@@ -216,7 +224,7 @@ impl CartPole {
             episode_step: 0,
             ended: false,
             started: false,
-            spec: cartpole_spec(),
+            spec: default_spec(),
         };
         env.recompute_derived();
         env
@@ -254,9 +262,13 @@ impl CartPole {
         self.episode_step
     }
 
+    /// Recomputes what follows from the parameters: the total mass, the pole's mass-length
+    /// and the spec, whose observation bounds follow `x_threshold` and
+    /// `theta_threshold_radians` (also after a regime shift changes them).
     fn recompute_derived(&mut self) {
         self.total_mass = self.params.masspole + self.params.masscart;
         self.polemass_length = self.params.masspole * self.params.length;
+        self.spec = cartpole_spec(&self.params);
     }
 
     fn observation(&self) -> [f32; 4] {
@@ -318,18 +330,7 @@ impl Env for CartPole {
     }
 
     fn step(&mut self, action: &usize) -> Result<Transition<[f32; 4]>, EnvError> {
-        if !self.started {
-            return Err(EnvError::NotReset);
-        }
-        if self.ended {
-            return Err(EnvError::EpisodeEnded);
-        }
-        if *action > 1 {
-            return Err(EnvError::InvalidAction {
-                action: action.to_string(),
-                space: "Discrete(2)".into(),
-            });
-        }
+        check_step(self.started, self.ended, action, &self.spec.action_space)?;
         self.integrate(*action);
         self.episode_step += 1;
         let [x, _, theta, _] = self.state;
@@ -427,6 +428,36 @@ mod tests {
         let mut env = CartPole::new(CartPoleParams::default());
         env.reset(3);
         env
+    }
+
+    fn bounds(env: &CartPole) -> (f64, f64) {
+        match &env.spec().observation_space {
+            Space::Box { high, .. } => (high[0], high[2]),
+            other => panic!("expected a Box space, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_spec_follows_the_thresholds_in_force_also_after_a_shift() {
+        let default = CartPole::new(CartPoleParams::default());
+        assert_eq!(
+            bounds(&default),
+            (
+                4.8f32 as f64,
+                (2.0 * 12.0 * 2.0 * std::f64::consts::PI / 360.0) as f32 as f64
+            )
+        );
+        let wide = CartPole::new(CartPoleParams {
+            x_threshold: 5.0,
+            ..CartPoleParams::default()
+        });
+        assert_eq!(bounds(&wide).0, 10.0);
+        let mut shifted = env();
+        shifted.set("x_threshold", 3.0).unwrap();
+        assert_eq!(bounds(&shifted).0, 6.0);
+        let mut restored = CartPole::new(CartPoleParams::default());
+        restored.load_state(shifted.save_state().unwrap()).unwrap();
+        assert_eq!(bounds(&restored).0, 6.0);
     }
 
     #[test]

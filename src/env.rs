@@ -236,6 +236,45 @@ pub enum Space {
     },
 }
 
+/// Gymnasium's way of printing spaces: `Discrete(2)`, `MultiDiscrete([3 4])`,
+/// `Box(-1.0, 1.0, (3,), float32)` (bounds printed once when every element shares them).
+impl fmt::Display for Space {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn list(v: &[impl fmt::Display]) -> String {
+            let items: Vec<String> = v.iter().map(ToString::to_string).collect();
+            format!("[{}]", items.join(" "))
+        }
+        fn bound(v: &[f64]) -> String {
+            match v.first() {
+                Some(first)
+                    if v.iter()
+                        .all(|x| x == first || (x.is_nan() && first.is_nan())) =>
+                {
+                    format!("{first:?}")
+                }
+                _ => list(v),
+            }
+        }
+        match self {
+            Space::Discrete { n } => write!(f, "Discrete({n})"),
+            Space::MultiDiscrete { nvec } => write!(f, "MultiDiscrete({})", list(nvec)),
+            Space::Box { low, high, dtype } => {
+                let dtype = match dtype {
+                    Dtype::F32 => "float32",
+                    Dtype::F64 => "float64",
+                };
+                write!(
+                    f,
+                    "Box({}, {}, ({},), {dtype})",
+                    bound(low),
+                    bound(high),
+                    low.len()
+                )
+            }
+        }
+    }
+}
+
 impl Space {
     /// Number of scalar elements (1 for `Discrete`).
     pub fn len(&self) -> usize {
@@ -334,10 +373,86 @@ impl fmt::Display for EnvError {
 
 impl std::error::Error for EnvError {}
 
+impl EnvError {
+    /// [`EnvError::InvalidAction`] for `action` outside `space`, both formatted the one way
+    /// every world and vector env uses (`Discrete(2)`, as Gymnasium prints it).
+    pub fn invalid_action(action: &impl fmt::Debug, space: &Space) -> Self {
+        EnvError::InvalidAction {
+            action: format!("{action:?}"),
+            space: space.to_string(),
+        }
+    }
+}
+
+/// The checks every [`Env::step`] starts with, in order: the env was reset
+/// ([`EnvError::NotReset`]), its episode has not ended ([`EnvError::EpisodeEnded`]), and the
+/// action lies in the action space ([`EnvError::InvalidAction`]).
+///
+/// # Examples
+///
+/// ```
+/// use perennial::env::{check_step, EnvError, Space};
+///
+/// let space = Space::Discrete { n: 2 };
+/// assert_eq!(check_step(false, false, &0usize, &space), Err(EnvError::NotReset));
+/// assert_eq!(check_step(true, true, &0usize, &space), Err(EnvError::EpisodeEnded));
+/// let err = check_step(true, false, &2usize, &space).unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "invalid action 2: it is outside the action space Discrete(2); the world is unchanged"
+/// );
+/// assert!(check_step(true, false, &1usize, &space).is_ok());
+/// ```
+///
+/// # Errors
+///
+/// The first check that fails.
+#[inline]
+pub fn check_step<A: Action>(
+    started: bool,
+    ended: bool,
+    action: &A,
+    space: &Space,
+) -> Result<(), EnvError> {
+    if !started {
+        Err(EnvError::NotReset)
+    } else if ended {
+        Err(EnvError::EpisodeEnded)
+    } else if !action.in_space(space) {
+        Err(EnvError::invalid_action(action, space))
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn spaces_print_as_gymnasium_prints_them() {
+        assert_eq!(Space::Discrete { n: 48 }.to_string(), "Discrete(48)");
+        assert_eq!(
+            Space::MultiDiscrete { nvec: vec![3, 4] }.to_string(),
+            "MultiDiscrete([3 4])"
+        );
+        let uniform = Space::Box {
+            low: vec![-1.0; 3],
+            high: vec![1.0; 3],
+            dtype: Dtype::F32,
+        };
+        assert_eq!(uniform.to_string(), "Box(-1.0, 1.0, (3,), float32)");
+        let mixed = Space::Box {
+            low: vec![-4.8, f64::NEG_INFINITY],
+            high: vec![4.8, f64::INFINITY],
+            dtype: Dtype::F64,
+        };
+        assert_eq!(
+            mixed.to_string(),
+            "Box([-4.8 -inf], [4.8 inf], (2,), float64)"
+        );
+    }
 
     #[test]
     fn discrete_sampling_stays_in_the_space() {

@@ -373,20 +373,14 @@ impl OutputLock {
 ///
 /// [`OutputError::Locked`] with the holder's pid when the system tells it.
 pub fn lock_file(file: &File, path: &Path) -> Result<(), OutputError> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock only reads the descriptor number, which `file` keeps open.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        return Err(OutputError::Locked {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(OutputError::Locked {
             path: path.to_path_buf(),
             pid: holder_pid(file),
-        });
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(path)(e)),
     }
-    Err(io(path)(err))
 }
 
 /// The pid holding a `flock` on `file`, from `/proc/locks` (Linux); `None` elsewhere.

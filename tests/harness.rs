@@ -3,24 +3,11 @@
 
 use std::path::PathBuf;
 
-use perennial::agents::RandomAgent;
+use perennial::agents::{BalanceAgent, RandomAgent};
 use perennial::harness::{Agent, Harness, HarnessConfig, StopReason};
 use perennial::prelude::*;
 use perennial::seed::{self, Stream};
 use perennial::trace::{TraceFormat, TraceReader, TraceRow};
-
-/// Keeps the pole up for a long time: push towards the side the pole is falling to.
-struct Balance;
-
-impl Agent<CartPole> for Balance {
-    fn algorithm_id(&self) -> &str {
-        "balance"
-    }
-
-    fn act(&mut self, obs: &[f32; 4]) -> usize {
-        usize::from(obs[2] + 0.5 * obs[3] > 0.0)
-    }
-}
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("perennial-harness-{}", std::process::id()));
@@ -60,9 +47,13 @@ fn shift_does_not_end_episode_and_dynamics_follow_the_new_gravity() {
         record_transitions: true,
         ..HarnessConfig::default()
     };
-    let harness = Harness::new(CartPole::new(CartPoleParams::default()), Balance, 11)
-        .scheduler(gravity_cycle(50))
-        .config(config);
+    let harness = Harness::new(
+        CartPole::new(CartPoleParams::default()),
+        BalanceAgent::default(),
+        11,
+    )
+    .scheduler(gravity_cycle(50))
+    .config(config);
     let (rows, stop) = traced(harness, &path);
     assert_eq!(
         stop,
@@ -248,9 +239,13 @@ fn origins_are_recorded_for_all_four_plans() {
                 steps: 300,
                 ..HarnessConfig::default()
             };
-            let mut h = Harness::new(CartPole::new(CartPoleParams::default()), Balance, 3)
-                .scheduler(scheduler)
-                .config(config);
+            let mut h = Harness::new(
+                CartPole::new(CartPoleParams::default()),
+                BalanceAgent::default(),
+                3,
+            )
+            .scheduler(scheduler)
+            .config(config);
             h = h.trace(&path, TraceFormat::Jsonl);
             if let Some(at) = manual_at {
                 h.advance(at).unwrap();

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use perennial::cartpole::{CartPole, CartPoleParams};
-use perennial::env::{Env, EnvError, EnvSpec, Transition};
+use perennial::env::{Env, EnvError, EnvSpec, Transition, check_step};
 use perennial::morpheus::{Morpheus, MorpheusConfig};
 use perennial::regime::{
     Conditions, Origin, ParamInfo, Plan, RegimeError, Scheduler, Shiftable, apply_conditions,
@@ -416,21 +416,16 @@ impl Run {
     /// ended (nothing changes); [`RunError::Failed`] when the world, a regime or the trace
     /// fails (every earlier row is flushed).
     pub fn step(&mut self, action: usize) -> Result<StepOut<'_>, RunError> {
-        if !self.started {
-            return Err(RunError::Usage(EnvError::NotReset.to_string()));
-        }
-        if self.ended {
-            return Err(RunError::Usage(EnvError::EpisodeEnded.to_string()));
-        }
-        if !self.world.spec().action_space.contains_index(action) {
-            return Err(RunError::Usage(format!(
-                "step {}: {}",
-                self.step,
-                EnvError::InvalidAction {
-                    action: action.to_string(),
-                    space: format!("{:?}", self.world.spec().action_space),
-                }
-            )));
+        if let Err(e) = check_step(
+            self.started,
+            self.ended,
+            &action,
+            &self.world.spec().action_space,
+        ) {
+            return Err(RunError::Usage(match e {
+                EnvError::InvalidAction { .. } => format!("step {}: {e}", self.step),
+                _ => e.to_string(),
+            }));
         }
         let (reward, terminated, truncated) = match self.step_inner(action) {
             Ok(r) => r,

@@ -43,7 +43,8 @@ pub enum EvalError {
     },
     /// An option is out of range.
     InvalidOptions(String),
-    /// The plot could not be written.
+    /// A file eval writes could not be written or read back: the plot, or the spill file
+    /// that holds per-row rewards between its two passes.
     Io {
         /// The file.
         path: PathBuf,

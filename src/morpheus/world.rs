@@ -17,7 +17,7 @@ use super::resources::{
 };
 use super::systems::{build_schedule, write_observation};
 use super::{MorpheusError, Op, SIGNAL_NAMES};
-use crate::env::{Env, EnvError, EnvSpec, Space, Transition};
+use crate::env::{Env, EnvError, EnvSpec, Space, Transition, check_step};
 use crate::regime::{ParamInfo, RegimeError, Shiftable};
 use crate::reward::{BoundSpec, Breakdown, Ceiling, RewardSpec};
 
@@ -488,17 +488,13 @@ impl Env for Morpheus {
     }
 
     fn step(&mut self, action: &usize) -> Result<Transition<Vec<f32>>, EnvError> {
+        let space = &self.spec.action_space;
         let Some(sim) = self.sim.as_mut() else {
             return Err(EnvError::NotReset);
         };
-        if sim.ended {
-            return Err(EnvError::EpisodeEnded);
-        }
+        check_step(true, sim.ended, action, space)?;
         let Some(op) = Op::decode(*action, &self.config) else {
-            return Err(EnvError::InvalidAction {
-                action: action.to_string(),
-                space: format!("Discrete({})", self.config.action_count()),
-            });
+            return Err(EnvError::invalid_action(action, space));
         };
         let hour = sim.world.resource::<Clock>().hour;
         sim.world.resource_mut::<PendingAction>().0 = op;

@@ -5,33 +5,9 @@ use std::path::PathBuf;
 
 use crate::eval::EvalError;
 
-/// What is wrong with a sweep file, and where.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SweepFileError {
-    /// The sweep file.
-    pub path: PathBuf,
-    /// 1-based line, when known.
-    pub line: Option<usize>,
-    /// The offending field (dotted path), when known.
-    pub field: Option<String>,
-    /// What is wrong and what to do.
-    pub message: String,
-}
-
-impl fmt::Display for SweepFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.path.display())?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-        }
-        if let Some(field) = &self.field {
-            write!(f, ": field `{field}`")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for SweepFileError {}
+/// What is wrong with a sweep file, and where: the same file, line, field and message as
+/// a world file's error, displayed the same way.
+pub type SweepFileError = crate::world_file::WorldFileError;
 
 /// Everything a sweep can fail with.
 #[derive(Debug)]

@@ -1,6 +1,7 @@
-//! The sweep directory's lock: an advisory `flock` on `DIR/sweep.lock` holding the pid.
+//! The sweep directory's lock: the lock every output takes ([`crate::output::lock_file`]),
+//! on `DIR/sweep.lock`, which also holds the pid.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
@@ -37,17 +38,21 @@ impl DirLock {
             .truncate(false)
             .open(&path)
             .map_err(SweepError::io(&path))?;
-        match file.try_lock() {
+        match crate::output::lock_file(&file, &path) {
             Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
+            Err(crate::output::OutputError::Locked { pid, .. }) => {
+                // The pid written by the holder names it where `/proc/locks` cannot.
                 let mut text = String::new();
                 let _ = file.read_to_string(&mut text);
                 return Err(SweepError::Locked {
                     dir: dir.to_path_buf(),
-                    pid: text.trim().parse().ok(),
+                    pid: text.trim().parse().ok().or(pid),
                 });
             }
-            Err(TryLockError::Error(e)) => return Err(SweepError::io(&path)(e)),
+            Err(crate::output::OutputError::Io { source, .. }) => {
+                return Err(SweepError::io(&path)(source));
+            }
+            Err(e) => return Err(SweepError::io(&path)(std::io::Error::other(e.to_string()))),
         }
         file.set_len(0).map_err(SweepError::io(&path))?;
         file.rewind().map_err(SweepError::io(&path))?;

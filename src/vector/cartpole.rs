@@ -4,7 +4,7 @@ use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::cartpole::{CartPoleParams, Integrator};
-use crate::env::EnvError;
+use crate::env::{EnvError, Space};
 
 use super::{AutoresetMode, VecError, VecStep, copy_seeds};
 
@@ -327,10 +327,7 @@ impl CartPoleVec {
         if let Some(i) = actions.iter().position(|&a| a > 1) {
             return Err(VecError::Copy {
                 index: i,
-                source: EnvError::InvalidAction {
-                    action: actions[i].to_string(),
-                    space: "Discrete(2)".into(),
-                },
+                source: EnvError::invalid_action(&actions[i], &Space::Discrete { n: 2 }),
             });
         }
         if self.mode == AutoresetMode::Disabled

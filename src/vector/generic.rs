@@ -315,10 +315,7 @@ impl<E: Env + Shiftable> VecEnv<E> {
             if !action.in_space(space) {
                 return Err(VecError::Copy {
                     index: i,
-                    source: EnvError::InvalidAction {
-                        action: format!("{action:?}"),
-                        space: format!("{space:?}"),
-                    },
+                    source: EnvError::invalid_action(action, space),
                 });
             }
         }
