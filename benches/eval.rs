@@ -29,6 +29,7 @@ fn write_trace(path: &Path, rows: u64) {
         seed: 1,
         algorithm_id: "bench".into(),
         task: "synthetic".into(),
+        notify: Default::default(),
     };
     let components = ["progress".to_string(), "cost".to_string()];
     let payouts = ["bonus".to_string()];

@@ -43,7 +43,7 @@ use crate::dyn_env::DynEnv;
 use crate::env::Env;
 use crate::harness::{Agent, Checkpoint, DynHarness, Harness, HarnessConfig};
 use crate::morpheus::{self, Morpheus, MorpheusConfig};
-use crate::regime::{ParamInfo, RegimeProbe, Shiftable, validate_conditions};
+use crate::regime::{NotifyLevel, ParamInfo, RegimeProbe, Shiftable, validate_conditions};
 use crate::reward::RewardSpec;
 use crate::seed::{self, Stream};
 use crate::world_file::WorldFile;
@@ -185,6 +185,8 @@ pub struct RunRequest<'a> {
     pub config: HarnessConfig,
     /// The run id, when not the default.
     pub run_id: Option<String>,
+    /// What the agent is told about regime shifts (see [`Harness::notify`]).
+    pub notify: NotifyLevel,
 }
 
 /// Why a run could not be built.
@@ -414,7 +416,8 @@ impl<K: WorldKind> Kind for Entry<K> {
         let mut harness = Harness::new(env, agent, request.seed)
             .scheduler(scheduler)
             .config(request.config.clone())
-            .publish_regime(probe);
+            .publish_regime(probe)
+            .notify(request.notify);
         if let Some(id) = &request.run_id {
             harness = harness.run_id(id.clone());
         }

@@ -33,6 +33,9 @@
 //!
 //! [agent.actor-critic]               # optional: options of an agent, by its name
 //! actor_lr = 0.01
+//!
+//! [notify]                           # optional: what the agent is told at a shift
+//! level = "none"                     # none | flag | delta | label
 //! ```
 //!
 //! The kind is looked up in a [`Registry`] ([`WorldFile::load`] uses the built-in one,
@@ -45,6 +48,9 @@
 //! Schedules: `fixed` takes `shifts = [{ step = 0, label = "a" }, { step = 500, label = "b" }]`;
 //! `cycle` takes `labels` and `every`; `stochastic` takes `labels`, optional `weights`,
 //! `min_dwell` and `mean_dwell`; `manual` takes nothing.
+//!
+//! `[notify] level` is the run's [`NotifyLevel`] (default `none`; `perennial run --notify`
+//! overrides it): see [`crate::regime::Notification`] for what each level tells the agent.
 //!
 //! Everything is checked at load, never mid-run: unknown keys, wrong types, unknown or
 //! out-of-range parameters, an empty regime list, duplicate labels, schedules naming
@@ -60,7 +66,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::agents::AgentError;
-use crate::regime::{ParamInfo, Plan, Regime, RegimeError, Scheduler, validate_conditions};
+use crate::regime::{
+    NotifyLevel, ParamInfo, Plan, Regime, RegimeError, Scheduler, validate_conditions,
+};
 use crate::registry::{BuildError, Registry, WorldParams};
 use crate::reward::{RewardSpec, Term};
 
@@ -129,6 +137,8 @@ pub struct WorldFile {
     pub harness: HarnessDefaults,
     /// Agent options by agent name, from `[agent.<name>]` tables.
     pub agents: BTreeMap<String, toml::Table>,
+    /// What the agent is told about regime shifts, from `[notify] level` (default `none`).
+    pub notify: NotifyLevel,
     /// The kind's reward specification, used when the file gives none.
     default_reward: Option<RewardSpec>,
 }
@@ -143,6 +153,13 @@ struct FileDef {
     #[serde(default)]
     harness: HarnessDefaults,
     agent: Option<Spanned<BTreeMap<Spanned<String>, Spanned<toml::Table>>>>,
+    notify: Option<NotifyDef>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NotifyDef {
+    level: Spanned<String>,
 }
 
 #[derive(Deserialize)]
@@ -454,6 +471,14 @@ impl WorldFile {
             let span = ctx.find_key(0, "agent");
             return Err(ctx.err(span, Some("harness.agent"), message));
         }
+        let notify = match &def.notify {
+            None => NotifyLevel::None,
+            Some(n) => n
+                .level
+                .get_ref()
+                .parse()
+                .map_err(|e: String| ctx.err(Some(n.level.span()), Some("notify.level"), e))?,
+        };
         let agents = agent_tables(
             &ctx,
             def.agent,
@@ -471,6 +496,7 @@ impl WorldFile {
             reward,
             harness: def.harness,
             agents,
+            notify,
             default_reward: kind.default_reward(),
         };
         check_agent_options(&ctx, kind, &world)?;

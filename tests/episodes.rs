@@ -214,6 +214,7 @@ fn row(run: &str, task: &str, step: u64, episode: u64, episode_step: u64, reward
         seed: 1,
         algorithm_id: "test".into(),
         task: task.into(),
+        notify: Default::default(),
         step,
         episode,
         episode_step,

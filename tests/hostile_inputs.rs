@@ -112,6 +112,20 @@ fn cases() -> Vec<Case> {
             expect: &["{file}:13", "`c`"],
         },
         Case {
+            what: "world file: unknown notify level",
+            file: Some((
+                "notify-level.toml",
+                format!("{WORLD}\n[notify]\nlevel = \"loud\"\n"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &[
+                "{file}:12",
+                "notify.level",
+                "use one of: none, flag, delta, label",
+            ],
+        },
+        Case {
             what: "world file: zero capacity",
             file: Some((
                 "zero-docks.toml",
@@ -337,6 +351,19 @@ fn cases() -> Vec<Case> {
             ],
             code: 2,
             expect: &["unknown agent `oracle`", "balance"],
+        },
+        Case {
+            what: "run: unknown --notify level",
+            file: None,
+            args: &[
+                "run",
+                "worlds/cartpole.toml",
+                "--notify",
+                "loud",
+                "--no-trace",
+            ],
+            code: 2,
+            expect: &["unknown notify level `loud`", "none, flag, delta, label"],
         },
         Case {
             what: "run: --resume with a file that is not a checkpoint",

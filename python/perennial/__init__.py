@@ -63,7 +63,8 @@ def make(world: str | os.PathLike, **options: Any) -> PerennialEnv:
     """Builds a world file (a path, a shipped name or a registered id) as a ``gymnasium.Env``.
 
     ``options`` are ``PerennialEnv``'s: ``seed``, ``trace``, ``run_id``, ``algorithm_id``
-    (default ``"python"``), ``record_transitions``, ``trace_format``, ``reveal_regime``.
+    (default ``"python"``), ``record_transitions``, ``trace_format``, ``reveal_regime``,
+    ``notify`` (``"none"``, ``"flag"``, ``"delta"`` or ``"label"``; see ``PerennialEnv``).
     ``make(w, seed=S)`` followed by ``reset()`` gives episode 0 the world seed that
     ``perennial run w --seed S`` gives it.
 

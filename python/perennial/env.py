@@ -38,6 +38,17 @@ class PerennialEnv(gym.Env):
       runs on the run's step axis across episodes, and ``info`` never holds the regime
       (unless ``reveal_regime=True``). The experimenter reads ``env.unwrapped.regime`` and,
       under a ``manual`` plan, calls ``env.unwrapped.shift(label)``.
+    - **Unless the run's notify level says otherwise** (``notify=``, default the world
+      file's ``[notify] level``, else ``"none"``). At ``"flag"``, ``"delta"`` or ``"label"``
+      the ``info`` of the first step taken under a new regime holds ``info["notify"] =
+      {"level", "step", "label", "delta"}``: ``step`` is that step's index in the run,
+      ``label`` the new label (level ``"label"``, else None), ``delta`` a dict ``{name:
+      {"from": x, "to": y}}`` of the parameters the shift changed (level ``"delta"``, else
+      None). No other step's ``info`` has the key, and the initial regime is not notified.
+      The scheduler decides a shift when the step is taken, so the agent reads it with the
+      observation that step returns, one step after a Rust ``Agent::notify`` would (that is
+      called before the agent acts on the shift's step). The observation is the same at
+      every level, and the trace records the level in its ``notify`` column.
     - Observations are ``float32`` numpy arrays. ``info["components"]`` holds the reward
       breakdown where the world has a reward specification, and ``info["payout"]`` the
       episode-end terms on an episode's last step.
@@ -57,6 +68,8 @@ class PerennialEnv(gym.Env):
         record_transitions: also write the ``obs`` and ``action`` columns.
         trace_format: ``"jsonl"`` or ``"csv"`` (default: from the trace's extension).
         reveal_regime: put ``regime`` in ``info`` (for experimenters, never for agents).
+        notify: what the agent is told at a shift: ``"none"``, ``"flag"``, ``"delta"`` or
+            ``"label"`` (default: the world file's ``[notify] level``).
         render_mode: perennial worlds do not render; only None is accepted.
     """
 
@@ -73,6 +86,7 @@ class PerennialEnv(gym.Env):
         trace_format: Optional[str] = None,
         reveal_regime: bool = False,
         render_mode: Optional[str] = None,
+        notify: Optional[str] = None,
     ) -> None:
         if render_mode is not None:
             raise ValueError(f"render_mode={render_mode!r}: perennial worlds do not render; use None")
@@ -89,6 +103,7 @@ class PerennialEnv(gym.Env):
             record_transitions=record_transitions,
             trace_format=trace_format,
             reveal_regime=reveal_regime,
+            notify=notify,
         )
         self._run = _core.Run(
             path,
@@ -98,6 +113,7 @@ class PerennialEnv(gym.Env):
             None if trace is None else os.fspath(trace),
             trace_format,
             record_transitions,
+            notify,
         )
         spec = self._run.spec()
         self.observation_space = to_space(spec["observation_space"])
@@ -107,11 +123,17 @@ class PerennialEnv(gym.Env):
         self.task = spec["id"]
         self.render_mode = None
         self._reveal = reveal_regime
+        self._notify = self._run.notify != "none"
 
     @property
     def world_file(self) -> str:
         """The world file this env was built from."""
         return self._world
+
+    @property
+    def notify(self) -> str:
+        """The run's notify level: ``"none"``, ``"flag"``, ``"delta"`` or ``"label"``."""
+        return self._run.notify
 
     @property
     def regime(self) -> str:
@@ -144,7 +166,8 @@ class PerennialEnv(gym.Env):
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, components, payout = self._run.step(action)
-        if components is None and not self._reveal:
+        notification = self._run.notification() if self._notify else None
+        if components is None and not self._reveal and notification is None:
             return obs, reward, terminated, truncated, {}
         info: dict[str, Any] = {}
         if components is not None:
@@ -153,6 +176,8 @@ class PerennialEnv(gym.Env):
                 info["payout"] = payout
         if self._reveal:
             info["regime"] = self._run.regime
+        if notification is not None:
+            info["notify"] = notification
         return obs, reward, terminated, truncated, info
 
     def close(self) -> None:

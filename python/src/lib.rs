@@ -84,6 +84,7 @@ fn check_world(py: Python<'_>, path: &str) -> PyResult<String> {
             "description": file.description,
             "regimes": file.regimes.iter().map(|r| r.label.clone()).collect::<Vec<_>>(),
             "plan": plan,
+            "notify": file.notify.as_str(),
             "harness": {
                 "steps": d.steps,
                 "window_steps": d.window_steps,

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use perennial::env::Space;
+use perennial::regime::NotifyLevel;
 use perennial::trace::TraceFormat;
 
 use crate::world::{Run as CoreRun, RunError, TraceTarget};
@@ -35,13 +36,14 @@ pub struct Run {
 #[pymethods]
 impl Run {
     /// Builds a run of the world file at `world` with run seed `seed`. With `trace`, rows
-    /// go to that file (`format` "jsonl" or "csv", else from the extension).
+    /// go to that file (`format` "jsonl" or "csv", else from the extension). `notify` is
+    /// "none", "flag", "delta" or "label" (default: the world file's `[notify] level`).
     #[new]
     #[expect(
         clippy::too_many_arguments,
         reason = "these are the Python constructor's keyword arguments"
     )]
-    #[pyo3(signature = (world, seed = 0, run_id = None, algorithm_id = "python".to_string(), trace = None, format = None, record_transitions = false))]
+    #[pyo3(signature = (world, seed = 0, run_id = None, algorithm_id = "python".to_string(), trace = None, format = None, record_transitions = false, notify = None))]
     fn new(
         py: Python<'_>,
         world: &str,
@@ -51,8 +53,13 @@ impl Run {
         trace: Option<PathBuf>,
         format: Option<&str>,
         record_transitions: bool,
+        notify: Option<&str>,
     ) -> PyResult<Self> {
         guarded(|| {
+            let notify = notify
+                .map(|n| n.parse::<NotifyLevel>())
+                .transpose()
+                .map_err(|e| PyValueError::new_err(format!("notify: {e}")))?;
             let file = load_world(py, world)?;
             let target = match trace {
                 None => None,
@@ -74,7 +81,8 @@ impl Run {
                     })
                 }
             };
-            let inner = CoreRun::new(file, seed, run_id, algorithm_id, target).map_err(to_py)?;
+            let inner =
+                CoreRun::new(file, seed, run_id, algorithm_id, target, notify).map_err(to_py)?;
             let spec = inner.spec();
             Ok(Run {
                 components: spec.components.clone(),
@@ -118,6 +126,42 @@ impl Run {
             id.algorithm_id.clone(),
             id.task.clone(),
         )
+    }
+
+    /// The run's notify level: "none", "flag", "delta" or "label".
+    #[getter]
+    fn notify(&self) -> &'static str {
+        self.inner.identity().notify.as_str()
+    }
+
+    /// What the last step told the agent about a regime shift, as a dict
+    /// `{"level", "step", "label", "delta"}` (`label` a string at level "label", else
+    /// None; `delta` a dict `{name: {"from", "to"}}` at level "delta", else None), or None
+    /// on every step that is not the first of a new regime, and always at level "none".
+    fn notification<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        guarded(|| {
+            let Some(n) = self.inner.notification() else {
+                return Ok(None);
+            };
+            let d = PyDict::new(py);
+            d.set_item("level", n.level.as_str())?;
+            d.set_item("step", n.step)?;
+            d.set_item("label", n.label.as_deref())?;
+            match &n.delta {
+                None => d.set_item("delta", py.None())?,
+                Some(delta) => {
+                    let changes = PyDict::new(py);
+                    for (name, c) in delta {
+                        let change = PyDict::new(py);
+                        change.set_item("from", c.from)?;
+                        change.set_item("to", c.to)?;
+                        changes.set_item(name, change)?;
+                    }
+                    d.set_item("delta", changes)?;
+                }
+            }
+            Ok(Some(d))
+        })
     }
 
     /// The regime label in force.

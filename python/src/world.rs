@@ -15,7 +15,8 @@ use perennial::cartpole::{CartPole, CartPoleParams};
 use perennial::env::{Env, EnvError, EnvSpec, Transition, check_step};
 use perennial::morpheus::{Morpheus, MorpheusConfig};
 use perennial::regime::{
-    Conditions, Origin, ParamInfo, Plan, RegimeError, Scheduler, Shiftable, apply_conditions,
+    Conditions, Notification, NotifyLevel, Origin, ParamInfo, Plan, RegimeError, Scheduler,
+    Shiftable, apply_conditions,
 };
 use perennial::reward::{Breakdown, Ceiling};
 use perennial::seed::{self, Stream};
@@ -212,6 +213,9 @@ pub struct Run {
     episode_step: u64,
     obs: Vec<f32>,
     breakdown: Option<Breakdown>,
+    /// What the last step told the agent: set on the first step of a new regime when the
+    /// notify level is not `none`, cleared by every other step and by `reset`.
+    notification: Option<Notification>,
     started: bool,
     ended: bool,
     action_json: String,
@@ -227,14 +231,16 @@ pub enum RunError {
 }
 
 impl Run {
-    /// A run of `file` with run seed `seed`, not yet reset. With a trace target the trace
-    /// file is created now, so a bad path is reported at once.
+    /// A run of `file` with run seed `seed`, not yet reset, telling the agent about shifts
+    /// at level `notify` (`None`: the world file's `[notify] level`). With a trace target
+    /// the trace file is created now, so a bad path is reported at once.
     pub fn new(
         file: WorldFile,
         seed: u64,
         run_id: Option<String>,
         algorithm_id: String,
         trace: Option<TraceTarget>,
+        notify: Option<NotifyLevel>,
     ) -> Result<Self, RunError> {
         let world = World::build(&file).map_err(RunError::Failed)?;
         let task = world.spec().id.clone();
@@ -243,6 +249,7 @@ impl Run {
             seed,
             algorithm_id,
             task,
+            notify: notify.unwrap_or(file.notify),
         };
         let scheduler = file
             .scheduler(seed::derive(seed, Stream::Scheduler, 0))
@@ -261,6 +268,7 @@ impl Run {
             episode_step: 0,
             obs: Vec::new(),
             breakdown: None,
+            notification: None,
             started: false,
             ended: false,
             action_json: String::new(),
@@ -335,6 +343,7 @@ impl Run {
         self.episode_step = 0;
         self.ended = false;
         self.breakdown = None;
+        self.notification = None;
         self.obs = self.world.reset(seed::derive(
             self.identity.seed,
             Stream::World,
@@ -448,8 +457,15 @@ impl Run {
 
     fn step_inner(&mut self, action: usize) -> Result<(f64, bool, bool), RunError> {
         let step = self.step;
-        if self.scheduler.next_shift_due(step) && self.scheduler.before_step(step).is_some() {
-            self.apply(step)?;
+        self.notification = None;
+        if self.scheduler.next_shift_due(step) {
+            let level = self.identity.notify;
+            let from = (!level.is_none()).then(|| self.scheduler.regime().clone());
+            if let Some(to) = self.scheduler.before_step(step) {
+                self.notification =
+                    from.and_then(|from| level.at_shift(step, &from, to, &self.baseline));
+                self.apply(step)?;
+            }
         }
         let t = self
             .world
@@ -499,6 +515,12 @@ impl Run {
             self.flush()?;
         }
         Ok((t.reward, t.terminated, t.truncated))
+    }
+
+    /// What the last step told the agent about a regime shift: `Some` only on the first
+    /// step of a new regime, when the run's notify level is not `none`.
+    pub fn notification(&self) -> Option<&Notification> {
+        self.notification.as_ref()
     }
 
     /// Writes every buffered row to the trace file.

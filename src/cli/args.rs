@@ -53,12 +53,16 @@ pub struct RunArgs {
     pub checkpoint: Option<PathBuf>,
     /// Continue the run saved in this checkpoint: the trace is cut back to the checkpoint's
     /// step and appended to; every other flag comes from the checkpoint.
-    #[arg(long, value_name = "CHECKPOINT", conflicts_with_all = ["world_file", "agent", "agent_opt", "steps", "seed", "window_steps", "auto_reset", "trace", "run_id", "record_transitions", "no_trace", "checkpoint_every"])]
+    #[arg(long, value_name = "CHECKPOINT", conflicts_with_all = ["world_file", "agent", "agent_opt", "steps", "seed", "window_steps", "auto_reset", "trace", "run_id", "record_transitions", "no_trace", "checkpoint_every", "notify"])]
     pub resume: Option<PathBuf>,
     /// With --resume: continue even though the world file changed since the checkpoint
     /// (the run then follows the edited file, and its trace differs from an uninterrupted one).
     #[arg(long, requires = "resume")]
     pub allow_world_change: bool,
+    /// What the agent is told at a regime shift: none, flag, delta or label [default: the
+    /// world file's `[notify] level`, else none].
+    #[arg(long, value_name = "LEVEL")]
+    pub notify: Option<crate::regime::NotifyLevel>,
 }
 
 /// `--format`.

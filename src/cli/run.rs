@@ -11,6 +11,7 @@ use crate::harness::{
     Checkpoint, CheckpointPlan, DynHarness, HarnessConfig, RunSummary, StopReason,
 };
 use crate::output::OutputLock;
+use crate::regime::NotifyLevel;
 use crate::registry::{Kind, Registry, RunRequest};
 use crate::trace::{RunIdentity, TraceFormat};
 use crate::world_file::WorldFile;
@@ -46,6 +47,9 @@ pub struct RunPlan {
     pub checkpoint_every: Option<u64>,
     /// The checkpoint file (resolved to its default once the run id is known).
     pub checkpoint: Option<PathBuf>,
+    /// What the agent is told at a shift: `--notify`, else the world file's `[notify]`.
+    #[serde(default, skip_serializing_if = "NotifyLevel::is_none")]
+    pub notify: NotifyLevel,
     /// The world file's content when the run started: a resume refuses an edited world
     /// file.
     pub world_text: String,
@@ -62,6 +66,7 @@ impl RunPlan {
             seed: self.seed,
             config: self.config.clone(),
             run_id: self.run_id.clone(),
+            notify: self.notify,
         }
     }
 }
@@ -216,6 +221,7 @@ fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failur
         no_trace: args.no_trace,
         checkpoint_every: args.checkpoint_every,
         checkpoint: args.checkpoint.as_deref().map(absolute),
+        notify: args.notify.unwrap_or(world.notify),
         world_hash: crate::output::content_hash(world_text.as_bytes()),
         world_text,
     })
@@ -289,14 +295,20 @@ fn start(
 }
 
 /// `{task}-{agent}-seed{seed}`, with the world file's stem after the task when it differs
-/// from the task, so two world files of one task do not share default paths, while the
-/// same command twice still writes the same bytes.
+/// from the task, so two world files of one task do not share default paths, and
+/// `-notify-{level}` after the agent when the level is not `none`, so the settings of one
+/// agent do not either; the same command twice still writes the same bytes.
 fn default_run_id(plan: &RunPlan, task: &str, agent: &str) -> Result<String, Failure> {
     let stem = plan
         .world_file
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let agent = if plan.notify.is_none() {
+        agent.to_string()
+    } else {
+        format!("{agent}-notify-{}", plan.notify)
+    };
     let id = if stem.is_empty() || stem == task {
         format!("{task}-{agent}-seed{}", plan.seed)
     } else {

@@ -219,7 +219,8 @@ pub struct ProfilePoint {
 /// One algorithm's aggregates.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AlgorithmAggregate {
-    /// The algorithm (its `algorithm_id`).
+    /// The algorithm: its `algorithm_id`, with `+notify=LEVEL` when its agents were told
+    /// about shifts ([`RunReport::arm`]).
     pub algorithm: String,
     /// Runs of the algorithm.
     pub runs: usize,
@@ -296,7 +297,8 @@ fn score(run: &RunReport, label: &str, normalized: bool) -> Option<f64> {
     }
 }
 
-/// The aggregate statistics of `runs`, grouped by `algorithm_id`, with one task column per
+/// The aggregate statistics of `runs`, grouped by algorithm ([`RunReport::arm`]: the
+/// `algorithm_id`, and its notify level when not `none`), with one task column per
 /// `(task, label)`. Scores are normalized when every run's every label has a reference and
 /// a floor that differ; otherwise they are the per-label mean reward.
 pub fn aggregate(runs: &[RunReport], gamma: f64, resamples: usize, seed: u64) -> Aggregate {
@@ -310,10 +312,10 @@ pub fn aggregate(runs: &[RunReport], gamma: f64, resamples: usize, seed: u64) ->
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    let mut matrices: BTreeMap<&str, (usize, Vec<Vec<f64>>)> = BTreeMap::new();
+    let mut matrices: BTreeMap<String, (usize, Vec<Vec<f64>>)> = BTreeMap::new();
     for run in runs {
         let entry = matrices
-            .entry(run.algorithm_id.as_str())
+            .entry(run.arm())
             .or_insert_with(|| (0, vec![Vec::new(); tasks.len()]));
         entry.0 += 1;
         for (m, (task, label)) in tasks.iter().enumerate() {
@@ -338,13 +340,16 @@ pub fn aggregate(runs: &[RunReport], gamma: f64, resamples: usize, seed: u64) ->
     };
     let algorithms = matrices
         .iter()
-        .map(|(&name, (runs, m))| {
+        .map(|(name, (runs, m))| {
             let stat = |what: &str, f: &dyn Fn(&Scores) -> Option<f64>| {
-                interval(resamples, stream(seed, &[name, what]), f(m), |rng| {
-                    f(&resample(m, rng))
-                })
+                interval(
+                    resamples,
+                    stream(seed, &[name.as_str(), what]),
+                    f(m),
+                    |rng| f(&resample(m, rng)),
+                )
             };
-            let mut rng = ChaCha8Rng::seed_from_u64(stream(seed, &[name, "profile"]));
+            let mut rng = ChaCha8Rng::seed_from_u64(stream(seed, &[name.as_str(), "profile"]));
             let mut draws: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); taus.len()];
             for _ in 0..resamples {
                 for (d, p) in draws.iter_mut().zip(profile(&resample(m, &mut rng), &taus)) {
@@ -384,8 +389,8 @@ pub fn aggregate(runs: &[RunReport], gamma: f64, resamples: usize, seed: u64) ->
         })
         .collect();
     let mut improvement = Vec::new();
-    for (&x, (_, mx)) in &matrices {
-        for (&y, (_, my)) in &matrices {
+    for (x, (_, mx)) in &matrices {
+        for (y, (_, my)) in &matrices {
             if x == y {
                 continue;
             }
@@ -396,7 +401,10 @@ pub fn aggregate(runs: &[RunReport], gamma: f64, resamples: usize, seed: u64) ->
                 .count();
             let probability = interval(
                 resamples,
-                stream(seed, &[x, y, "probability_of_improvement"]),
+                stream(
+                    seed,
+                    &[x.as_str(), y.as_str(), "probability_of_improvement"],
+                ),
                 probability_of_improvement(mx, my),
                 |rng| probability_of_improvement(&resample(mx, rng), &resample(my, rng)),
             );

@@ -7,8 +7,9 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::report::{RunReport, Table, num};
+use super::report::{RunReport, Table, arm, num};
 use super::sum::Sum;
+use crate::regime::NotifyLevel;
 
 /// A mean over runs with its 95% percentile-bootstrap confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -82,13 +83,17 @@ impl LabelComparison {
     }
 }
 
-/// The runs of one `(task, algorithm_id)` pair, compared label by label.
+/// The runs of one `(task, algorithm_id, notify)`, compared label by label.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
     /// The task.
     pub task: String,
     /// The algorithm.
     pub algorithm_id: String,
+    /// What the group's agents were told about shifts; serialized only when it is not
+    /// `none`.
+    #[serde(skip_serializing_if = "NotifyLevel::is_none")]
+    pub notify: NotifyLevel,
     /// Number of runs in the group.
     pub runs: usize,
     /// Their seeds, in run order.
@@ -195,10 +200,11 @@ fn run_values(run: &RunReport, label: &str) -> [Option<f64>; 9] {
     ]
 }
 
-/// Groups `runs` by `(task, algorithm_id)` and gives, per label and metric, the mean over
+/// Groups `runs` by `(task, algorithm_id, notify)` and gives, per label and metric, the mean over
 /// the group's runs with a 95% bootstrap CI (`resamples` resamples, seeded from `seed` and
 /// the estimate's name, so results do not depend on which other runs are present).
-/// Groups come sorted by task then algorithm.
+/// Groups come sorted by task, algorithm, then notify level (`none` first), so the notify
+/// settings of one agent sit side by side.
 ///
 /// # Examples
 ///
@@ -211,16 +217,18 @@ fn run_values(run: &RunReport, label: &str) -> [Option<f64>; 9] {
 /// # Ok::<(), perennial::eval::EvalError>(())
 /// ```
 pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Comparison> {
-    let mut groups: BTreeMap<(&str, &str), Vec<&RunReport>> = BTreeMap::new();
+    let mut groups: BTreeMap<(&str, &str, NotifyLevel), Vec<&RunReport>> = BTreeMap::new();
     for run in runs {
         groups
-            .entry((run.task.as_str(), run.algorithm_id.as_str()))
+            .entry((run.task.as_str(), run.algorithm_id.as_str(), run.notify))
             .or_default()
             .push(run);
     }
     groups
         .into_iter()
-        .map(|((task, algorithm), members)| {
+        .map(|((task, algorithm, notify), members)| {
+            // The algorithm's name alone at level `none`, so those streams are unchanged.
+            let name = arm(algorithm, notify);
             let labels: std::collections::BTreeSet<&str> = members
                 .iter()
                 .flat_map(|r| r.configurations.keys().map(String::as_str))
@@ -232,7 +240,7 @@ pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Compariso
                         members.iter().map(|r| run_values(r, label)).collect();
                     let est: [Option<Estimate>; 9] = std::array::from_fn(|m| {
                         let values: Vec<f64> = per_run.iter().filter_map(|v| v[m]).collect();
-                        let stream = seed ^ fnv1a(&[task, algorithm, label, METRICS[m]]);
+                        let stream = seed ^ fnv1a(&[task, name.as_str(), label, METRICS[m]]);
                         bootstrap(&values, resamples, stream)
                     });
                     let comparison = LabelComparison {
@@ -256,6 +264,7 @@ pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Compariso
             Comparison {
                 task: task.to_string(),
                 algorithm_id: algorithm.to_string(),
+                notify,
                 runs: members.len(),
                 seeds: members.iter().map(|r| r.seed).collect(),
                 run_ids: members.iter().map(|r| r.run_id.clone()).collect(),
@@ -275,7 +284,7 @@ pub fn comparison_text(groups: &[Comparison]) -> String {
             out,
             "group task {}  algorithm {}  runs {}  seeds {}  (mean over runs [95% bootstrap CI])",
             g.task,
-            g.algorithm_id,
+            arm(&g.algorithm_id, g.notify),
             g.runs,
             seeds.join(",")
         );

@@ -52,13 +52,27 @@
 //!
 //! # Across runs
 //!
-//! Runs are grouped by `(task, algorithm_id)`. Per group, label and metric, each run
+//! Runs are grouped by `(task, algorithm_id, notify)` (see below). Per group, label and
+//! metric, each run
 //! contributes one number (the configuration's value, or for interval metrics the mean over
 //! the label's intervals that have one; `recovered_fraction` is the share of the label's
 //! intervals with k >= 1 that recovered), and the group reports their mean over runs (seeds)
 //! with a 95% percentile-bootstrap confidence interval: `bootstrap_resamples` resamples
 //! (2000) of the runs with replacement, drawn with ChaCha8 from `bootstrap_seed` (0) mixed
 //! with the estimate's name. A group of one run has CI = [mean, mean]. See [`compare`].
+//!
+//! # The notify level
+//!
+//! A trace written with a notify level other than `none` (what the agent was told at
+//! regime shifts, see [`crate::regime::Notification`]) carries it in a `notify` column
+//! after `task`; traces without the column are level `none`. The level is part of a run's
+//! identity: it must be the same on every row of a run, each run reports it as `"notify"`
+//! (only when not `none`, so reports on such traces are unchanged), and runs are grouped by
+//! `(task, algorithm_id, notify)`, so the settings of one agent compare side by side: the
+//! `groups` and reliability groups carry `"notify"` (again only when not `none`), sorted
+//! `none`, `flag`, `delta`, `label` within an algorithm, and in the aggregate statistics each
+//! setting is an algorithm of its own (`ppo`, `ppo+notify=flag`, …), so probability of
+//! improvement compares them. References pair by `(task, seed)` whatever the level.
 //!
 //! # Against a reference: regret and state-adjusted forgetting
 //!
@@ -94,7 +108,8 @@
 //! `"task/label"`. When every run has a reference and a floor with different means for
 //! every label, the score is normalized: (mean_reward − floor_mean_r) / (reference_mean_r −
 //! floor_mean_r), 0 at the floor, 1 at the reference (`"score": "normalized_score"`).
-//! Runs are grouped into algorithms by `algorithm_id`. Per algorithm: `iqm`, `mean`,
+//! Runs are grouped into algorithms by `algorithm_id`, suffixed `+notify=LEVEL` when the
+//! run's notify level is not `none` ([`RunReport::arm`]). Per algorithm: `iqm`, `mean`,
 //! `median` and `optimality_gap` (at γ = `gamma`, 1 by default) each
 //! `{"estimate", "ci_low", "ci_high"}` with a 95% stratified bootstrap CI over runs within
 //! each task column (`bootstrap_resamples` resamples), and `profile`, the performance
@@ -107,7 +122,8 @@
 //!
 //! `"reliability": {"runs": [{"run_id", "blocks", "dispersion_across_time",
 //! "short_term_risk", "long_term_risk"}], "groups": [{"task", "algorithm_id", "runs",
-//! "dispersion_across_runs", "risk_across_runs"}]}`, groups per `(task, algorithm_id)`.
+//! "dispersion_across_runs", "risk_across_runs"}]}`, groups per `(task, algorithm_id,
+//! notify)`.
 //! The curve is the run's W-step block means b_i (x cut into blocks of W steps from the
 //! run's first step, the remainder dropped). Per run: `dispersion_across_time` = the mean,
 //! over consecutive windows of 10 first differences d_i = b_i − b_{i−1} (a last shorter window
@@ -158,7 +174,7 @@
 //! [`Report`] serializes to exactly the DESIGN JSON (`runs` with its keys; fields that do
 //! not apply are `null`) plus two top-level keys:
 //!
-//! - `"groups"`: one object per `(task, algorithm_id)`: `{"task", "algorithm_id", "runs",
+//! - `"groups"`: one object per `(task, algorithm_id, notify)`: `{"task", "algorithm_id", "runs",
 //!   "seeds", "run_ids", "configurations": {LABEL: {"runs", "mean_reward",
 //!   "adaptation_steps", "recovery_steps", "recovered_fraction", "forgetting",
 //!   "stability_std", "cvar05", "gap", "normalized_gap"}}}`, each metric

@@ -31,6 +31,7 @@ use serde::Serialize;
 
 use super::report::RunReport;
 use super::sum::Sum;
+use crate::regime::NotifyLevel;
 
 /// Differences per window of `dispersion_across_time`.
 pub const WINDOW: usize = 10;
@@ -151,6 +152,9 @@ pub struct GroupReliability {
     pub task: String,
     /// The algorithm.
     pub algorithm_id: String,
+    /// The runs' notify level; serialized only when it is not `none`.
+    #[serde(skip_serializing_if = "NotifyLevel::is_none")]
+    pub notify: NotifyLevel,
     /// Runs in the group.
     pub runs: usize,
     /// Mean over block indices of the IQR across runs.
@@ -187,22 +191,24 @@ pub fn across_runs(curves: &[Vec<f64>]) -> (Option<f64>, Option<f64>) {
     (dispersion, cvar_lower(&finals))
 }
 
-/// Groups `runs` by `(task, algorithm_id)` and computes [`across_runs`] on their curves.
+/// Groups `runs` by `(task, algorithm_id, notify)` and computes [`across_runs`] on their
+/// curves.
 pub(crate) fn groups(runs: &[RunReport]) -> Vec<GroupReliability> {
-    let mut groups: BTreeMap<(&str, &str), Vec<Vec<f64>>> = BTreeMap::new();
+    let mut groups: BTreeMap<(&str, &str, NotifyLevel), Vec<Vec<f64>>> = BTreeMap::new();
     for run in runs {
         groups
-            .entry((run.task.as_str(), run.algorithm_id.as_str()))
+            .entry((run.task.as_str(), run.algorithm_id.as_str(), run.notify))
             .or_default()
             .push(run.blocks.clone());
     }
     groups
         .into_iter()
-        .map(|((task, algorithm), curves)| {
+        .map(|((task, algorithm, notify), curves)| {
             let (dispersion_across_runs, risk_across_runs) = across_runs(&curves);
             GroupReliability {
                 task: task.to_string(),
                 algorithm_id: algorithm.to_string(),
+                notify,
                 runs: curves.len(),
                 dispersion_across_runs,
                 risk_across_runs,

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::aggregate::Aggregate;
 use super::compare::Comparison;
 use super::reliability::{GroupReliability, RunReliability};
-use crate::regime::Origin;
+use crate::regime::{NotifyLevel, Origin};
 
 /// Everything `perennial eval` reports. Serializes to the DESIGN JSON plus `groups` and
 /// `warnings` (see the [module docs](super)).
@@ -46,6 +46,10 @@ pub struct RunReport {
     pub algorithm_id: String,
     /// The task.
     pub task: String,
+    /// What the agent was told about shifts (the trace's `notify` column); serialized only
+    /// when it is not `none`, so a report on traces without the column is unchanged.
+    #[serde(skip_serializing_if = "NotifyLevel::is_none")]
+    pub notify: NotifyLevel,
     /// Rows (steps) in the run.
     pub steps: u64,
     /// Distinct `episode` values met.
@@ -69,6 +73,24 @@ pub struct RunReport {
     /// steps. Not serialized.
     #[serde(skip)]
     pub curve: Vec<(u64, f64)>,
+}
+
+impl RunReport {
+    /// The name the run's algorithm goes by across runs: `algorithm_id`, with
+    /// `+notify=LEVEL` appended when the agent was told about shifts, so the notify
+    /// settings of one agent aggregate and compare as separate algorithms.
+    pub fn arm(&self) -> String {
+        arm(&self.algorithm_id, self.notify)
+    }
+}
+
+/// `algorithm_id`, or `algorithm_id+notify=LEVEL` for a level other than `none`.
+pub(crate) fn arm(algorithm_id: &str, notify: NotifyLevel) -> String {
+    if notify.is_none() {
+        algorithm_id.to_string()
+    } else {
+        format!("{algorithm_id}+notify={notify}")
+    }
 }
 
 /// The metrics of one configuration interval k.
@@ -374,8 +396,14 @@ impl Report {
         for run in &self.runs {
             let _ = writeln!(
                 out,
-                "run {}  seed {}  algorithm {}  task {}  steps {}  episodes {}",
-                run.run_id, run.seed, run.algorithm_id, run.task, run.steps, run.episodes
+                "run {}  seed {}  algorithm {}  task {}{}  steps {}  episodes {}",
+                run.run_id,
+                run.seed,
+                run.algorithm_id,
+                run.task,
+                notify_text(run.notify),
+                run.steps,
+                run.episodes
             );
             let _ = writeln!(out, "  intervals (W = {}, {payout})", self.window);
             let mut t = Table::new(
@@ -530,6 +558,15 @@ fn run_extras(out: &mut String, run: &RunReport) {
     );
 }
 
+/// `"  notify LEVEL"` for a level other than `none`, else nothing.
+pub(crate) fn notify_text(level: NotifyLevel) -> String {
+    if level.is_none() {
+        String::new()
+    } else {
+        format!("  notify {level}")
+    }
+}
+
 /// Chan et al.'s across-run statistics, one line per group.
 fn reliability_text(out: &mut String, groups: &[GroupReliability]) {
     let _ = writeln!(out, "reliability across runs (Chan et al. 2020)");
@@ -546,7 +583,7 @@ fn reliability_text(out: &mut String, groups: &[GroupReliability]) {
     for g in groups {
         t.row(vec![
             g.task.clone(),
-            g.algorithm_id.clone(),
+            arm(&g.algorithm_id, g.notify),
             g.runs.to_string(),
             opt(g.dispersion_across_runs),
             opt(g.risk_across_runs),

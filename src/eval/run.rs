@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use super::report::{ConfigurationReport, IntervalReport, RunReport};
 use super::sum::{Rolling, Sum};
-use crate::regime::Origin;
+use crate::regime::{NotifyLevel, Origin};
 use crate::trace::RowRef;
 
 /// Points kept per run for the plot before halving.
@@ -149,6 +149,7 @@ pub(crate) struct RunScan {
     seed: u64,
     algorithm_id: String,
     task: String,
+    notify: NotifyLevel,
     window: usize,
     pub(crate) rows: u64,
     pub(crate) next_step: u64,
@@ -178,6 +179,7 @@ impl RunScan {
             seed: row.seed,
             algorithm_id: row.algorithm_id.to_string(),
             task: row.task.to_string(),
+            notify: row.notify,
             window,
             rows: 0,
             next_step: row.step,
@@ -210,6 +212,8 @@ impl RunScan {
             Some("algorithm_id")
         } else if row.task != self.task {
             Some("task")
+        } else if row.notify != self.notify {
+            Some("notify")
         } else {
             None
         }
@@ -547,6 +551,7 @@ impl RunScan {
             seed: self.seed,
             algorithm_id: self.algorithm_id,
             task: self.task,
+            notify: self.notify,
             steps: self.rows,
             episodes: self.episodes,
             intervals: self.intervals,

@@ -1,6 +1,7 @@
 //! The `Agent` trait and the rollout window it learns from.
 
 use crate::env::Env;
+use crate::regime::Notification;
 
 /// An agent the harness drives.
 ///
@@ -11,8 +12,10 @@ use crate::env::Env;
 /// - `update` is called at every window boundary with the steps since the previous one. A
 ///   window ends nothing: the episode goes on, the world is not reset, and nothing about
 ///   the window is recorded in the trace.
-/// - The agent is never told about regime shifts; it may only notice them through what it
-///   observes and earns.
+/// - By default the agent is never told about regime shifts; it may only notice them
+///   through what it observes and earns. A run with a [`NotifyLevel`](crate::regime::NotifyLevel)
+///   other than `none` calls [`Agent::notify`] at the first step of each new regime (not for
+///   the initial regime), before `act` on that step; the observation is unchanged.
 /// - Draw randomness from a generator seeded from the run's agent stream
 ///   ([`crate::seed::Stream::Agent`]), so the world's random events do not depend on the agent.
 pub trait Agent<E: Env + ?Sized> {
@@ -21,6 +24,14 @@ pub trait Agent<E: Env + ?Sized> {
 
     /// Chooses the action for `obs`.
     fn act(&mut self, obs: &E::Obs) -> E::Action;
+
+    /// Hears about a regime shift: called once per shift, before [`Agent::act`] on the
+    /// first step the new regime is in force, with as much as the run's notify level tells
+    /// (see [`Notification`]). Never called at level `none`, nor for the initial regime.
+    /// The default ignores it.
+    fn notify(&mut self, notification: &Notification) {
+        let _ = notification;
+    }
 
     /// Learns from the last rollout window. The default does nothing.
     fn update(&mut self, window: &Window<E::Obs, E::Action>) {
@@ -161,6 +172,10 @@ impl<E: Env + ?Sized, A: Agent<E> + ?Sized> Agent<E> for Box<A> {
 
     fn act(&mut self, obs: &E::Obs) -> E::Action {
         (**self).act(obs)
+    }
+
+    fn notify(&mut self, notification: &Notification) {
+        (**self).notify(notification)
     }
 
     fn update(&mut self, window: &Window<E::Obs, E::Action>) {

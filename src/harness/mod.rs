@@ -9,6 +9,14 @@
 //! the next episode's world seed and the run goes on. Regime shifts, decided by the
 //! [`Scheduler`](crate::regime::Scheduler) before each step, end nothing either.
 //!
+//! Whether the agent is told about shifts is the run's
+//! [`NotifyLevel`](crate::regime::NotifyLevel) ([`Harness::notify`], `none` by default).
+//! At `flag`, `delta` or `label` the harness calls [`Agent::notify`] once per shift, after
+//! the new regime's conditions are applied and before the agent acts on the first step
+//! they are in force; the initial regime is not notified. The observation is the same at
+//! every level. The level is written in the trace's identity (a `notify` column, absent
+//! for `none`) and kept by checkpoints, so a resumed run notifies as the original would.
+//!
 //! Checkpoints ([`Checkpoint`], [`Harness::checkpoint`], [`Harness::resume`]) save
 //! everything a run needs to continue, so a killed run resumes to the same trace, byte for
 //! byte.

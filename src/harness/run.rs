@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::agent::{Agent, Window};
 use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
 use crate::env::{Env, EnvError, Observation};
-use crate::regime::{Conditions, RegimeError, RegimeProbe, Scheduler, Shiftable, apply_conditions};
+use crate::regime::{
+    Conditions, NotifyLevel, RegimeError, RegimeProbe, Scheduler, Shiftable, apply_conditions,
+};
 use crate::seed::{self, Stream};
 use crate::trace::{RowRecord, RunIdentity, TraceError, TraceSink};
 
@@ -218,6 +220,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             seed,
             algorithm_id: agent.algorithm_id().to_string(),
             task: env.spec().id.clone(),
+            notify: NotifyLevel::None,
         };
         Harness {
             env,
@@ -370,6 +373,16 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// Sets the config.
     pub fn config(mut self, config: HarnessConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Sets how much the agent is told about regime shifts (default
+    /// [`NotifyLevel::None`]): at any other level [`Agent::notify`] is called before `act`
+    /// on the first step of each new regime (never for the initial regime). The level is
+    /// part of the run's identity: the trace writes it in a `notify` column, and a
+    /// checkpoint keeps it.
+    pub fn notify(mut self, level: NotifyLevel) -> Self {
+        self.identity.notify = level;
         self
     }
 
@@ -582,7 +595,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// checkpoints), so an externally driven run writes the same bytes as `perennial run`
     /// given the same actions. The agent's `act` is not called; its `update` still is, so
     /// pass an agent that learns nothing (e.g. [`crate::agents::RandomAgent`]) when the
-    /// caller does the learning. Read the observation to act on with
+    /// caller does the learning. At a notify level other than `none` the agent's `notify`
+    /// is called at shifts as in [`Harness::run`]. Read the observation to act on with
     /// [`Harness::observation`].
     ///
     /// # Errors
@@ -639,10 +653,17 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         let step = self.state.step;
         if self.scheduler.next_shift_due(step) {
             self.close_label();
-            if self.scheduler.before_step(step).is_some() {
+            let level = self.identity.notify;
+            let from = (!level.is_none()).then(|| self.scheduler.regime().clone());
+            if let Some(to) = self.scheduler.before_step(step) {
+                let notification =
+                    from.and_then(|from| level.at_shift(step, &from, to, &self.state.baseline));
                 self.apply(step)?;
                 self.publish_label();
                 self.state.summary.shifts += 1;
+                if let Some(n) = notification {
+                    self.agent.notify(&n);
+                }
             }
             self.state
                 .summary

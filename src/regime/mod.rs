@@ -5,12 +5,14 @@
 //! parameters it accepts, with their ranges, and applies conditions. The [`Scheduler`]
 //! decides before each step whether the regime changes; a shift changes what the agent
 //! observes and how it is scored, **and ends nothing**: no episode ends, the agent is not
-//! told, and every trace row records the label in force and its [`Origin`].
+//! told (unless the run's [`NotifyLevel`] says otherwise, see [`Notification`]), and every
+//! trace row records the label in force and its [`Origin`].
 //!
 //! A regime's conditions are absolute: when a regime comes into force, every parameter it
 //! does not name returns to the world's baseline value (the value it had when the scheduler
 //! was attached), so the world under a label is the same every time that label recurs.
 
+mod notify;
 mod probe;
 mod scheduler;
 mod shiftable;
@@ -20,6 +22,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use notify::{Change, Notification, NotifyLevel};
 pub use probe::RegimeProbe;
 pub use scheduler::{Plan, Scheduler};
 pub use shiftable::{ParamInfo, Shiftable, apply_conditions, check_parameter, validate_conditions};

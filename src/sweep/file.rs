@@ -360,6 +360,7 @@ fn check_agents(
             seed: 0,
             config: HarnessConfig::default(),
             run_id: None,
+            notify: world.notify,
         };
         match kind.harness(&request) {
             Ok(h) => task = Some(h.identity().task.clone()),

@@ -6,20 +6,29 @@ use super::{RowBuffer, TraceError, TraceSink};
 /// Writes rows as CSV with a header line.
 pub(crate) struct CsvWriter {
     out: RowBuffer,
-    identity: [String; 4],
+    /// The identity cells: `run_id`, `seed`, `algorithm_id`, `task`, and `notify` unless
+    /// it is `none`.
+    identity: Vec<String>,
     record_transitions: bool,
     payout_count: usize,
     fields: Vec<String>,
 }
 
-/// The CSV header for a run with these reward term names.
+/// The CSV header for a run with these reward term names; a `notify` column follows
+/// `task` when the run's level is not `none`.
 pub(crate) fn header(
     components: &[String],
     payouts: &[String],
     record_transitions: bool,
+    notify: bool,
 ) -> Vec<String> {
-    let (head, tail) = COLUMNS.split_at(8);
-    let mut h: Vec<String> = head.iter().map(|s| s.to_string()).collect();
+    let (identity, head) = COLUMNS[..8].split_at(4);
+    let tail = &COLUMNS[8..];
+    let mut h: Vec<String> = identity.iter().map(|s| s.to_string()).collect();
+    if notify {
+        h.push("notify".into());
+    }
+    h.extend(head.iter().map(|s| s.to_string()));
     h.extend(components.iter().map(|c| format!("c.{c}")));
     h.extend(payouts.iter().map(|p| format!("p.{p}")));
     // `tail` starts with the `components` and `payout` maps, flattened above.
@@ -60,13 +69,21 @@ impl CsvWriter {
                 identity.seed.to_string(),
                 identity.algorithm_id.clone(),
                 identity.task.clone(),
-            ],
+            ]
+            .into_iter()
+            .chain((!identity.notify.is_none()).then(|| identity.notify.as_str().to_string()))
+            .collect(),
             record_transitions,
             payout_count: payouts.len(),
             fields: Vec::new(),
         };
         if fresh {
-            w.fields = header(components, payouts, record_transitions);
+            w.fields = header(
+                components,
+                payouts,
+                record_transitions,
+                !identity.notify.is_none(),
+            );
             w.emit()?;
         }
         Ok(w)

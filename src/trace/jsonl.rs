@@ -39,6 +39,10 @@ impl JsonlWriter {
         prefix.extend(json_string(&identity.algorithm_id));
         prefix.extend(b",\"task\":");
         prefix.extend(json_string(&identity.task));
+        if !identity.notify.is_none() {
+            prefix.extend(b",\"notify\":");
+            prefix.extend(json_string(identity.notify.as_str()));
+        }
         prefix.extend(b",\"step\":");
         let key = |name: &String| {
             let mut k = json_string(name);

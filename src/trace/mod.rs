@@ -5,6 +5,11 @@
 //! `--record-transitions` the observation the agent acted on (`obs`) and its `action` are
 //! added. Rollout windows are never recorded.
 //!
+//! A run whose agent is told about regime shifts (a [`NotifyLevel`](crate::regime::NotifyLevel)
+//! other than `none`) carries its level in one more identity column, `notify`, right after
+//! `task`, in every format; at `none` the column is absent, so such traces keep the exact
+//! columns and bytes they always had. Readers take a missing column as `none`.
+//!
 //! Writers render each row whole before handing it to the file, and write to the file only
 //! in whole rows, so a run killed at any moment (even with SIGKILL) leaves a file of complete
 //! rows, at most followed by one torn line that the reader reports and skips. The harness
@@ -457,6 +462,7 @@ mod tests {
             seed: 9,
             algorithm_id: "a".into(),
             task: "t".into(),
+            notify: Default::default(),
         }
     }
 

@@ -25,7 +25,7 @@ use super::error::{TornTail, TraceError};
 use super::parquet_writer::{ACTION_KEY, MANIFEST_KEY};
 use super::reader::{Located, RowRef, Terms};
 use super::row::TraceRow;
-use crate::regime::Origin;
+use crate::regime::{NotifyLevel, Origin};
 
 const BATCH_ROWS: usize = 1 << 16;
 
@@ -152,6 +152,7 @@ struct Batch {
     seed: Ints,
     algorithm_id: Strings,
     task: Strings,
+    notify: Option<Strings>,
     step: Ints,
     episode: Ints,
     episode_step: Ints,
@@ -300,7 +301,9 @@ impl ParquetSource {
             } else if let Some(p) = name.strip_prefix("p.") {
                 payouts.push(p.to_string());
                 wanted.push(i);
-            } else if self.transitions && (*name == "obs" || *name == "action") {
+            } else if *name == "notify"
+                || (self.transitions && (*name == "obs" || *name == "action"))
+            {
                 wanted.push(i);
             }
         }
@@ -452,11 +455,19 @@ impl ParquetSource {
             Some(c) if c.is_valid(i) => Some(real("ceiling", c.value(i))?),
             _ => None,
         };
+        let notify = match &b.notify {
+            None => NotifyLevel::None,
+            Some(n) => n
+                .get(i)
+                .parse()
+                .map_err(|e: String| err(format!("column `notify`: {e}")))?,
+        };
         let row = RowRef {
             run_id: Cow::Borrowed(b.run_id.get(i)),
             seed: int("seed", &b.seed)?,
             algorithm_id: Cow::Borrowed(b.algorithm_id.get(i)),
             task: Cow::Borrowed(b.task.get(i)),
+            notify,
             step: int("step", &b.step)?,
             episode: int("episode", &b.episode)?,
             episode_step: int("episode_step", &b.episode_step)?,
@@ -532,6 +543,7 @@ impl ParquetSource {
             seed: r.seed,
             algorithm_id: r.algorithm_id.to_string(),
             task: r.task.to_string(),
+            notify: r.notify,
             step: r.step,
             episode: r.episode,
             episode_step: r.episode_step,
@@ -648,6 +660,10 @@ fn to_batch(batch: &RecordBatch, part: &Part) -> Result<Batch, TraceError> {
         seed: ints("seed")?,
         algorithm_id: strings("algorithm_id")?,
         task: strings("task")?,
+        notify: match col("notify") {
+            None => None,
+            Some(_) => Some(strings("notify")?),
+        },
         step: ints("step")?,
         episode: ints("episode")?,
         episode_step: ints("episode_step")?,

@@ -66,6 +66,16 @@ fn dict_type() -> DataType {
     DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
 }
 
+/// `schema` with a `notify` column after `task` when the run's level is not `none`.
+fn with_notify(schema: Schema, identity: &RunIdentity) -> Schema {
+    if identity.notify.is_none() {
+        return schema;
+    }
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.insert(4, Field::new("notify", dict_type(), false));
+    Schema::new(fields)
+}
+
 /// The Arrow schema of a trace with these reward term names.
 pub fn schema(components: &[String], payouts: &[String], record_transitions: bool) -> Schema {
     let mut fields = vec![
@@ -211,7 +221,10 @@ impl ParquetWriter {
             + if record_transitions { 64 } else { 0 };
         ParquetWriter {
             dir: dir.to_path_buf(),
-            schema: Arc::new(schema(components, payouts, record_transitions)),
+            schema: Arc::new(with_notify(
+                schema(components, payouts, record_transitions),
+                identity,
+            )),
             identity: identity.clone(),
             record_transitions,
             regimes: Vec::new(),
@@ -245,11 +258,16 @@ impl ParquetWriter {
             Arc::new(UInt64Array::from(vec![self.identity.seed; n])),
             constant(&self.identity.algorithm_id),
             constant(&self.identity.task),
+        ];
+        if !self.identity.notify.is_none() {
+            arrays.push(constant(self.identity.notify.as_str()));
+        }
+        arrays.extend([
             u64s(&mut c.step),
             u64s(&mut c.episode),
             u64s(&mut c.episode_step),
             Arc::new(Float64Array::from(std::mem::take(&mut c.reward))),
-        ];
+        ]);
         for v in &mut c.components {
             arrays.push(Arc::new(Float64Array::from(std::mem::take(v))));
         }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer};
 use super::error::{TornTail, TraceError};
 use super::parquet_reader::ParquetSource;
 use super::row::TraceRow;
-use crate::regime::Origin;
+use crate::regime::{NotifyLevel, Origin};
 
 /// A trace file's format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -408,6 +408,9 @@ pub struct RowRef<'a> {
     /// World or task id.
     #[serde(borrow)]
     pub task: Cow<'a, str>,
+    /// The run's notify level (`none` when the column is absent).
+    #[serde(default)]
+    pub notify: NotifyLevel,
     /// Global step index.
     pub step: u64,
     /// Env episode index.
@@ -453,6 +456,7 @@ impl<'a> RowRef<'a> {
             seed: row.seed,
             algorithm_id: Cow::Borrowed(&row.algorithm_id),
             task: Cow::Borrowed(&row.task),
+            notify: row.notify,
             step: row.step,
             episode: row.episode,
             episode_step: row.episode_step,
@@ -721,6 +725,12 @@ fn parse_csv(
                 .map_err(|e| err(format!("column `{name}` must be JSON: {e}"))),
         }
     };
+    let notify = match header.iter().position(|h| h == "notify") {
+        None => NotifyLevel::None,
+        Some(i) => fields[i]
+            .parse()
+            .map_err(|e: String| err(format!("column `notify`: {e}")))?,
+    };
     let obs = match json("obs")? {
         None => None,
         Some(v) => Some(
@@ -733,6 +743,7 @@ fn parse_csv(
         seed: num("seed")?,
         algorithm_id: get("algorithm_id")?.to_string(),
         task: get("task")?.to_string(),
+        notify,
         step: num("step")?,
         episode: num("episode")?,
         episode_step: num("episode_step")?,
@@ -763,7 +774,7 @@ mod scan {
     use std::borrow::Cow;
 
     use super::{RowRef, Terms};
-    use crate::regime::Origin;
+    use crate::regime::{NotifyLevel, Origin};
     use crate::trace::COLUMNS;
 
     /// The index of the first `"`, `\\` or control byte at or after `i`: eight bytes at a
@@ -954,6 +965,7 @@ mod scan {
         let mut origin = Origin::Initial;
         let (mut terminated, mut truncated) = (false, false);
         let mut ceiling = None;
+        let mut notify = None;
         let mut next = 0;
         let mut spans = [(0, 0); 3];
         // True while the columns come in DESIGN order from the line's start.
@@ -978,6 +990,23 @@ mod scan {
                 c.len() == key.len() && c.bytes().zip(key.bytes()).all(|(a, b)| a == b)
             }) {
                 next
+            } else if key == "notify" {
+                // Optional, written after `task` only when not `none`; outside COLUMNS.
+                if notify.is_some() {
+                    return None;
+                }
+                notify = Some(match s.str()? {
+                    "none" => NotifyLevel::None,
+                    "flag" => NotifyLevel::Flag,
+                    "delta" => NotifyLevel::Delta,
+                    "label" => NotifyLevel::Label,
+                    _ => return None,
+                });
+                match s.peek()? {
+                    b',' => s.i += 1,
+                    _ => return None,
+                }
+                continue;
             } else {
                 COLUMNS.iter().position(|c| *c == key)?
             };
@@ -1051,6 +1080,7 @@ mod scan {
             seed,
             algorithm_id: Cow::Borrowed(algorithm_id),
             task: Cow::Borrowed(task),
+            notify: notify.unwrap_or_default(),
             step,
             episode,
             episode_step,

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::regime::Origin;
+use crate::regime::{NotifyLevel, Origin};
 
 /// The trace columns in DESIGN order (`obs` and `action` follow when transitions are
 /// recorded). CSV replaces `components` and `payout` with one `c.<name>` / `p.<name>`
@@ -38,6 +38,11 @@ pub struct RunIdentity {
     pub algorithm_id: String,
     /// World or task id, e.g. `warehouse`.
     pub task: String,
+    /// What the agent is told about regime shifts. Written as a `notify` column right
+    /// after `task` only when it is not `none`, so a run that tells nothing writes the
+    /// columns (and bytes) it always wrote.
+    #[serde(default, skip_serializing_if = "NotifyLevel::is_none")]
+    pub notify: NotifyLevel,
 }
 
 /// One trace row as read back from a file.
@@ -52,6 +57,10 @@ pub struct TraceRow {
     pub algorithm_id: String,
     /// World or task id.
     pub task: String,
+    /// The run's notify level; the column is absent (and this `none`) when the agent was
+    /// not told about shifts.
+    #[serde(default, skip_serializing_if = "NotifyLevel::is_none")]
+    pub notify: NotifyLevel,
     /// Global step index from 0, contiguous.
     pub step: u64,
     /// Env episode index from 0.
