@@ -28,6 +28,7 @@ mod csv_writer;
 use csv_writer::CsvWriter;
 use jsonl::JsonlWriter;
 mod error;
+mod events;
 mod jsonl;
 pub mod l2logger;
 mod manifest;
@@ -47,6 +48,10 @@ pub use parquet_writer::{
 };
 
 pub use error::{TornTail, TraceError};
+pub use events::{
+    EPISODE_END, EVENT_COLUMNS, EventReader, EventRow, EventWriter, FAILURE, REGIME_SHIFT,
+    events_path,
+};
 pub use reader::{Located, RowRef, Terms, TraceFormat, TraceReader};
 pub use row::{COLUMNS, RowRecord, RunIdentity, TraceRow};
 
