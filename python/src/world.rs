@@ -12,14 +12,16 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use perennial::cartpole::{CartPole, CartPoleParams};
-use perennial::env::{Env, EnvError, EnvSpec, Transition};
+use perennial::env::{Env, EnvError, EnvSpec, Transition, WorldEvent};
 use perennial::morpheus::{Morpheus, MorpheusConfig};
 use perennial::regime::{
     Conditions, Origin, ParamInfo, Plan, RegimeError, Scheduler, Shiftable, apply_conditions,
 };
 use perennial::reward::{Breakdown, Ceiling};
 use perennial::seed::{self, Stream};
-use perennial::trace::{self, RowRecord, RunIdentity, TraceFormat, TraceSink};
+use perennial::trace::{
+    self, EventRow, EventWriter, RowRecord, RunIdentity, TraceFormat, TraceSink,
+};
 use perennial::world_file::{WorldFile, WorldFileError};
 
 /// The world files shipped with the crate, compiled into the extension so an installed
@@ -143,6 +145,13 @@ impl Env for World {
             World::Morpheus(e) => e.ceiling(),
         }
     }
+
+    fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {
+        match self {
+            World::CartPole(e) => e.drain_events(out),
+            World::Morpheus(e) => e.drain_events(out),
+        }
+    }
 }
 
 impl Shiftable for World {
@@ -207,6 +216,9 @@ pub struct Run {
     identity: RunIdentity,
     trace: Option<TraceTarget>,
     sink: Option<Box<dyn TraceSink>>,
+    /// The events table beside the trace, as `perennial run` writes it.
+    events: Option<EventWriter>,
+    world_events: Vec<WorldEvent>,
     step: u64,
     episode: u64,
     episode_step: u64,
@@ -256,6 +268,8 @@ impl Run {
             identity,
             trace,
             sink: None,
+            events: None,
+            world_events: Vec::new(),
             step: 0,
             episode: 0,
             episode_step: 0,
@@ -281,7 +295,11 @@ impl Run {
         let columns = trace::TraceColumns::for_env(spec, t.record_transitions);
         let sink = trace::create(&t.path, t.format, &self.identity, &columns)
             .map_err(|e| RunError::Usage(e.to_string()))?;
+        let events = trace::events_path(&t.path, t.format);
+        let events =
+            EventWriter::create(&events, t.format).map_err(|e| RunError::Usage(e.to_string()))?;
         self.sink = Some(sink);
+        self.events = Some(events);
         Ok(())
     }
 
@@ -365,6 +383,7 @@ impl Run {
         self.episode = 0;
         if self.sink.take().is_some() {
             // No row was written: the file is recreated with the new identity.
+            self.events = None;
             self.open_trace()?;
         }
         Ok(())
@@ -453,8 +472,23 @@ impl Run {
 
     fn step_inner(&mut self, action: usize) -> Result<(f64, bool, bool), RunError> {
         let step = self.step;
-        if self.scheduler.next_shift_due(step) && self.scheduler.before_step(step).is_some() {
-            self.apply(step)?;
+        if self.scheduler.next_shift_due(step) {
+            let from = self.scheduler.label().to_string();
+            if self.scheduler.before_step(step).is_some() {
+                self.apply(step)?;
+                if let Some(events) = self.events.as_mut() {
+                    let (to, origin) = (self.scheduler.label(), self.scheduler.origin());
+                    events
+                        .write(EventRow::shift(
+                            &self.identity.run_id,
+                            step,
+                            &from,
+                            to,
+                            origin,
+                        ))
+                        .map_err(|e| RunError::Failed(format!("step {step}: {e}")))?;
+                }
+            }
         }
         let t = self
             .world
@@ -495,6 +529,27 @@ impl Run {
             })
             .map_err(|e| RunError::Failed(format!("step {step}: {e}")))?;
         }
+        if let Some(events) = self.events.as_mut() {
+            let failed = |e: trace::TraceError| RunError::Failed(format!("step {step}: {e}"));
+            self.world.drain_events(&mut self.world_events);
+            for e in self.world_events.drain(..) {
+                events
+                    .write(EventRow::failure(&self.identity.run_id, step, &e))
+                    .map_err(failed)?;
+            }
+            if done {
+                let (run_id, episode) = (&self.identity.run_id, self.episode);
+                events
+                    .write(EventRow::episode_end(
+                        run_id,
+                        step,
+                        episode,
+                        t.terminated,
+                        t.truncated,
+                    ))
+                    .map_err(failed)?;
+            }
+        }
         self.step += 1;
         self.episode_step += 1;
         self.ended = done;
@@ -512,6 +567,11 @@ impl Run {
     ///
     /// [`RunError::Failed`] when the file cannot be written.
     pub fn flush(&mut self) -> Result<(), RunError> {
+        if let Some(events) = self.events.as_mut() {
+            events
+                .flush()
+                .map_err(|e| RunError::Failed(e.to_string()))?;
+        }
         match self.sink.as_mut() {
             Some(sink) => sink.flush().map_err(|e| RunError::Failed(e.to_string())),
             None => Ok(()),
@@ -525,8 +585,12 @@ impl Run {
     /// As [`Run::flush`].
     pub fn close(&mut self) -> Result<(), RunError> {
         let flushed = self.flush();
+        let closed = match self.events.take() {
+            Some(mut events) => events.close().map_err(|e| RunError::Failed(e.to_string())),
+            None => Ok(()),
+        };
         self.sink = None;
         self.trace = None;
-        flushed
+        flushed.and(closed)
     }
 }

@@ -410,15 +410,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 crate::trace::append(path, format, &self.identity, &columns, bytes, tail)?
             }
         };
-        let events = crate::trace::events_path(path, &self.identity.run_id, format);
-        if events == path {
-            return Err(TraceError::io(
-                path,
-                std::io::Error::other(
-                    "the trace is named like its run's events table; choose another --trace path or --run-id",
-                ),
-            ));
-        }
+        let events = crate::trace::events_path(path, format);
         let events = match append_at {
             None => EventWriter::create(&events, format)?,
             Some(_) => EventWriter::append(&events, format, self.events_at.unwrap_or(0))?,

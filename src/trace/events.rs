@@ -4,7 +4,8 @@
 //! to it from outside, as rows of their own rather than something to infer from labels:
 //! regime shifts (the scheduler), injected failures (the world, through
 //! [`Env::drain_events`](crate::env::Env::drain_events)) and episode ends (the env). It is
-//! `<run-id>.events.<format>` in the trace's folder ([`events_path`]), in the trace's
+//! `<trace-stem>.events.<format>` beside the trace ([`events_path`]; for the default trace
+//! path `runs/<run-id>.<format>` that is `runs/<run-id>.events.<format>`), in the trace's
 //! format: JSON Lines, CSV, or a directory of Parquet part files like the trace's. Every
 //! row has every column ([`EVENT_COLUMNS`]); the ones that do not apply to its `event`
 //! are null (empty in CSV).
@@ -178,13 +179,43 @@ impl EventRow {
     }
 }
 
-/// Where the events table of run `run_id` traced to `trace` in `format` lives:
-/// `<run-id>.events.<extension>` in the trace's folder.
-pub fn events_path(trace: &Path, run_id: &str, format: TraceFormat) -> PathBuf {
-    trace
-        .parent()
-        .unwrap_or(Path::new(""))
-        .join(format!("{run_id}.events.{}", format.extension()))
+/// Where the events table of the run traced to `trace` in `format` lives: beside the
+/// trace, named after it, `<trace-stem>.events.<extension>`; for the default trace path
+/// `runs/<run-id>.<format>` that is `runs/<run-id>.events.<format>`. Named after the trace
+/// rather than the run id, so two traces of one run id in one folder never share a table.
+pub fn events_path(trace: &Path, format: TraceFormat) -> PathBuf {
+    let stem = trace
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    trace.with_file_name(format!("{stem}.events.{}", format.extension()))
+}
+
+/// The events table beside `trace`, if there is one: in the trace's own format first, then
+/// in the others.
+pub fn find_events(trace: &Path) -> Option<PathBuf> {
+    let own = TraceFormat::from_path(trace);
+    [
+        own,
+        TraceFormat::Jsonl,
+        TraceFormat::Csv,
+        TraceFormat::Parquet,
+    ]
+    .into_iter()
+    .map(|f| events_path(trace, f))
+    .find(|p| p.exists())
+}
+
+/// Whether `path` is named as an events table (`*.events.jsonl`, `.csv`, `.parquet`).
+pub fn is_events_table(path: &Path) -> bool {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .is_some_and(|s| s.ends_with(".events"))
+        && path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+            ["jsonl", "csv", "parquet"]
+                .iter()
+                .any(|k| e.eq_ignore_ascii_case(k))
+        })
 }
 
 /// Rows a Parquet part holds at most.
