@@ -51,7 +51,7 @@ fn events(trace: &Path) -> Vec<EventRow> {
     out
 }
 
-/// A warehouse run with failures and a fixed shift at step 2000.
+/// A warehouse run with failures and a fixed shift at step 2000, with the run id `wh`.
 fn warehouse(trace: &Path, format: &str) {
     run(&[
         "run",
@@ -64,6 +64,8 @@ fn warehouse(trace: &Path, format: &str) {
         path(trace),
         "--format",
         format,
+        "--run-id",
+        "wh",
     ]);
 }
 
