@@ -25,7 +25,7 @@
 
 use std::path::Path;
 
-use crate::env::{Env, EnvError, EnvSpec, Observation, Transition};
+use crate::env::{Env, EnvError, EnvSpec, Observation, Transition, WorldEvent};
 use crate::regime::{Conditions, ParamInfo, RegimeError, Shiftable, apply_conditions};
 use crate::registry::{BuildError, Registry};
 use crate::reward::Ceiling;
@@ -48,6 +48,8 @@ pub trait DynEnv {
     fn step_vec(&mut self, action: usize) -> Result<Transition<Vec<f32>>, EnvError>;
     /// See [`Env::ceiling`].
     fn reward_ceiling(&self) -> Option<Ceiling>;
+    /// See [`Env::drain_events`].
+    fn drain_world_events(&mut self, out: &mut Vec<WorldEvent>);
     /// See [`Env::save_state`].
     ///
     /// # Errors
@@ -103,6 +105,10 @@ impl<E: Env<Action = usize> + Shiftable> DynEnv for E {
         Env::ceiling(self)
     }
 
+    fn drain_world_events(&mut self, out: &mut Vec<WorldEvent>) {
+        Env::drain_events(self, out);
+    }
+
     fn save_world(&self) -> Result<serde_json::Value, EnvError> {
         Env::save_state(self)
     }
@@ -146,6 +152,10 @@ impl Env for Box<dyn DynEnv> {
 
     fn ceiling(&self) -> Option<Ceiling> {
         self.as_ref().reward_ceiling()
+    }
+
+    fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {
+        self.as_mut().drain_world_events(out);
     }
 
     fn save_state(&self) -> Result<serde_json::Value, EnvError> {

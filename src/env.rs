@@ -68,6 +68,19 @@ pub trait Env {
         None
     }
 
+    /// Moves the exogenous events the world injected during the last [`Env::step`]
+    /// (failures, outages, demand spikes) into `out`, oldest first, leaving none behind.
+    /// The harness calls it after every step when a trace is written and records them in
+    /// the run's events table. The default injects nothing.
+    ///
+    /// # Rules for implementors
+    ///
+    /// Hand out each event once, in the step that injected it, and keep at most one
+    /// step's events: a world that is never drained must not grow.
+    fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {
+        let _ = out;
+    }
+
     /// Everything needed to continue this world exactly where it is (state, parameters,
     /// random streams), for checkpoints. The default says the world has no checkpoints.
     ///
@@ -94,6 +107,22 @@ pub trait Env {
             self.spec().id
         )))
     }
+}
+
+/// An exogenous event a world injected during a step (see [`Env::drain_events`]): what
+/// happened, to what, from when and for how long, in the world's own time unit (the
+/// enterprise world's hours).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorldEvent {
+    /// What happened, in snake case (e.g. `dock_breakdown`).
+    pub kind: String,
+    /// Which thing of that kind was hit (a dock, carrier, supplier or SKU id); `None` for
+    /// an event of the whole world (a system outage).
+    pub target: Option<u64>,
+    /// World time at which it started.
+    pub start: u64,
+    /// How long it lasts, in world time.
+    pub duration: u64,
 }
 
 /// An observation: a flat vector of `f32` as far as traces and generic agents are concerned.

@@ -68,6 +68,7 @@ fn args(traces: Vec<PathBuf>) -> EvalArgs {
         floors: Vec::new(),
         profile_plot: None,
         gamma: 1.0,
+        events: false,
     }
 }
 

@@ -587,12 +587,101 @@ fn cases() -> Vec<Case> {
             expect: &["--plot {file} is the same file as a trace"],
         },
         Case {
+            what: "trace: not Parquet, named .parquet",
+            file: Some(("fake.parquet", "run_id,step\nr,0\n".into())),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}", "not a readable Parquet file"],
+        },
+        Case {
+            what: "trace: an empty Parquet directory",
+            file: None,
+            args: &["eval", "{dir}/empty.parquet"],
+            code: 2,
+            expect: &["empty.parquet", "holds no part files"],
+        },
+        Case {
+            what: "run: --format parquet onto a regular file",
+            file: Some(("plain.parquet", "not a directory\n".into())),
+            args: &[
+                "run",
+                "worlds/cartpole.toml",
+                "--steps",
+                "10",
+                "--format",
+                "parquet",
+                "--trace",
+                "{file}",
+            ],
+            code: 2,
+            expect: &["{file}", "a directory of part files"],
+        },
+        Case {
+            what: "trace: an events table given as the trace",
+            file: Some((
+                "only.events.jsonl",
+                "{\"run_id\":\"r\",\"step\":0,\"event\":\"failure\"}\n".into(),
+            )),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file} is an events table, not a trace"],
+        },
+        Case {
+            what: "events: a torn last line (a killed writer)",
+            file: Some(("events-torn.jsonl", rows(3))),
+            args: &["eval", "{file}", "--events"],
+            code: 0,
+            expect: &["events-torn.events.jsonl: line 2 is torn"],
+        },
+        Case {
+            what: "events: a file that is not an events table",
+            file: Some(("events-foreign.jsonl", rows(3))),
+            args: &["eval", "{file}", "--events"],
+            code: 0,
+            expect: &["events-foreign.events.jsonl: line 1 is not an event"],
+        },
+        Case {
+            what: "events: no table beside the trace",
+            file: Some(("events-missing.jsonl", rows(3))),
+            args: &["eval", "{file}", "--events"],
+            code: 0,
+            expect: &["{file}: no events table beside this trace"],
+        },
+        Case {
+            what: "sweep: an unknown trace format",
+            file: Some((
+                "bad-format.toml",
+                "[sweep]\nname = \"s\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\"]\nseeds = [0]\nsteps = 10\nformat = \"feather\"\n".into(),
+            )),
+            args: &["sweep", "{file}"],
+            code: 2,
+            expect: &["{file}:7", "sweep.format", "use jsonl, csv or parquet"],
+        },
+        Case {
             what: "trace: episodes --out on a device",
             file: Some(("out-device.jsonl", rows(3))),
             args: &["episodes", "{file}", "--out", "/dev/full"],
             code: 2,
             expect: &["/dev/full: is a device"],
         },
+    ]
+}
+
+/// Files (and, named with a trailing `/`, folders) the cases reach as `{dir}/NAME`: the
+/// second file of a case that needs two, such as an events table beside its trace.
+fn beside() -> Vec<(&'static str, String)> {
+    vec![
+        ("empty.parquet/", String::new()),
+        (
+            "events-torn.events.jsonl",
+            r#"{"run_id":"r","step":1,"event":"episode_end","from_regime":null,"to_regime":null,"origin":null,"kind":null,"target":null,"start":null,"duration":null,"episode":0,"terminated":true,"truncated":false}
+{"run_id":"r","step":2,"event":"fail"#
+                .into(),
+        ),
+        (
+            "events-foreign.events.jsonl",
+            "time,price\n1,2\n".into(),
+        ),
     ]
 }
 
@@ -613,6 +702,14 @@ fn every_hostile_input_gets_its_documented_message() {
          `<dir>` stands for the folder the test wrote the file in.\n\n\
          | input | command | exit | message |\n|---|---|---|---|\n",
     );
+    for (name, text) in beside() {
+        let p = dir.join(name);
+        if name.ends_with('/') {
+            std::fs::create_dir_all(&p).unwrap();
+        } else {
+            std::fs::write(&p, text).unwrap();
+        }
+    }
     for case in cases() {
         let file = match &case.file {
             Some((name, text)) => {
@@ -625,7 +722,7 @@ fn every_hostile_input_gets_its_documented_message() {
         let args: Vec<String> = case
             .args
             .iter()
-            .map(|a| a.replace("{file}", &file))
+            .map(|a| a.replace("{file}", &file).replace("{dir}", &dir_text))
             .collect();
         let out = Command::new(env!("CARGO_BIN_EXE_perennial"))
             .args(&args)

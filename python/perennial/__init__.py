@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import Any, Optional, Sequence
 
 import gymnasium as gym
@@ -45,6 +46,7 @@ __all__ = [
     "WorldFileError",
     "evaluate",
     "export_episodes",
+    "load_events",
     "make",
     "make_vec",
     "shipped_worlds",
@@ -113,6 +115,27 @@ def export_episodes(
     ``perennial episodes`` prints.
     """
     return _core.export_episodes(_paths(traces), os.fspath(out), advantage, chunk_steps)
+
+
+def load_events(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Reads a run's events table, ``<run-id>.events.<format>`` beside its trace (JSON
+    Lines, CSV, or a Parquet directory), as a list of dicts, one per event in step order.
+
+    Every dict has the table's columns: ``run_id``, ``step``, ``event``
+    (``"regime_shift"``, ``"failure"`` or ``"episode_end"``), ``from_regime``,
+    ``to_regime``, ``origin`` (shifts), ``kind``, ``target``, ``start``, ``duration``
+    (failures), ``episode``, ``terminated``, ``truncated`` (episode ends); the ones that do
+    not apply are None. ``pandas.DataFrame(load_events(p))`` makes a frame of it, and
+    pyarrow, pandas or polars read a Parquet table directly.
+
+    What cannot be read (a torn last line or a half-written part of a killed run, a line
+    that is not an event, a missing file) is skipped with a ``RuntimeWarning`` naming it;
+    every readable event is returned.
+    """
+    rows, problems = _core.load_events(os.fspath(path))
+    for p in problems:
+        warnings.warn(p, RuntimeWarning, stacklevel=2)
+    return json.loads(rows)
 
 
 def _paths(traces: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:

@@ -54,10 +54,12 @@ class PerennialEnv(gym.Env):
       episode-end terms on an episode's last step.
     - An action outside the action space raises ``ValueError`` and changes nothing.
 
-    With ``trace="runs/x.jsonl"`` (or ``.csv``) every step becomes one row of the trace
-    ``perennial run`` writes, with the same columns and bytes; ``close()`` flushes it, and
-    so does garbage collection of the env. Score it with ``perennial.evaluate`` or
-    ``perennial eval``.
+    With ``trace="runs/x.jsonl"`` (or ``.csv``, or ``.parquet`` for a directory of Parquet
+    part files) every step becomes one row of the trace ``perennial run`` writes, with the
+    same columns and bytes, and the run's events (regime shifts, injected failures,
+    episode ends) go to ``<run-id>.events.<format>`` beside it (read it with
+    ``perennial.load_events``); ``close()`` flushes both, and so does garbage collection of
+    the env. Score the trace with ``perennial.evaluate`` or ``perennial eval``.
 
     Args:
         world: a world file path, a shipped file name, or a registered id.
@@ -66,7 +68,8 @@ class PerennialEnv(gym.Env):
         run_id: the trace's run id (default ``{task}-{algorithm_id}-seed{seed}``).
         algorithm_id: the trace's algorithm id.
         record_transitions: also write the ``obs`` and ``action`` columns.
-        trace_format: ``"jsonl"`` or ``"csv"`` (default: from the trace's extension).
+        trace_format: ``"jsonl"``, ``"csv"`` or ``"parquet"`` (default: from the trace's
+            extension).
         reveal_regime: put ``regime`` in ``info`` (for experimenters, never for agents).
         notify: what the agent is told at a shift: ``"none"``, ``"flag"``, ``"delta"`` or
             ``"label"`` (default: the world file's ``[notify] level``).

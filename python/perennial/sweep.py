@@ -237,7 +237,7 @@ def sweep(
     lock = _DirLock(Path(plan["lock"]))
     try:
         todo = [
-            r for r in plan["runs"] if not (r["status"] == "done" and Path(r["trace"]).is_file())
+            r for r in plan["runs"] if not (r["status"] == "done" and Path(r["trace"]).exists())
         ]
         started_here = not ray.is_initialized()
         if started_here:

@@ -116,6 +116,20 @@ fn evaluate(traces: Vec<PathBuf>, window: usize, include_payout: bool) -> PyResu
     })
 }
 
+/// Reads an events table (`<run-id>.events.<format>`): its rows as a JSON array and the
+/// problems met reading it (a torn last line, a half-written part), which skip what they
+/// hit and are never errors.
+#[pyfunction]
+fn load_events(path: PathBuf) -> PyResult<(String, Vec<String>)> {
+    guarded(|| {
+        let mut reader = perennial::trace::EventReader::open(&path);
+        let rows: Vec<perennial::trace::EventRow> = (&mut reader).collect();
+        let json =
+            serde_json::to_string(&rows).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok((json, reader.problems().to_vec()))
+    })
+}
+
 /// Writes rLLM episodes from traces as `perennial episodes` does; returns its summary line.
 #[pyfunction]
 #[pyo3(signature = (traces, out, advantage = None, chunk_steps = None))]
@@ -180,5 +194,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shipped_worlds, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(export_episodes, m)?)?;
+    m.add_function(wrap_pyfunction!(load_events, m)?)?;
     Ok(())
 }

@@ -68,9 +68,10 @@ impl Run {
                     {
                         Some("jsonl") | None => TraceFormat::Jsonl,
                         Some("csv") => TraceFormat::Csv,
+                        Some("parquet") => TraceFormat::Parquet,
                         Some(other) => {
                             return Err(PyValueError::new_err(format!(
-                                "trace format `{other}` is not supported; use \"jsonl\" or \"csv\" (or a trace path ending in .jsonl or .csv)"
+                                "trace format `{other}` is not supported; use \"jsonl\", \"csv\" or \"parquet\" (or a trace path ending in .jsonl, .csv or .parquet)"
                             )));
                         }
                     };

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use perennial::cartpole::{CartPole, CartPoleParams};
-use perennial::env::{Env, EnvError, EnvSpec, Transition, check_step};
+use perennial::env::{Env, EnvError, EnvSpec, Transition, WorldEvent, check_step};
 use perennial::morpheus::{Morpheus, MorpheusConfig};
 use perennial::regime::{
     Conditions, Notification, NotifyLevel, Origin, ParamInfo, Plan, RegimeError, Scheduler,
@@ -20,7 +20,9 @@ use perennial::regime::{
 };
 use perennial::reward::{Breakdown, Ceiling};
 use perennial::seed::{self, Stream};
-use perennial::trace::{self, RowRecord, RunIdentity, TraceFormat, TraceSink};
+use perennial::trace::{
+    self, EventRow, EventWriter, RowRecord, RunIdentity, TraceFormat, TraceSink,
+};
 use perennial::world_file::{WorldFile, WorldFileError};
 
 /// The world files shipped with the crate, compiled into the extension so an installed
@@ -144,6 +146,13 @@ impl Env for World {
             World::Morpheus(e) => e.ceiling(),
         }
     }
+
+    fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {
+        match self {
+            World::CartPole(e) => e.drain_events(out),
+            World::Morpheus(e) => e.drain_events(out),
+        }
+    }
 }
 
 impl Shiftable for World {
@@ -208,6 +217,9 @@ pub struct Run {
     identity: RunIdentity,
     trace: Option<TraceTarget>,
     sink: Option<Box<dyn TraceSink>>,
+    /// The events table beside the trace, as `perennial run` writes it.
+    events: Option<EventWriter>,
+    world_events: Vec<WorldEvent>,
     step: u64,
     episode: u64,
     episode_step: u64,
@@ -263,6 +275,8 @@ impl Run {
             identity,
             trace,
             sink: None,
+            events: None,
+            world_events: Vec::new(),
             step: 0,
             episode: 0,
             episode_step: 0,
@@ -289,7 +303,11 @@ impl Run {
         let columns = trace::TraceColumns::for_env(spec, t.record_transitions);
         let sink = trace::create(&t.path, t.format, &self.identity, &columns)
             .map_err(|e| RunError::Usage(e.to_string()))?;
+        let events = trace::events_path(&t.path, t.format);
+        let events =
+            EventWriter::create(&events, t.format).map_err(|e| RunError::Usage(e.to_string()))?;
         self.sink = Some(sink);
+        self.events = Some(events);
         Ok(())
     }
 
@@ -374,6 +392,7 @@ impl Run {
         self.episode = 0;
         if self.sink.take().is_some() {
             // No row was written: the file is recreated with the new identity.
+            self.events = None;
             self.open_trace()?;
         }
         Ok(())
@@ -461,10 +480,23 @@ impl Run {
         if self.scheduler.next_shift_due(step) {
             let level = self.identity.notify;
             let from = (!level.is_none()).then(|| self.scheduler.regime().clone());
+            let from_label = self.scheduler.label().to_string();
             if let Some(to) = self.scheduler.before_step(step) {
                 self.notification =
                     from.and_then(|from| level.at_shift(step, &from, to, &self.baseline));
                 self.apply(step)?;
+                if let Some(events) = self.events.as_mut() {
+                    let (to, origin) = (self.scheduler.label(), self.scheduler.origin());
+                    events
+                        .write(EventRow::shift(
+                            &self.identity.run_id,
+                            step,
+                            &from_label,
+                            to,
+                            origin,
+                        ))
+                        .map_err(|e| RunError::Failed(format!("step {step}: {e}")))?;
+                }
             }
         }
         let t = self
@@ -506,6 +538,27 @@ impl Run {
             })
             .map_err(|e| RunError::Failed(format!("step {step}: {e}")))?;
         }
+        if let Some(events) = self.events.as_mut() {
+            let failed = |e: trace::TraceError| RunError::Failed(format!("step {step}: {e}"));
+            self.world.drain_events(&mut self.world_events);
+            for e in self.world_events.drain(..) {
+                events
+                    .write(EventRow::failure(&self.identity.run_id, step, &e))
+                    .map_err(failed)?;
+            }
+            if done {
+                let (run_id, episode) = (&self.identity.run_id, self.episode);
+                events
+                    .write(EventRow::episode_end(
+                        run_id,
+                        step,
+                        episode,
+                        t.terminated,
+                        t.truncated,
+                    ))
+                    .map_err(failed)?;
+            }
+        }
         self.step += 1;
         self.episode_step += 1;
         self.ended = done;
@@ -529,6 +582,11 @@ impl Run {
     ///
     /// [`RunError::Failed`] when the file cannot be written.
     pub fn flush(&mut self) -> Result<(), RunError> {
+        if let Some(events) = self.events.as_mut() {
+            events
+                .flush()
+                .map_err(|e| RunError::Failed(e.to_string()))?;
+        }
         match self.sink.as_mut() {
             Some(sink) => sink.flush().map_err(|e| RunError::Failed(e.to_string())),
             None => Ok(()),
@@ -542,8 +600,12 @@ impl Run {
     /// As [`Run::flush`].
     pub fn close(&mut self) -> Result<(), RunError> {
         let flushed = self.flush();
+        let closed = match self.events.take() {
+            Some(mut events) => events.close().map_err(|e| RunError::Failed(e.to_string())),
+            None => Ok(()),
+        };
         self.sink = None;
         self.trace = None;
-        flushed
+        flushed.and(closed)
     }
 }

@@ -40,6 +40,10 @@ pub struct EvalArgs {
     #[cfg_attr(feature = "cli", arg(long, default_value_t = 1.0, value_name = "G",
           value_parser = finite))]
     pub gamma: f64,
+    /// Also print each run's events table (shifts, injected failures, episode ends), found
+    /// beside its trace as `<trace-stem>.events.<format>`; with `--json` under `"events"`.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub events: bool,
 }
 
 #[cfg(feature = "cli")]
@@ -76,7 +80,14 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
         crate::output::check_distinct(&inputs, &[("--plot", path)])
             .map_err(|e| EvalError::InvalidOptions(e.to_string()))?;
     }
-    let report = evaluate(&args.traces, &options)?;
+    let mut report = evaluate(&args.traces, &options)?;
+    let events = if args.events {
+        let (rows, problems) = read_events(&args.traces, &report.runs);
+        report.warnings.extend(problems);
+        Some(rows)
+    } else {
+        None
+    };
     if let Some(path) = &args.plot {
         plot_svg(&report, path)?;
     }
@@ -85,12 +96,21 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
     }
     if args.json {
         // Only string-keyed maps, strings and numbers: serializing cannot fail.
-        let mut json = serde_json::to_string_pretty(&report)
+        let mut value = serde_json::to_value(&report)
+            .expect("a report is made of string-keyed maps, strings and numbers");
+        if let (Some(rows), Some(map)) = (events, value.as_object_mut()) {
+            let rows = serde_json::to_value(rows).expect("events are strings and numbers");
+            map.insert("events".into(), rows);
+        }
+        let mut json = serde_json::to_string_pretty(&value)
             .expect("a report is made of string-keyed maps, strings and numbers");
         json.push('\n');
         Ok(json)
     } else {
         let mut text = report.to_text();
+        if let Some(rows) = events {
+            text.push_str(&events_text(&rows));
+        }
         let summaries = crate::trace::manifest_summaries(&args.traces, &report.runs);
         if !summaries.is_empty() {
             text.push_str("\nmanifests\n");
@@ -100,4 +120,59 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
         }
         Ok(text)
     }
+}
+
+/// The events of the evaluated runs, from the table beside each trace, and the problems
+/// met reading them (a missing table, a torn line, a damaged part), which are
+/// warnings, never errors.
+fn read_events(
+    traces: &[PathBuf],
+    runs: &[super::RunReport],
+) -> (Vec<crate::trace::EventRow>, Vec<String>) {
+    let (mut rows, mut problems) = (Vec::new(), Vec::new());
+    let mut found = Vec::new();
+    for trace in traces.iter().filter(|t| !crate::trace::is_events_table(t)) {
+        match crate::trace::find_events(trace) {
+            Some(path) if !found.contains(&path) => found.push(path),
+            Some(_) => {}
+            None => problems.push(format!(
+                "{}: no events table beside this trace (`<trace-stem>.events.<format>`)",
+                trace.display()
+            )),
+        }
+    }
+    for path in found {
+        let mut reader = crate::trace::EventReader::open(&path);
+        rows.extend((&mut reader).filter(|e| runs.iter().any(|r| r.run_id == e.run_id)));
+        problems.extend(reader.problems().iter().cloned());
+    }
+    (rows, problems)
+}
+
+/// The events as a table: run, step, event and what it says.
+fn events_text(rows: &[crate::trace::EventRow]) -> String {
+    use std::fmt::Write;
+    let mut out = format!("\nevents ({})\n", rows.len());
+    let width = rows
+        .iter()
+        .map(|r| r.run_id.len())
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    let _ = writeln!(
+        out,
+        "  {:width$}  {:>10}  {:12}  detail",
+        "run", "step", "event"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "  {:width$}  {:>10}  {:12}  {}",
+            r.run_id,
+            r.step,
+            r.event,
+            r.detail()
+        );
+    }
+    out
 }

@@ -372,6 +372,14 @@ fn evaluate_runs(
             crate::limits::MAX_EVAL_WINDOW
         )));
     }
+    if let Some(first) = paths.first()
+        && paths.iter().all(|p| crate::trace::is_events_table(p))
+    {
+        return Err(EvalError::InvalidOptions(format!(
+            "{} is an events table, not a trace; pass the trace beside it (`eval TRACE --events` reads the table too)",
+            first.display()
+        )));
+    }
     let mut runs: Vec<RunScan> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut warnings = Vec::new();
@@ -383,6 +391,14 @@ fn evaluate_runs(
     let mut above_ceiling: HashSet<usize> = HashSet::new();
 
     for path in paths {
+        // `perennial eval runs/*.jsonl` names the events tables beside the traces too.
+        if crate::trace::is_events_table(path) {
+            warnings.push(format!(
+                "{}: an events table, not a trace; it was skipped (eval --events reads it beside its trace)",
+                path.display()
+            ));
+            continue;
+        }
         let mut reader = TraceReader::open(std::slice::from_ref(path));
         let mut current: Option<usize> = None;
         let mut seen_here: HashSet<usize> = HashSet::new();

@@ -65,6 +65,10 @@ pub struct Checkpoint {
     pub trace_bytes: Option<u64>,
     /// A hash of the trace's last complete row then ([`crate::trace::tail_hash`]).
     pub trace_tail: Option<String>,
+    /// The events table's length then: bytes, or rows for Parquet (`None` without a
+    /// trace, or from a perennial that wrote no events table; the table then starts over).
+    #[serde(default)]
+    pub events_at: Option<u64>,
 }
 
 /// Where and how often the harness checkpoints.

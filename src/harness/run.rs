@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use super::agent::{Agent, Window};
 use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
-use crate::env::{Env, EnvError, Observation};
+use crate::env::{Env, EnvError, Observation, WorldEvent};
 use crate::regime::{
     Conditions, NotifyLevel, RegimeError, RegimeProbe, Scheduler, Shiftable, apply_conditions,
 };
 use crate::seed::{self, Stream};
-use crate::trace::{RowRecord, RunIdentity, TraceError, TraceSink};
+use crate::trace::{EventRow, EventWriter, RowRecord, RunIdentity, TraceError, TraceSink};
 
 /// How the harness drives a run. Build with `Default` and struct update syntax.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,6 +196,12 @@ pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
     config: HarnessConfig,
     identity: RunIdentity,
     sink: Option<Box<dyn TraceSink>>,
+    /// The events table, written beside the trace.
+    events: Option<EventWriter>,
+    /// The world's events of the step just taken, reused from step to step.
+    world_events: Vec<WorldEvent>,
+    /// The events table's length a resumed run's checkpoint recorded.
+    events_at: Option<u64>,
     progress: Option<Progress>,
     state: RunState<E::Obs, E::Action>,
     checkpoint: Option<CheckpointPlan>,
@@ -229,6 +235,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             config: HarnessConfig::default(),
             identity,
             sink: None,
+            events: None,
+            world_events: Vec::new(),
+            events_at: None,
             progress: None,
             state: RunState::default(),
             checkpoint: None,
@@ -272,6 +281,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             config: checkpoint.config,
             identity: checkpoint.identity,
             sink,
+            events: None,
+            world_events: Vec::new(),
+            events_at: checkpoint.events_at,
             progress: None,
             state: RunState {
                 step: checkpoint.step,
@@ -320,6 +332,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             Some(sink) => (Some(sink.sync()?), sink.tail()?),
             None => (None, None),
         };
+        let events_at = self.events.as_mut().map(EventWriter::sync).transpose()?;
         let ckpt_err = |e: String| HarnessError::Checkpoint(e);
         let value = |v: Result<serde_json::Value, serde_json::Error>| {
             v.map_err(|e| ckpt_err(e.to_string()))
@@ -343,6 +356,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             agent: self.agent.save_state().map_err(ckpt_err)?,
             trace_bytes,
             trace_tail,
+            events_at,
         };
         ckpt.write(&plan.path).map_err(ckpt_err)
     }
@@ -407,7 +421,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
 
     /// Opens a trace file for this run: a new one, or with `append_at` the file cut back to
     /// that many bytes (a resumed run; see [`crate::trace::append`]), after checking that
-    /// the file still ends with the checkpoint's last row, when one is given. The identity, the
+    /// the file still ends with the checkpoint's last row, when one is given. The run's
+    /// events table ([`crate::trace::events_path`]) is opened with it, in the same format,
+    /// and a resumed run's is cut back to the length its checkpoint recorded. The identity, the
     /// component and payout columns and whether transitions are recorded come from the
     /// harness, its env's spec and its config, so they cannot disagree with the rows.
     ///
@@ -428,7 +444,13 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 crate::trace::append(path, format, &self.identity, &columns, bytes, tail)?
             }
         };
+        let events = crate::trace::events_path(path, format);
+        let events = match append_at {
+            None => EventWriter::create(&events, format)?,
+            Some(_) => EventWriter::append(&events, format, self.events_at.unwrap_or(0))?,
+        };
         self.sink = Some(sink);
+        self.events = Some(events);
         Ok(())
     }
 
@@ -506,6 +528,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if let Some(sink) = self.sink.as_mut() {
             sink.close()?;
         }
+        if let Some(events) = self.events.as_mut() {
+            events.close()?;
+        }
         Ok(self.state.summary)
     }
 
@@ -515,6 +540,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     }
 
     fn flush_trace(&mut self) -> Result<(), TraceError> {
+        if let Some(events) = self.events.as_mut() {
+            events.flush()?;
+        }
         match self.sink.as_mut() {
             Some(sink) => sink.flush(),
             None => Ok(()),
@@ -652,6 +680,10 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         }
         let step = self.state.step;
         if self.scheduler.next_shift_due(step) {
+            let from_label = self
+                .events
+                .is_some()
+                .then(|| self.scheduler.label().to_string());
             self.close_label();
             let level = self.identity.notify;
             let from = (!level.is_none()).then(|| self.scheduler.regime().clone());
@@ -661,6 +693,18 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 self.apply(step)?;
                 self.publish_label();
                 self.state.summary.shifts += 1;
+                if let (Some(events), Some(from)) = (self.events.as_mut(), from_label) {
+                    let (to, origin) = (self.scheduler.label(), self.scheduler.origin());
+                    events
+                        .write(EventRow::shift(
+                            &self.identity.run_id,
+                            step,
+                            &from,
+                            to,
+                            origin,
+                        ))
+                        .map_err(|source| HarnessError::TraceAt { step, source })?;
+                }
                 if let Some(n) = notification {
                     self.agent.notify(&n);
                 }
@@ -731,6 +775,21 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                     .then(|| std::str::from_utf8(action_json).unwrap_or("null")),
             })
             .map_err(|source| HarnessError::TraceAt { step, source })?;
+        }
+        if let Some(events) = self.events.as_mut() {
+            self.env.drain_events(&mut self.world_events);
+            let run_id = &self.identity.run_id;
+            for e in self.world_events.drain(..) {
+                events
+                    .write(EventRow::failure(run_id, step, &e))
+                    .map_err(|source| HarnessError::TraceAt { step, source })?;
+            }
+            if done {
+                let (episode, end) = (self.state.episode, (t.terminated, t.truncated));
+                events
+                    .write(EventRow::episode_end(run_id, step, episode, end.0, end.1))
+                    .map_err(|source| HarnessError::TraceAt { step, source })?;
+            }
         }
         let st = &mut self.state;
         st.step += 1;

@@ -258,6 +258,12 @@ impl FailureEngine {
     }
 }
 
+/// The failures injected in the current hour, kept apart from the snapshot: what
+/// [`Env::drain_events`](crate::env::Env::drain_events) hands out. Emptied at the start of
+/// every hour, so an undrained world holds at most one hour's events.
+#[derive(Resource, Clone, Debug, Default, PartialEq)]
+pub struct FreshFailures(pub Vec<FailureEvent>);
+
 /// The world's random streams, all derived from the `reset` seed. Separate streams keep
 /// exogenous events independent of what the agent does.
 #[derive(Resource, Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -11,13 +11,13 @@ use super::components::{
 use super::conditions::{MorpheusConditions, PARAMETERS};
 use super::config::MorpheusConfig;
 use super::resources::{
-    Clock, Costs, CurrentConditions, Dispatch, FailureEngine, FailureEvent, Goodwill, Ids,
-    InfoLayer, Ledger, ObservationBuffer, OrderBook, PendingAction, Settings, Signals, Stats,
-    TotalStats, WorldRng,
+    Clock, Costs, CurrentConditions, Dispatch, FailureEngine, FailureEvent, FreshFailures,
+    Goodwill, Ids, InfoLayer, Ledger, ObservationBuffer, OrderBook, PendingAction, Settings,
+    Signals, Stats, TotalStats, WorldRng,
 };
 use super::systems::{build_schedule, write_observation};
 use super::{MorpheusError, Op, SIGNAL_NAMES};
-use crate::env::{Env, EnvError, EnvSpec, Space, Transition, check_step};
+use crate::env::{Env, EnvError, EnvSpec, Space, Transition, WorldEvent, check_step};
 use crate::regime::{ParamInfo, RegimeError, Shiftable};
 use crate::reward::{BoundSpec, Breakdown, Ceiling, RewardSpec};
 
@@ -257,6 +257,7 @@ impl Morpheus {
         world.insert_resource(Signals(snapshot.signals));
         world.insert_resource(snapshot.info);
         world.insert_resource(ObservationBuffer::default());
+        world.insert_resource(FreshFailures::default());
         world.insert_resource(PendingAction::default());
         world.spawn_batch(snapshot.skus);
         world.spawn_batch(snapshot.suppliers);
@@ -399,6 +400,7 @@ impl Morpheus {
         world.insert_resource(Signals(signals));
         world.insert_resource(InfoLayer::default());
         world.insert_resource(ObservationBuffer::default());
+        world.insert_resource(FreshFailures::default());
         world.insert_resource(PendingAction::default());
         world.spawn_batch((0..cfg.skus).map(|i| {
             let price = cfg.sku_price(i);
@@ -462,6 +464,26 @@ impl Env for Morpheus {
 
     fn spec(&self) -> &EnvSpec {
         &self.spec
+    }
+
+    /// The failures injected during the last step (hour), oldest first.
+    fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {
+        let Some(mut fresh) = self
+            .sim
+            .as_mut()
+            .and_then(|s| s.world.get_resource_mut::<FreshFailures>())
+        else {
+            return;
+        };
+        if fresh.0.is_empty() {
+            return;
+        }
+        out.extend(fresh.0.drain(..).map(|e| WorldEvent {
+            kind: e.kind.as_str().to_string(),
+            target: e.target.map(u64::from),
+            start: e.start,
+            duration: e.duration,
+        }));
     }
 
     fn save_state(&self) -> Result<serde_json::Value, EnvError> {

@@ -303,11 +303,12 @@ impl SweepFile {
         {
             None | Some(("jsonl", _)) => TraceFormat::Jsonl,
             Some(("csv", _)) => TraceFormat::Csv,
+            Some(("parquet", _)) => TraceFormat::Parquet,
             Some((other, span)) => {
                 return Err(ctx.err(
                     Some(span),
                     "sweep.format",
-                    format!("unknown trace format `{other}`; use jsonl or csv"),
+                    format!("unknown trace format `{other}`; use jsonl, csv or parquet"),
                 ));
             }
         };

@@ -10,7 +10,7 @@
 //! seeds = { from = 0, count = 5 }           # or a list: [0, 7, 42]
 //! steps = 100000                            # step budget of every run
 //! checkpoint_every = 10000                  # optional; default steps / 10
-//! format = "jsonl"                          # optional; jsonl | csv
+//! format = "jsonl"                          # optional; jsonl | csv | parquet
 //! ```
 //!
 //! [`SweepFile::load`] validates it whole before anything runs: every world file must load,
@@ -26,7 +26,7 @@
 //!
 //! | path | what |
 //! |---|---|
-//! | `traces/<run-id>.<format>` | each run's trace |
+//! | `traces/<run-id>.<format>` | each run's trace (a directory of part files for Parquet), with its `<run-id>.manifest.json` and `<run-id>.events.<format>` beside it |
 //! | `checkpoints/<run-id>.ckpt.json` | each run's last checkpoint |
 //! | `logs/<run-id>.log` | each run's output, one header line per attempt |
 //! | `manifest.json` | [`Manifest`]: status, exit code, attempts, steps done, paths, error of every run; rewritten atomically whenever a run starts or ends |

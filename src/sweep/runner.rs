@@ -116,7 +116,8 @@ pub fn run_local(
     }
     let mut queue: VecDeque<usize> = VecDeque::new();
     for (i, (run, rec)) in runs.iter().zip(&mut manifest.runs).enumerate() {
-        if rec.status == RunStatus::Done && run.trace.is_file() {
+        // A Parquet trace is a directory.
+        if rec.status == RunStatus::Done && run.trace.exists() {
             continue;
         }
         if rec.status == RunStatus::Done {

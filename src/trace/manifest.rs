@@ -101,7 +101,9 @@ impl Manifest {
     ///
     /// The file cannot be written.
     pub fn write(&self, path: &Path) -> Result<(), TraceError> {
-        let tmp = path.with_extension("json.tmp");
+        // One temp file per process: two runs of one run id writing manifests into one
+        // folder at once must not rename each other's temp file away.
+        let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
         let mut text = serde_json::to_vec_pretty(self)
             .map_err(|e| TraceError::io(path, std::io::Error::other(e)))?;
         text.push(b'\n');

@@ -1,4 +1,5 @@
-//! Traces: one row per step, written as JSON Lines (default) or CSV, and read back streaming.
+//! Traces: one row per step, written as JSON Lines (default), CSV or Parquet, and read back
+//! streaming; and the events table beside each trace.
 //!
 //! A trace is the whole record of a run as far as evaluation is concerned: the metrics read
 //! traces and nothing else. Each row carries exactly the columns of [`TraceRow`]; with
@@ -28,11 +29,29 @@
 //! the last part, so a killed run loses at most that last second or so of rows. A
 //! checkpoint records the number of rows in finished parts, and `--resume` removes the
 //! parts after it (rewriting only a part that straddles it).
+//!
+//! Beside every trace the harness writes the run's events table,
+//! `<trace-stem>.events.<format>` in the trace's format: one row per regime shift, injected
+//! failure ([`Env::drain_events`](crate::env::Env::drain_events)) and episode end, with the
+//! columns [`EVENT_COLUMNS`]:
+//!
+//! | column | type | filled for | meaning |
+//! |---|---|---|---|
+//! | `run_id` | string | all | the run |
+//! | `step` | u64 | all | the trace row the event belongs to |
+//! | `event` | string | all | `regime_shift`, `failure` or `episode_end` |
+//! | `from_regime`, `to_regime`, `origin` | string | shifts | label before, label after, cause |
+//! | `kind`, `target`, `start`, `duration` | string, u64 | failures | what, which id (null for the whole world), world time started, how long |
+//! | `episode`, `terminated`, `truncated` | u64, bool | episode ends | which episode ended, and how |
+//!
+//! Columns that do not apply are null (empty CSV cells). See [`EventWriter`] and
+//! [`EventReader`].
 
 mod csv_writer;
 use csv_writer::CsvWriter;
 use jsonl::JsonlWriter;
 mod error;
+mod events;
 mod jsonl;
 pub mod l2logger;
 mod manifest;
@@ -52,6 +71,10 @@ pub use parquet_writer::{
 };
 
 pub use error::{TornTail, TraceError};
+pub use events::{
+    EPISODE_END, EVENT_COLUMNS, EventReader, EventRow, EventWriter, FAILURE, REGIME_SHIFT,
+    events_path, find_events, is_events_table,
+};
 pub use reader::{Located, RowRef, Terms, TraceFormat, TraceReader};
 pub use row::{COLUMNS, RowRecord, RunIdentity, TraceRow};
 

@@ -5,11 +5,13 @@ use rand::RngExt;
 
 use crate::morpheus::components::{Carrier, Dock, Sku, Supplier};
 use crate::morpheus::resources::{
-    Clock, CurrentConditions, FailureEngine, FailureEvent, FailureKind, Settings, Stats, WorldRng,
+    Clock, CurrentConditions, FailureEngine, FailureEvent, FailureKind, FreshFailures, Settings,
+    Stats, WorldRng,
 };
 
 /// Draws every failure slot (each dock, carrier, supplier, the system, each SKU: two draws
-/// apiece, whatever happens) and applies the failures that fire.
+/// apiece, whatever happens), applies the failures that fire and keeps this hour's events
+/// for the events table.
 #[expect(
     clippy::too_many_arguments,
     reason = "a system declares every resource it touches"
@@ -19,6 +21,7 @@ pub fn inject_failures(
     conditions: Res<CurrentConditions>,
     clock: Res<Clock>,
     mut engine: ResMut<FailureEngine>,
+    mut fresh: ResMut<FreshFailures>,
     mut rng: ResMut<WorldRng>,
     mut stats: ResMut<Stats>,
     mut docks: Query<&mut Dock>,
@@ -61,6 +64,7 @@ pub fn inject_failures(
         ),
     ];
     hits.clear();
+    fresh.0.clear();
     let mut events = 0;
     for (kind, slots, rate, max_hours) in groups {
         let p = k.probability(rate);
@@ -83,6 +87,7 @@ pub fn inject_failures(
                     duration,
                 };
                 engine.record(event, cfg.failure_log_len);
+                fresh.0.push(event);
             }
         }
     }

@@ -1,0 +1,965 @@
+//! The events table: one row per exogenous event of a run, written beside its trace.
+//!
+//! A run's trace says what the agent saw and earned; its events table says what happened
+//! to it from outside, as rows of their own rather than something to infer from labels:
+//! regime shifts (the scheduler), injected failures (the world, through
+//! [`Env::drain_events`](crate::env::Env::drain_events)) and episode ends (the env). It is
+//! `<trace-stem>.events.<format>` beside the trace ([`events_path`]; for the default trace
+//! path `runs/<run-id>.<format>` that is `runs/<run-id>.events.<format>`), in the trace's
+//! format: JSON Lines, CSV, or a directory of Parquet part files like the trace's. Every
+//! row has every column ([`EVENT_COLUMNS`]); the ones that do not apply to its `event`
+//! are null (empty in CSV).
+//!
+//! `step` is the trace row the event belongs to: a shift's first row under the new label,
+//! the row of the step that injected a failure, an episode's last row. Rows are in step
+//! order; within a step a shift comes first, then failures in the world's order, then the
+//! episode end.
+//!
+//! The writer keeps whole rows only, flushes with the trace and is synced at every
+//! checkpoint; a checkpoint records its length (bytes, or rows for Parquet) and `--resume`
+//! cuts the table back to it, so a killed and resumed run writes the same events as an
+//! uninterrupted one. [`EventReader`] streams a table back and reports what it cannot read
+//! (a torn last line, a half-written part, a line that is not an event) instead of failing.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray, UInt64Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use serde::{Deserialize, Serialize};
+
+use super::parquet_writer::{PART_SECONDS, cut_back, part_name, sync_dir};
+use super::{TraceError, TraceFormat};
+use crate::env::WorldEvent;
+use crate::regime::Origin;
+
+/// The columns of the events table, in order.
+pub const EVENT_COLUMNS: [&str; 13] = [
+    "run_id",
+    "step",
+    "event",
+    "from_regime",
+    "to_regime",
+    "origin",
+    "kind",
+    "target",
+    "start",
+    "duration",
+    "episode",
+    "terminated",
+    "truncated",
+];
+
+/// `event` of a regime shift.
+pub const REGIME_SHIFT: &str = "regime_shift";
+/// `event` of an injected failure.
+pub const FAILURE: &str = "failure";
+/// `event` of an episode end.
+pub const EPISODE_END: &str = "episode_end";
+
+/// One row of the events table; the columns that do not apply to `event` are `None`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventRow {
+    /// The run.
+    pub run_id: String,
+    /// The trace row the event belongs to.
+    pub step: u64,
+    /// [`REGIME_SHIFT`], [`FAILURE`] or [`EPISODE_END`].
+    pub event: String,
+    /// Shift: the label before.
+    pub from_regime: Option<String>,
+    /// Shift: the label after.
+    pub to_regime: Option<String>,
+    /// Shift: what caused it (`scheduled`, `stochastic`, `manual`).
+    pub origin: Option<String>,
+    /// Failure: its kind (e.g. `dock_breakdown`).
+    pub kind: Option<String>,
+    /// Failure: the id of the thing hit; `None` for a failure of the whole world.
+    pub target: Option<u64>,
+    /// Failure: world time it started (the enterprise world's hour).
+    pub start: Option<u64>,
+    /// Failure: how long it lasts, in world time.
+    pub duration: Option<u64>,
+    /// Episode end: the episode that ended.
+    pub episode: Option<u64>,
+    /// Episode end: the env said terminal.
+    pub terminated: Option<bool>,
+    /// Episode end: the env imposed a cutoff.
+    pub truncated: Option<bool>,
+}
+
+impl EventRow {
+    fn blank(run_id: &str, step: u64, event: &str) -> Self {
+        EventRow {
+            run_id: run_id.to_string(),
+            step,
+            event: event.to_string(),
+            from_regime: None,
+            to_regime: None,
+            origin: None,
+            kind: None,
+            target: None,
+            start: None,
+            duration: None,
+            episode: None,
+            terminated: None,
+            truncated: None,
+        }
+    }
+
+    /// A regime shift from `from` to `to` before the step `step`.
+    pub fn shift(run_id: &str, step: u64, from: &str, to: &str, origin: Origin) -> Self {
+        EventRow {
+            from_regime: Some(from.to_string()),
+            to_regime: Some(to.to_string()),
+            origin: Some(origin.as_str().to_string()),
+            ..Self::blank(run_id, step, REGIME_SHIFT)
+        }
+    }
+
+    /// A failure the world injected during the step `step`.
+    pub fn failure(run_id: &str, step: u64, e: &WorldEvent) -> Self {
+        EventRow {
+            kind: Some(e.kind.clone()),
+            target: e.target,
+            start: Some(e.start),
+            duration: Some(e.duration),
+            ..Self::blank(run_id, step, FAILURE)
+        }
+    }
+
+    /// The end of episode `episode` on the step `step`.
+    pub fn episode_end(
+        run_id: &str,
+        step: u64,
+        episode: u64,
+        terminated: bool,
+        truncated: bool,
+    ) -> Self {
+        EventRow {
+            episode: Some(episode),
+            terminated: Some(terminated),
+            truncated: Some(truncated),
+            ..Self::blank(run_id, step, EPISODE_END)
+        }
+    }
+
+    /// What the row says besides its step, in a few words (for tables).
+    pub fn detail(&self) -> String {
+        let s = |o: &Option<String>| o.as_deref().unwrap_or("-").to_string();
+        match self.event.as_str() {
+            REGIME_SHIFT => format!(
+                "{} -> {} ({})",
+                s(&self.from_regime),
+                s(&self.to_regime),
+                s(&self.origin)
+            ),
+            FAILURE => format!(
+                "{} target {} start {} duration {}",
+                s(&self.kind),
+                self.target.map_or("-".into(), |t| t.to_string()),
+                self.start.map_or("-".into(), |t| t.to_string()),
+                self.duration.map_or("-".into(), |t| t.to_string()),
+            ),
+            _ => format!(
+                "episode {} terminated {} truncated {}",
+                self.episode.map_or("-".into(), |t| t.to_string()),
+                self.terminated.unwrap_or(false),
+                self.truncated.unwrap_or(false),
+            ),
+        }
+    }
+}
+
+/// Where the events table of the run traced to `trace` in `format` lives: beside the
+/// trace, named after it, `<trace-stem>.events.<extension>`; for the default trace path
+/// `runs/<run-id>.<format>` that is `runs/<run-id>.events.<format>`. Named after the trace
+/// rather than the run id, so two traces of one run id in one folder never share a table.
+pub fn events_path(trace: &Path, format: TraceFormat) -> PathBuf {
+    let stem = trace
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    trace.with_file_name(format!("{stem}.events.{}", format.extension()))
+}
+
+/// The events table beside `trace`, if there is one: in the trace's own format first, then
+/// in the others.
+pub fn find_events(trace: &Path) -> Option<PathBuf> {
+    let own = TraceFormat::from_path(trace);
+    [
+        own,
+        TraceFormat::Jsonl,
+        TraceFormat::Csv,
+        TraceFormat::Parquet,
+    ]
+    .into_iter()
+    .map(|f| events_path(trace, f))
+    .find(|p| p.exists())
+}
+
+/// Whether `path` is named as an events table (`*.events.jsonl`, `.csv`, `.parquet`).
+pub fn is_events_table(path: &Path) -> bool {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .is_some_and(|s| s.ends_with(".events"))
+        && path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+            ["jsonl", "csv", "parquet"]
+                .iter()
+                .any(|k| e.eq_ignore_ascii_case(k))
+        })
+}
+
+/// Rows a Parquet part holds at most.
+const PART_ROWS: usize = 1 << 16;
+/// Bytes of JSON Lines / CSV buffered before they go to the file.
+const FLUSH_BYTES: usize = 1 << 16;
+
+fn schema() -> Schema {
+    let s = |n: &str| Field::new(n, DataType::Utf8, true);
+    let u = |n: &str| Field::new(n, DataType::UInt64, true);
+    let b = |n: &str| Field::new(n, DataType::Boolean, true);
+    Schema::new(vec![
+        Field::new("run_id", DataType::Utf8, false),
+        Field::new("step", DataType::UInt64, false),
+        Field::new("event", DataType::Utf8, false),
+        s("from_regime"),
+        s("to_regime"),
+        s("origin"),
+        s("kind"),
+        u("target"),
+        u("start"),
+        u("duration"),
+        u("episode"),
+        b("terminated"),
+        b("truncated"),
+    ])
+}
+
+enum Out {
+    Lines {
+        file: File,
+        buf: Vec<u8>,
+        written: u64,
+        csv: bool,
+    },
+    Parquet {
+        schema: SchemaRef,
+        rows: Vec<EventRow>,
+        next_part: usize,
+        rows_done: u64,
+        last_part: Instant,
+    },
+}
+
+/// Writes a run's events table (see the module docs).
+pub struct EventWriter {
+    path: PathBuf,
+    out: Out,
+}
+
+impl EventWriter {
+    /// Creates the table at `path` in `format`, replacing a previous run's.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be created (or is not a regular file), or the Parquet directory
+    /// holds something other than part files.
+    pub fn create(path: &Path, format: TraceFormat) -> Result<Self, TraceError> {
+        if format == TraceFormat::Parquet {
+            let next = super::fresh_parquet_dir(path)?;
+            return Ok(Self::parquet(path, next, 0));
+        }
+        let file = crate::output::open_locked(path)?;
+        file.set_len(0).map_err(|e| TraceError::io(path, e))?;
+        Self::lines(path, format, file, 0)
+    }
+
+    /// Reopens the table at `path` to continue a run from a checkpoint that recorded
+    /// `at` (bytes; rows for Parquet): everything after it is removed.
+    ///
+    /// # Errors
+    ///
+    /// The table cannot be opened, or holds less than the checkpoint recorded (it is not
+    /// this checkpoint's, and is left untouched).
+    pub fn append(path: &Path, format: TraceFormat, at: u64) -> Result<Self, TraceError> {
+        if format == TraceFormat::Parquet {
+            if at == 0 && !path.exists() {
+                return Self::create(path, format);
+            }
+            let next = cut_back(path, at)?;
+            return Ok(Self::parquet(path, next, at));
+        }
+        let mut file = crate::output::open_locked(path)?;
+        let len = file.metadata().map_err(|e| TraceError::io(path, e))?.len();
+        if len < at {
+            return Err(TraceError::io(
+                path,
+                std::io::Error::other(format!(
+                    "the events table holds {len} bytes but the checkpoint recorded {at}; it is not this checkpoint's (it was replaced or shortened since), and it was left untouched"
+                )),
+            ));
+        }
+        file.set_len(at).map_err(|e| TraceError::io(path, e))?;
+        file.seek(std::io::SeekFrom::Start(at))
+            .map_err(|e| TraceError::io(path, e))?;
+        Self::lines(path, format, file, at)
+    }
+
+    fn parquet(path: &Path, next_part: usize, rows_done: u64) -> Self {
+        EventWriter {
+            path: path.to_path_buf(),
+            out: Out::Parquet {
+                schema: Arc::new(schema()),
+                rows: Vec::new(),
+                next_part,
+                rows_done,
+                last_part: Instant::now(),
+            },
+        }
+    }
+
+    fn lines(
+        path: &Path,
+        format: TraceFormat,
+        file: File,
+        written: u64,
+    ) -> Result<Self, TraceError> {
+        let csv = format == TraceFormat::Csv;
+        let mut buf = Vec::with_capacity(FLUSH_BYTES * 2);
+        if csv && written == 0 {
+            buf.extend(EVENT_COLUMNS.join(",").bytes());
+            buf.push(b'\n');
+        }
+        Ok(EventWriter {
+            path: path.to_path_buf(),
+            out: Out::Lines {
+                file,
+                buf,
+                written,
+                csv,
+            },
+        })
+    }
+
+    /// The table's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one event.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error of the file.
+    pub fn write(&mut self, row: EventRow) -> Result<(), TraceError> {
+        let full = match &mut self.out {
+            Out::Lines { buf, csv, .. } => {
+                if *csv {
+                    csv_line(buf, &row);
+                } else {
+                    // A row of strings, integers and booleans always serializes.
+                    let _ = serde_json::to_writer(&mut *buf, &row);
+                    buf.push(b'\n');
+                }
+                buf.len() >= FLUSH_BYTES
+            }
+            Out::Parquet { rows, .. } => {
+                rows.push(row);
+                rows.len() >= PART_ROWS
+            }
+        };
+        if full {
+            match self.out {
+                Out::Lines { .. } => self.drain()?,
+                Out::Parquet { .. } => self.cut_part()?,
+            }
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self) -> Result<(), TraceError> {
+        if let Out::Lines {
+            file, buf, written, ..
+        } = &mut self.out
+            && !buf.is_empty()
+        {
+            file.write_all(buf)
+                .map_err(|e| TraceError::io(&self.path, e))?;
+            *written += buf.len() as u64;
+            buf.clear();
+        }
+        Ok(())
+    }
+
+    fn cut_part(&mut self) -> Result<(), TraceError> {
+        let Out::Parquet {
+            schema,
+            rows,
+            next_part,
+            rows_done,
+            last_part,
+        } = &mut self.out
+        else {
+            return Ok(());
+        };
+        *last_part = Instant::now();
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let name = part_name(*next_part);
+        let tmp = self.path.join(format!(".{name}.tmp"));
+        let err =
+            |e: &dyn std::fmt::Display| TraceError::io(&tmp, std::io::Error::other(e.to_string()));
+        let batch = to_batch(schema, rows).map_err(|e| err(&e))?;
+        let n = rows.len() as u64;
+        rows.clear();
+        let level = ZstdLevel::try_new(3).unwrap_or_default();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(level))
+            .build();
+        let mut file = File::create(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
+        let mut writer =
+            ArrowWriter::try_new(&mut file, schema.clone(), Some(props)).map_err(|e| err(&e))?;
+        writer.write(&batch).map_err(|e| err(&e))?;
+        writer.close().map_err(|e| err(&e))?;
+        file.sync_all().map_err(|e| TraceError::io(&tmp, e))?;
+        drop(file);
+        let target = self.path.join(&name);
+        std::fs::rename(&tmp, &target).map_err(|e| TraceError::io(&target, e))?;
+        sync_dir(&self.path);
+        *next_part += 1;
+        *rows_done += n;
+        Ok(())
+    }
+
+    /// Hands whole rows to the file (JSON Lines, CSV), or cuts a Parquet part when
+    /// [`PART_SECONDS`] have passed since the last; called with the trace's flush.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error of the file.
+    pub fn flush(&mut self) -> Result<(), TraceError> {
+        match &self.out {
+            Out::Lines { .. } => self.drain(),
+            Out::Parquet { last_part, .. } => {
+                if last_part.elapsed() >= Duration::from_secs(PART_SECONDS) {
+                    self.cut_part()?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Makes every event written so far durable and returns the table's length: bytes,
+    /// or rows in finished parts for Parquet. What a checkpoint records.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error of the file.
+    pub fn sync(&mut self) -> Result<u64, TraceError> {
+        if matches!(self.out, Out::Parquet { .. }) {
+            self.cut_part()?;
+        } else {
+            self.drain()?;
+        }
+        match &self.out {
+            Out::Lines { file, written, .. } => {
+                file.sync_data()
+                    .map_err(|e| TraceError::io(&self.path, e))?;
+                Ok(*written)
+            }
+            Out::Parquet { rows_done, .. } => Ok(*rows_done),
+        }
+    }
+
+    /// Writes out everything still buffered; called when the run ends.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error of the file.
+    pub fn close(&mut self) -> Result<(), TraceError> {
+        self.sync().map(|_| ())
+    }
+}
+
+impl Drop for EventWriter {
+    fn drop(&mut self) {
+        // Best effort: every row before the last explicit flush is already in the file.
+        let _ = match self.out {
+            Out::Lines { .. } => self.drain(),
+            Out::Parquet { .. } => self.cut_part(),
+        };
+    }
+}
+
+fn csv_cell(out: &mut Vec<u8>, text: &str) {
+    if text.contains([',', '"', '\n', '\r']) {
+        out.push(b'"');
+        out.extend(text.replace('"', "\"\"").bytes());
+        out.push(b'"');
+    } else {
+        out.extend(text.bytes());
+    }
+}
+
+fn csv_line(out: &mut Vec<u8>, r: &EventRow) {
+    let mut num = itoa::Buffer::new();
+    csv_cell(out, &r.run_id);
+    out.push(b',');
+    out.extend(num.format(r.step).bytes());
+    for text in [
+        Some(&r.event),
+        r.from_regime.as_ref(),
+        r.to_regime.as_ref(),
+        r.origin.as_ref(),
+        r.kind.as_ref(),
+    ] {
+        out.push(b',');
+        if let Some(t) = text {
+            csv_cell(out, t);
+        }
+    }
+    for n in [r.target, r.start, r.duration, r.episode] {
+        out.push(b',');
+        if let Some(n) = n {
+            out.extend(num.format(n).bytes());
+        }
+    }
+    for b in [r.terminated, r.truncated] {
+        out.push(b',');
+        if let Some(b) = b {
+            out.extend(if b { &b"true"[..] } else { &b"false"[..] });
+        }
+    }
+    out.push(b'\n');
+}
+
+fn to_batch(
+    schema: &SchemaRef,
+    rows: &[EventRow],
+) -> Result<RecordBatch, arrow_schema::ArrowError> {
+    let text = |f: fn(&EventRow) -> Option<&str>| -> ArrayRef {
+        Arc::new(rows.iter().map(f).collect::<StringArray>())
+    };
+    let num = |f: fn(&EventRow) -> Option<u64>| -> ArrayRef {
+        Arc::new(rows.iter().map(f).collect::<UInt64Array>())
+    };
+    let flag = |f: fn(&EventRow) -> Option<bool>| -> ArrayRef {
+        Arc::new(rows.iter().map(f).collect::<BooleanArray>())
+    };
+    RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            text(|r| Some(&r.run_id)),
+            num(|r| Some(r.step)),
+            text(|r| Some(&r.event)),
+            text(|r| r.from_regime.as_deref()),
+            text(|r| r.to_regime.as_deref()),
+            text(|r| r.origin.as_deref()),
+            text(|r| r.kind.as_deref()),
+            num(|r| r.target),
+            num(|r| r.start),
+            num(|r| r.duration),
+            num(|r| r.episode),
+            flag(|r| r.terminated),
+            flag(|r| r.truncated),
+        ],
+    )
+}
+
+/// Streams an events table back, one row at a time, in any of the three formats (by the
+/// path, as [`TraceFormat::from_path`]). What it cannot read is reported by
+/// [`EventReader::problems`] and skipped, never an error: a torn last line or a
+/// half-written Parquet part (a killed writer), a line that is not an event, a file that
+/// is not an events table.
+///
+/// # Examples
+///
+/// ```no_run
+/// use perennial::trace::EventReader;
+///
+/// let mut events = EventReader::open("runs/warehouse-random-seed0.events.jsonl");
+/// for e in &mut events {
+///     println!("{} {} {}", e.step, e.event, e.detail());
+/// }
+/// for p in events.problems() {
+///     eprintln!("warning: {p}");
+/// }
+/// ```
+pub struct EventReader {
+    path: PathBuf,
+    source: Source,
+    problems: Vec<String>,
+}
+
+enum Source {
+    Lines {
+        lines: BufReader<File>,
+        line: u64,
+        csv: Option<csv::StringRecord>,
+    },
+    Parquet {
+        parts: std::collections::VecDeque<PathBuf>,
+        batch: Option<(RecordBatch, usize)>,
+        reader: Option<(
+            PathBuf,
+            parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+        )>,
+    },
+    Done,
+}
+
+impl EventReader {
+    /// Opens the table at `path`; a file that cannot be opened is a problem and yields no
+    /// rows.
+    pub fn open(path: impl AsRef<Path>) -> Self {
+        let path = path.as_ref().to_path_buf();
+        let mut problems = Vec::new();
+        let source = match TraceFormat::from_path(&path) {
+            TraceFormat::Parquet => match super::parquet_reader::list_parts(&path) {
+                Ok(p) => Source::Parquet {
+                    parts: p.parts.into(),
+                    batch: None,
+                    reader: None,
+                },
+                Err(e) => {
+                    problems.push(format!("{e}; no events read"));
+                    Source::Done
+                }
+            },
+            format => match File::open(&path) {
+                Ok(f) => Source::Lines {
+                    lines: BufReader::new(f),
+                    line: 0,
+                    csv: (format == TraceFormat::Csv).then(csv::StringRecord::new),
+                },
+                Err(e) => {
+                    problems.push(format!("{}: {e}; no events read", path.display()));
+                    Source::Done
+                }
+            },
+        };
+        EventReader {
+            path,
+            source,
+            problems,
+        }
+    }
+
+    /// What could not be read so far, one message per problem naming the file (and line).
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
+    fn next_line(&mut self) -> Option<EventRow> {
+        let Source::Lines { lines, line, csv } = &mut self.source else {
+            return None;
+        };
+        let limit = crate::limits::MAX_TRACE_LINE_BYTES as u64;
+        loop {
+            let mut buf = Vec::new();
+            let n = match std::io::Read::take(&mut *lines, limit + 1).read_until(b'\n', &mut buf) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.problems.push(format!(
+                        "{}: {e}; the events after it were not read",
+                        self.path.display()
+                    ));
+                    self.source = Source::Done;
+                    return None;
+                }
+            };
+            if n == 0 {
+                self.source = Source::Done;
+                return None;
+            }
+            *line += 1;
+            let at = *line;
+            let complete = buf.last() == Some(&b'\n');
+            if !complete && n as u64 > limit {
+                self.problems.push(format!(
+                    "{}: line {at} is longer than {limit} bytes; it is not an events table, and the events after it were not read",
+                    self.path.display()
+                ));
+                self.source = Source::Done;
+                return None;
+            }
+            let parsed = match csv {
+                Some(header) => parse_csv(&buf, header, at),
+                None => serde_json::from_slice::<EventRow>(&buf)
+                    .map(Some)
+                    .map_err(|e| e.to_string()),
+            };
+            match parsed {
+                Ok(Some(row)) => return Some(row),
+                Ok(None) => continue,
+                Err(why) if !complete => {
+                    self.problems.push(format!(
+                        "{}: line {at} is torn (the writer was killed mid-row; {why}); every complete event before it was read",
+                        self.path.display()
+                    ));
+                }
+                Err(why) => {
+                    self.problems.push(format!(
+                        "{}: line {at} is not an event ({why}); it was skipped",
+                        self.path.display()
+                    ));
+                }
+            }
+        }
+    }
+
+    fn next_parquet(&mut self) -> Option<EventRow> {
+        loop {
+            let Source::Parquet {
+                parts,
+                batch,
+                reader,
+            } = &mut self.source
+            else {
+                return None;
+            };
+            if let Some((b, i)) = batch {
+                if *i < b.num_rows() {
+                    let row = row_of(b, *i);
+                    *i += 1;
+                    match row {
+                        Ok(r) => return Some(r),
+                        Err(why) => {
+                            let part = reader.as_ref().map_or(&self.path, |(p, _)| p);
+                            self.problems
+                                .push(format!("{}: {why}; this part was skipped", part.display()));
+                            *batch = None;
+                            *reader = None;
+                            continue;
+                        }
+                    }
+                }
+                *batch = None;
+            }
+            if let Some((part, r)) = reader {
+                match r.next() {
+                    Some(Ok(b)) => {
+                        *batch = Some((b, 0));
+                        continue;
+                    }
+                    Some(Err(e)) => {
+                        self.problems.push(format!(
+                            "{}: {e}; the rest of this part was skipped",
+                            part.display()
+                        ));
+                    }
+                    None => {}
+                }
+                *reader = None;
+            }
+            let part = parts.pop_front()?;
+            let opened = File::open(&part)
+                .map_err(|e| e.to_string())
+                .and_then(|f| {
+                    ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string())
+                })
+                .and_then(|b| b.with_batch_size(8192).build().map_err(|e| e.to_string()));
+            match opened {
+                Ok(r) => *reader = Some((part, r)),
+                Err(why) => self.problems.push(format!(
+                    "{}: a torn, half-written or foreign part ({why}); it was skipped and every other part was read",
+                    part.display()
+                )),
+            }
+        }
+    }
+}
+
+impl Iterator for EventReader {
+    type Item = EventRow;
+
+    fn next(&mut self) -> Option<EventRow> {
+        match self.source {
+            Source::Lines { .. } => self.next_line(),
+            Source::Parquet { .. } => {
+                let row = self.next_parquet();
+                if row.is_none() {
+                    self.source = Source::Done;
+                }
+                row
+            }
+            Source::Done => None,
+        }
+    }
+}
+
+/// One CSV line: `Ok(None)` for the header (which it records), the row otherwise.
+fn parse_csv(
+    line: &[u8],
+    header: &mut csv::StringRecord,
+    at: u64,
+) -> Result<Option<EventRow>, String> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(line);
+    let mut record = csv::StringRecord::new();
+    if !reader.read_record(&mut record).map_err(|e| e.to_string())? {
+        return Err("an empty line".into());
+    }
+    if at == 1 {
+        if record.iter().ne(EVENT_COLUMNS) {
+            return Err(format!(
+                "the header is not the events table's ({})",
+                EVENT_COLUMNS.join(",")
+            ));
+        }
+        *header = record;
+        return Ok(None);
+    }
+    if record.len() != EVENT_COLUMNS.len() {
+        return Err(format!(
+            "{} cells where the events table has {}",
+            record.len(),
+            EVENT_COLUMNS.len()
+        ));
+    }
+    record
+        .deserialize::<EventRow>(Some(header))
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+fn row_of(b: &RecordBatch, i: usize) -> Result<EventRow, String> {
+    let col = |name: &str| {
+        b.column_by_name(name)
+            .ok_or_else(|| format!("no `{name}` column; it is not an events table"))
+    };
+    let text = |name: &str| -> Result<Option<String>, String> {
+        let c = col(name)?;
+        let a = c
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| format!("column `{name}` is not text"))?;
+        Ok(a.is_valid(i).then(|| a.value(i).to_string()))
+    };
+    let num = |name: &str| -> Result<Option<u64>, String> {
+        let c = col(name)?;
+        let a = c
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .ok_or_else(|| format!("column `{name}` is not an unsigned integer"))?;
+        Ok(a.is_valid(i).then(|| a.value(i)))
+    };
+    let flag = |name: &str| -> Result<Option<bool>, String> {
+        let c = col(name)?;
+        let a = c
+            .as_any()
+            .downcast_ref::<BooleanArray>()
+            .ok_or_else(|| format!("column `{name}` is not boolean"))?;
+        Ok(a.is_valid(i).then(|| a.value(i)))
+    };
+    let needed = |v: Option<String>, name: &str| v.ok_or_else(|| format!("a null `{name}`"));
+    Ok(EventRow {
+        run_id: needed(text("run_id")?, "run_id")?,
+        step: num("step")?.ok_or("a null `step`")?,
+        event: needed(text("event")?, "event")?,
+        from_regime: text("from_regime")?,
+        to_regime: text("to_regime")?,
+        origin: text("origin")?,
+        kind: text("kind")?,
+        target: num("target")?,
+        start: num("start")?,
+        duration: num("duration")?,
+        episode: num("episode")?,
+        terminated: flag("terminated")?,
+        truncated: flag("truncated")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows() -> Vec<EventRow> {
+        let failure = WorldEvent {
+            kind: "dock_breakdown".into(),
+            target: Some(2),
+            start: 5,
+            duration: 3,
+        };
+        vec![
+            EventRow::shift("r,1", 3, "calm", "storm \"x\"", Origin::Scheduled),
+            EventRow::failure("r,1", 5, &failure),
+            EventRow::episode_end("r,1", 9, 0, false, true),
+        ]
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("perennial-events-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn every_format_reads_back_the_rows_written() {
+        for format in [TraceFormat::Jsonl, TraceFormat::Csv, TraceFormat::Parquet] {
+            let path = temp(&format!("rt.events.{}", format.extension()));
+            let mut w = EventWriter::create(&path, format).unwrap();
+            for r in rows() {
+                w.write(r).unwrap();
+            }
+            w.close().unwrap();
+            drop(w);
+            let mut reader = EventReader::open(&path);
+            let back: Vec<EventRow> = (&mut reader).collect();
+            assert!(reader.problems().is_empty(), "{:?}", reader.problems());
+            assert_eq!(back, rows(), "{format:?}");
+        }
+    }
+
+    #[test]
+    fn append_cuts_back_to_the_recorded_length() {
+        for format in [TraceFormat::Jsonl, TraceFormat::Csv, TraceFormat::Parquet] {
+            let path = temp(&format!("cut.events.{}", format.extension()));
+            let mut w = EventWriter::create(&path, format).unwrap();
+            let all = rows();
+            w.write(all[0].clone()).unwrap();
+            let at = w.sync().unwrap();
+            w.write(all[1].clone()).unwrap();
+            w.close().unwrap();
+            drop(w);
+            let mut w = EventWriter::append(&path, format, at).unwrap();
+            w.write(all[2].clone()).unwrap();
+            w.close().unwrap();
+            drop(w);
+            let back: Vec<EventRow> = EventReader::open(&path).collect();
+            assert_eq!(back, vec![all[0].clone(), all[2].clone()], "{format:?}");
+        }
+    }
+
+    #[test]
+    fn a_torn_last_line_is_reported_and_earlier_events_are_kept() {
+        let path = temp("torn.events.jsonl");
+        let mut w = EventWriter::create(&path, TraceFormat::Jsonl).unwrap();
+        for r in rows() {
+            w.write(r).unwrap();
+        }
+        w.close().unwrap();
+        drop(w);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.truncate(bytes.len() - 10);
+        std::fs::write(&path, bytes).unwrap();
+        let mut reader = EventReader::open(&path);
+        assert_eq!((&mut reader).count(), 2);
+        assert!(
+            reader.problems()[0].contains("line 3 is torn"),
+            "{:?}",
+            reader.problems()
+        );
+    }
+}
