@@ -57,7 +57,7 @@ def test_bad_options_are_value_errors(tmp_path):
     with pytest.raises(ValueError, match="seed"):
         perennial.make("perennial/CartPole-v1", seed=-1)
     with pytest.raises(ValueError, match="trace format"):
-        perennial.make("perennial/CartPole-v1", trace=tmp_path / "t.parquet")
+        perennial.make("perennial/CartPole-v1", trace=tmp_path / "t.xlsx")
     with pytest.raises(ValueError, match="render"):
         perennial.make("perennial/CartPole-v1", render_mode="human")
     with pytest.raises(TypeError):

@@ -99,7 +99,10 @@ def test_the_ray_backend_writes_the_local_backends_traces_and_leaves_no_process(
     assert [r["status"] for r in remote["runs"]] == ["done"] * 8
     assert all(r["exit_code"] == 0 for r in remote["runs"])
     assert _traces(tmp_path / "ray") == _traces(tmp_path / "local")
-    assert len(_traces(tmp_path / "ray")) == 8
+    # Each run's trace and the events table beside it.
+    files = _traces(tmp_path / "ray")
+    assert len(files) == 16
+    assert sum(".events." in name for name in files) == 8
     groups = json.loads((tmp_path / "ray" / "eval.json").read_text())["groups"]
     assert sorted((g["task"], g["algorithm_id"]) for g in groups) == [
         ("cartpole", "actor-critic"), ("cartpole", "random"),
