@@ -288,7 +288,10 @@ fn a_sigkilled_sweep_rerun_finishes_with_the_traces_of_an_uninterrupted_one() {
     assert_eq!(statuses(&cut), vec!["done"; 8]);
     // Every run's trace and the events table beside it.
     let (a, b) = (traces(&whole), traces(&cut));
-    let events = a.iter().filter(|(name, _)| name.contains(".events.")).count();
+    let events = a
+        .iter()
+        .filter(|(name, _)| name.contains(".events."))
+        .count();
     assert_eq!((a.len() - events, events), (8, 8));
     assert_eq!(a.len(), b.len());
     for ((name, x), (_, y)) in a.iter().zip(&b) {
