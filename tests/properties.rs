@@ -216,6 +216,9 @@ struct Resumable {
     checkpoint: serde_json::Value,
     trace: PathBuf,
     trace_bytes: Vec<u8>,
+    /// The events table beside the trace, and its bytes.
+    events: PathBuf,
+    events_bytes: Vec<u8>,
 }
 
 fn resumable() -> &'static Resumable {
@@ -242,6 +245,8 @@ fn resumable() -> &'static Resumable {
         Resumable {
             checkpoint: serde_json::from_slice(&std::fs::read(&ckpt).unwrap()).unwrap(),
             trace_bytes: std::fs::read(&trace).unwrap(),
+            events_bytes: std::fs::read(dir.join("t.events.jsonl")).unwrap(),
+            events: dir.join("t.events.jsonl"),
             trace,
             dir,
         }
@@ -312,6 +317,7 @@ proptest! {
         let ckpt = r.dir.join("mutated.ckpt.json");
         std::fs::write(&ckpt, serde_json::to_vec(&mutated).unwrap()).unwrap();
         std::fs::write(&r.trace, &r.trace_bytes).unwrap();
+        std::fs::write(&r.events, &r.events_bytes).unwrap();
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_perennial"))
             .args(["run", "--resume"])
             .arg(&ckpt)

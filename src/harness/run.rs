@@ -11,6 +11,7 @@ use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
 use crate::env::{Env, EnvError, Observation, WorldEvent};
 use crate::regime::{
     Conditions, NotifyLevel, RegimeError, RegimeProbe, Scheduler, Shiftable, apply_conditions,
+    validate_conditions,
 };
 use crate::seed::{self, Stream};
 use crate::trace::{EventRow, EventWriter, RowRecord, RunIdentity, TraceError, TraceSink};
@@ -267,6 +268,16 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         checkpoint.validate().map_err(HarnessError::Checkpoint)?;
         env.load_state(checkpoint.env)
             .map_err(|e| bad("world", e.to_string()))?;
+        // The baseline and every regime's conditions are applied at later shifts: check them
+        // against the world's parameter table now, so a tampered value is refused before the
+        // trace is touched, not many steps into the resumed run.
+        let params = env.parameters();
+        validate_conditions(&params, &checkpoint.baseline)
+            .map_err(|e| bad("baseline", e.to_string()))?;
+        for regime in checkpoint.scheduler.regimes() {
+            validate_conditions(&params, &regime.conditions)
+                .map_err(|e| bad(&format!("regime `{}`", regime.label), e.to_string()))?;
+        }
         agent
             .load_state(checkpoint.agent)
             .map_err(|e| bad("agent", e))?;
@@ -438,13 +449,17 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     ) -> Result<(), TraceError> {
         let columns =
             crate::trace::TraceColumns::for_env(self.env.spec(), self.config.record_transitions);
+        let events = crate::trace::events_path(path, format);
+        if append_at.is_some() {
+            // Refuse a foreign events table before the trace is cut.
+            EventWriter::check_append(&events, format, self.events_at.unwrap_or(0))?;
+        }
         let sink = match append_at {
             None => crate::trace::create(path, format, &self.identity, &columns)?,
             Some((bytes, tail)) => {
                 crate::trace::append(path, format, &self.identity, &columns, bytes, tail)?
             }
         };
-        let events = crate::trace::events_path(path, format);
         let events = match append_at {
             None => EventWriter::create(&events, format)?,
             Some(_) => EventWriter::append(&events, format, self.events_at.unwrap_or(0))?,

@@ -283,6 +283,28 @@ impl EventWriter {
         Self::lines(path, format, file, 0)
     }
 
+    /// Whether the line-format table at `path` can continue from a checkpoint that recorded
+    /// `at` bytes, without touching it: a resume checks this before it cuts the trace.
+    ///
+    /// # Errors
+    ///
+    /// The table holds less than the checkpoint recorded (it is not this checkpoint's).
+    pub fn check_append(path: &Path, format: TraceFormat, at: u64) -> Result<(), TraceError> {
+        if format == TraceFormat::Parquet || at == 0 {
+            return Ok(());
+        }
+        let len = std::fs::metadata(path).map_or(0, |m| m.len());
+        if len < at {
+            return Err(TraceError::io(
+                path,
+                std::io::Error::other(format!(
+                    "the events table holds {len} bytes but the checkpoint recorded {at}; it is not this checkpoint's (it was replaced or shortened since), and it was left untouched"
+                )),
+            ));
+        }
+        Ok(())
+    }
+
     /// Reopens the table at `path` to continue a run from a checkpoint that recorded
     /// `at` (bytes; rows for Parquet): everything after it is removed.
     ///
@@ -298,16 +320,8 @@ impl EventWriter {
             let next = cut_back(path, at)?;
             return Ok(Self::parquet(path, next, at));
         }
+        Self::check_append(path, format, at)?;
         let mut file = crate::output::open_locked(path)?;
-        let len = file.metadata().map_err(|e| TraceError::io(path, e))?.len();
-        if len < at {
-            return Err(TraceError::io(
-                path,
-                std::io::Error::other(format!(
-                    "the events table holds {len} bytes but the checkpoint recorded {at}; it is not this checkpoint's (it was replaced or shortened since), and it was left untouched"
-                )),
-            ));
-        }
         file.set_len(at).map_err(|e| TraceError::io(path, e))?;
         file.seek(std::io::SeekFrom::Start(at))
             .map_err(|e| TraceError::io(path, e))?;
