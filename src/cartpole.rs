@@ -28,7 +28,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::env::{Dtype, Env, EnvError, EnvSpec, Space, Transition, check_step};
-use crate::regime::{ParamInfo, RegimeError, Shiftable, check_parameter};
+use crate::regime::{ParamInfo, RegimeError, Shiftable};
 use crate::reward::Ceiling;
 
 /// How the state is integrated over one time step.
@@ -90,72 +90,19 @@ impl Default for CartPoleParams {
     }
 }
 
-/// The shiftable parameters with their accepted ranges.
-const PARAMETERS: [ParamInfo; 9] = [
-    ParamInfo {
-        name: "gravity",
-        min: 0.0,
-        max: 1000.0,
-        doc: "gravitational acceleration, m/s²",
-        integer: false,
-    },
-    ParamInfo {
-        name: "masscart",
-        min: 1e-6,
-        max: 1e6,
-        doc: "cart mass, kg",
-        integer: false,
-    },
-    ParamInfo {
-        name: "masspole",
-        min: 1e-6,
-        max: 1e6,
-        doc: "pole mass, kg",
-        integer: false,
-    },
-    ParamInfo {
-        name: "length",
-        min: 1e-6,
-        max: 1e6,
-        doc: "half the pole's length, m",
-        integer: false,
-    },
-    ParamInfo {
-        name: "force_mag",
-        min: 0.0,
-        max: 1e6,
-        doc: "push magnitude, N",
-        integer: false,
-    },
-    ParamInfo {
-        name: "tau",
-        min: 1e-6,
-        max: 1.0,
-        doc: "seconds per step",
-        integer: false,
-    },
-    ParamInfo {
-        name: "x_threshold",
-        min: 0.0,
-        max: 1e6,
-        doc: "cart position limit, m",
-        integer: false,
-    },
-    ParamInfo {
-        name: "theta_threshold_radians",
-        min: 0.0,
-        max: 1e3,
-        doc: "pole angle limit, rad",
-        integer: false,
-    },
-    ParamInfo {
-        name: "max_episode_steps",
-        min: 0.0,
-        max: 1e15,
-        doc: "truncation step count (0 = never)",
-        integer: true,
-    },
-];
+crate::param_table! {
+    impl CartPoleParams {
+        gravity: f64 = [0.0, 1000.0], "gravitational acceleration, m/s²";
+        masscart: f64 = [1e-6, 1e6], "cart mass, kg";
+        masspole: f64 = [1e-6, 1e6], "pole mass, kg";
+        length: f64 = [1e-6, 1e6], "half the pole's length, m";
+        force_mag: f64 = [0.0, 1e6], "push magnitude, N";
+        tau: f64 = [1e-6, 1.0], "seconds per step";
+        x_threshold: f64 = [0.0, 1e6], "cart position limit, m";
+        theta_threshold_radians: f64 = [0.0, 1e3], "pole angle limit, rad";
+        max_episode_steps: u64 = [0.0, 1e15], "truncation step count (0 = never)";
+    }
+}
 
 /// Gymnasium's CartPole-v1 as a perennial [`Env`].
 ///
@@ -355,17 +302,7 @@ impl Env for CartPole {
         })
     }
 
-    fn save_state(&self) -> Result<serde_json::Value, EnvError> {
-        serde_json::to_value(self).map_err(|e| EnvError::World(format!("saving CartPole: {e}")))
-    }
-
-    fn load_state(&mut self, state: serde_json::Value) -> Result<(), EnvError> {
-        let mut loaded: CartPole = serde_json::from_value(state)
-            .map_err(|e| EnvError::World(format!("not a CartPole state: {e}")))?;
-        loaded.recompute_derived();
-        *self = loaded;
-        Ok(())
-    }
+    crate::serde_env_state!(; then recompute_derived);
 
     fn ceiling(&self) -> Option<Ceiling> {
         let best = if self.params.sutton_barto_reward {
@@ -382,39 +319,15 @@ impl Env for CartPole {
 
 impl Shiftable for CartPole {
     fn parameters(&self) -> Vec<ParamInfo> {
-        PARAMETERS.to_vec()
+        CartPoleParams::PARAMETERS.to_vec()
     }
 
     fn get(&self, name: &str) -> Option<f64> {
-        let p = &self.params;
-        Some(match name {
-            "gravity" => p.gravity,
-            "masscart" => p.masscart,
-            "masspole" => p.masspole,
-            "length" => p.length,
-            "force_mag" => p.force_mag,
-            "tau" => p.tau,
-            "x_threshold" => p.x_threshold,
-            "theta_threshold_radians" => p.theta_threshold_radians,
-            "max_episode_steps" => p.max_episode_steps as f64,
-            _ => return None,
-        })
+        self.params.get(name)
     }
 
     fn set(&mut self, name: &str, value: f64) -> Result<(), RegimeError> {
-        check_parameter(&PARAMETERS, name, value)?;
-        let p = &mut self.params;
-        match name {
-            "gravity" => p.gravity = value,
-            "masscart" => p.masscart = value,
-            "masspole" => p.masspole = value,
-            "length" => p.length = value,
-            "force_mag" => p.force_mag = value,
-            "tau" => p.tau = value,
-            "x_threshold" => p.x_threshold = value,
-            "theta_threshold_radians" => p.theta_threshold_radians = value,
-            _ => p.max_episode_steps = value as u64,
-        }
+        self.params.set(name, value)?;
         self.recompute_derived();
         Ok(())
     }

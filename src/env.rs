@@ -305,6 +305,16 @@ impl fmt::Display for Space {
 }
 
 impl Space {
+    /// A `float32` box with per-dimension bounds (infinite allowed), the usual observation
+    /// space of a world that observes `[f32; N]`.
+    pub fn box_f32(low: Vec<f64>, high: Vec<f64>) -> Self {
+        Space::Box {
+            low,
+            high,
+            dtype: Dtype::F32,
+        }
+    }
+
     /// Number of scalar elements (1 for `Discrete`).
     pub fn len(&self) -> usize {
         match self {
@@ -343,6 +353,99 @@ pub struct EnvSpec {
     pub payouts: Vec<String>,
 }
 
+impl EnvSpec {
+    /// A spec with the required fields: not persistent, no reward components or payouts;
+    /// add them with the builder methods.
+    ///
+    /// ```
+    /// use perennial::prelude::*;
+    ///
+    /// let spec = EnvSpec::new("queue", Space::Discrete { n: 4 }, Space::Discrete { n: 2 })
+    ///     .persistent(true)
+    ///     .components(["served", "waiting"]);
+    /// assert_eq!(spec.components, ["served", "waiting"]);
+    /// assert!(spec.payouts.is_empty());
+    /// ```
+    pub fn new(id: impl Into<String>, observation_space: Space, action_space: Space) -> Self {
+        EnvSpec {
+            id: id.into(),
+            observation_space,
+            action_space,
+            persistent: false,
+            components: Vec::new(),
+            payouts: Vec::new(),
+        }
+    }
+
+    /// Sets whether the world has no terminal state.
+    pub fn persistent(mut self, persistent: bool) -> Self {
+        self.persistent = persistent;
+        self
+    }
+
+    /// Names the per-step reward components, in [`Breakdown::components`] order.
+    pub fn components<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.components = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Names the episode-end payout terms, in [`Breakdown::payouts`] order.
+    pub fn payouts<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.payouts = names.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// Implements [`Env::save_state`] and [`Env::load_state`] with serde, for worlds whose
+/// whole state is their serde form; the caller needs `serde`'s derives, not `serde_json`.
+///
+/// Inside `impl Env for MyWorld { ... }`, write `perennial::serde_env_state!();`. Name
+/// fields that describe what the world was built for, as in
+/// [`serde_agent_state!`](crate::serde_agent_state), and a saved state whose fields differ
+/// is refused; `then method` calls `self.method()` on the loaded world before it replaces
+/// this one (to recompute what is not saved): `serde_env_state!(n_items; then rebuild)`.
+#[macro_export]
+macro_rules! serde_env_state {
+    ($($first:ident $(. $rest:ident)*),* $(; then $hook:ident)?) => {
+        fn save_state(
+            &self,
+        ) -> ::std::result::Result<$crate::__private::serde_json::Value, $crate::env::EnvError> {
+            $crate::__private::serde_json::to_value(self).map_err(|e| {
+                $crate::env::EnvError::World(format!(
+                    "saving `{}`: {e}",
+                    <Self as $crate::env::Env>::spec(self).id
+                ))
+            })
+        }
+
+        fn load_state(
+            &mut self,
+            state: $crate::__private::serde_json::Value,
+        ) -> ::std::result::Result<(), $crate::env::EnvError> {
+            #[allow(unused_mut)]
+            let mut loaded: Self = $crate::__private::serde_json::from_value(state).map_err(|e| {
+                $crate::env::EnvError::World(format!(
+                    "not a `{}` state: {e}",
+                    <Self as $crate::env::Env>::spec(self).id
+                ))
+            })?;
+            $(
+                if loaded.$first $(.$rest)* != self.$first $(.$rest)* {
+                    return Err($crate::env::EnvError::World(format!(
+                        "the saved `{}` is {:?}; this world has {:?}",
+                        stringify!($first $(.$rest)*),
+                        loaded.$first $(.$rest)*,
+                        self.$first $(.$rest)*,
+                    )));
+                }
+            )*
+            $(loaded.$hook();)?
+            *self = loaded;
+            Ok(())
+        }
+    };
+}
+
 /// What one `step` returns.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Transition<O> {
@@ -359,6 +462,40 @@ pub struct Transition<O> {
 }
 
 impl<O> Transition<O> {
+    /// A step that ended nothing and carries no breakdown; add those with
+    /// [`Transition::ended`] and [`Transition::breakdown`].
+    ///
+    /// ```
+    /// use perennial::prelude::*;
+    ///
+    /// let t = Transition::new([0.5f32], -1.5)
+    ///     .ended(true, false)
+    ///     .breakdown(Breakdown::of(vec![-1.0, -0.5]));
+    /// assert!(t.terminated && t.done());
+    /// ```
+    pub fn new(observation: O, reward: f64) -> Self {
+        Transition {
+            observation,
+            reward,
+            terminated: false,
+            truncated: false,
+            breakdown: None,
+        }
+    }
+
+    /// Sets the two end flags: a genuine terminal state, a cutoff the environment imposed.
+    pub fn ended(mut self, terminated: bool, truncated: bool) -> Self {
+        self.terminated = terminated;
+        self.truncated = truncated;
+        self
+    }
+
+    /// Attaches the per-component reward.
+    pub fn breakdown(mut self, breakdown: Breakdown) -> Self {
+        self.breakdown = Some(breakdown);
+        self
+    }
+
     /// True when the episode ended on this step.
     pub fn done(&self) -> bool {
         self.terminated || self.truncated

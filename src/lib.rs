@@ -22,6 +22,12 @@ pub mod trace;
 pub mod vector;
 pub mod world_file;
 
+/// What the exported macros name, so their callers need not depend on these crates.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde_json;
+}
+
 /// The names most programs need.
 pub mod prelude {
     pub use crate::cartpole::{CartPole, CartPoleParams, Integrator};

@@ -93,7 +93,25 @@ pub struct Ceiling {
     pub final_step: f64,
 }
 
+impl Breakdown {
+    /// Per-step components and no payouts.
+    pub fn of(components: Vec<f64>) -> Self {
+        Breakdown {
+            components,
+            payouts: Vec::new(),
+        }
+    }
+}
+
 impl Ceiling {
+    /// The same bound on every step, final or not (a world without payouts).
+    pub const fn constant(bound: f64) -> Self {
+        Ceiling {
+            step: bound,
+            final_step: bound,
+        }
+    }
+
     /// The bound that applies to a step, given whether the episode ends on it.
     pub fn applicable(&self, episode_end: bool) -> f64 {
         if episode_end {

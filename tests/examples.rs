@@ -231,6 +231,60 @@ fn custom_world_runs_and_scores_like_a_built_in_one() {
     }
 }
 
+/// The example hands its registry to `perennial::cli::main_with`, so a world file of its
+/// own kind runs, checks and scores through the whole command line; the stock binary does
+/// not know the kind and says so.
+#[test]
+fn custom_world_gets_the_command_line_for_its_world_files() {
+    let exe = &executables()["custom_world"];
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("example-custom_world-cli");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).expect("the target tmp dir is writable");
+    let trace = tmp.join("thermostat.jsonl");
+    let cli = |args: &[&str]| {
+        Command::new(exe)
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("the example runs")
+    };
+    let trace_arg = trace.to_str().expect("a UTF-8 temp path");
+    let run = cli(&[
+        "run",
+        "examples/thermostat.toml",
+        "--steps",
+        "16000",
+        "--trace",
+        trace_arg,
+    ]);
+    let stdout = succeeded("custom_world run", &run);
+    assert!(stdout.contains("thermostat-bang-bang-seed0"), "{stdout}");
+    assert_eq!(lines_in(&trace), 16000);
+    let check = succeeded(
+        "custom_world check",
+        &cli(&["check", "examples/thermostat.toml"]),
+    );
+    assert!(
+        check.contains("thermostat world") && check.contains("bang-bang"),
+        "{check}"
+    );
+    let eval = succeeded("custom_world eval", &cli(&["eval", trace_arg]));
+    for label in ["mild", "cold_snap", "draughty"] {
+        assert!(eval.contains(label), "no {label} interval in:\n{eval}");
+    }
+    let stock = Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args(["check", "examples/thermostat.toml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("perennial runs");
+    assert_eq!(stock.status.code(), Some(2));
+    let stderr = text(&stock.stderr);
+    assert!(
+        stderr.contains("unknown world kind `thermostat`"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn throughput_prints_a_rate_for_every_workload() {
     let stdout = succeeded("throughput", &example("throughput", "20000"));

@@ -75,12 +75,18 @@ pub trait Agent<E: Env + ?Sized> {
 #[macro_export]
 macro_rules! serde_agent_state {
     ($($first:ident $(. $rest:ident $(($($arg:tt)*))?)*),* $(,)?) => {
-        fn save_state(&self) -> Result<serde_json::Value, String> {
-            serde_json::to_value(self).map_err(|e| e.to_string())
+        fn save_state(
+            &self,
+        ) -> ::std::result::Result<$crate::__private::serde_json::Value, String> {
+            $crate::__private::serde_json::to_value(self).map_err(|e| e.to_string())
         }
 
-        fn load_state(&mut self, state: serde_json::Value) -> Result<(), String> {
-            let loaded: Self = serde_json::from_value(state).map_err(|e| e.to_string())?;
+        fn load_state(
+            &mut self,
+            state: $crate::__private::serde_json::Value,
+        ) -> ::std::result::Result<(), String> {
+            let loaded: Self =
+                $crate::__private::serde_json::from_value(state).map_err(|e| e.to_string())?;
             $(
                 if loaded.$first $(.$rest $(($($arg)*))?)* != self.$first $(.$rest $(($($arg)*))?)* {
                     return Err(format!(

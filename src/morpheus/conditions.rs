@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::regime::{ParamInfo, RegimeError, check_parameter};
+use crate::regime::ParamInfo;
 
 /// The conditions a regime can shift. `Default` is the baseline every regime is measured
 /// against. Conditions are configuration: `reset` keeps them, and changing them ends nothing.
@@ -74,193 +74,33 @@ impl Default for MorpheusConditions {
     }
 }
 
+crate::param_table! {
+    impl MorpheusConditions {
+        demand_rate: f64 = [0.0, 10.0], "multiplier on every SKU's demand rate";
+        lead_time: f64 = [0.1, 10.0], "multiplier on supplier lead times";
+        failure_rate: f64 = [0.0, 100.0], "multiplier on every failure kind's rate";
+        dock_breakdown_rate: f64 = [0.0, 1.0], "dock breakdown probability per dock per hour";
+        carrier_no_show_rate: f64 = [0.0, 1.0], "carrier no-show probability per carrier per hour";
+        supplier_delay_rate: f64 = [0.0, 1.0], "supplier delay probability per supplier per hour";
+        outage_rate: f64 = [0.0, 1.0], "system outage probability per hour";
+        demand_spike_rate: f64 = [0.0, 1.0], "demand spike probability per SKU per hour";
+        carrier_reliability: f64 = [0.0, 2.0], "multiplier on carriers' on-time probability (capped at 1)";
+        holding_cost: f64 = [0.0, 10.0], "multiplier on holding cost";
+        cost_multiplier: f64 = [0.0, 10.0], "multiplier on every cost";
+        price: f64 = [0.0, 10.0], "multiplier on selling prices";
+        dock_capacity: f64 = [0.0, 10.0], "multiplier on dock unloading rates";
+        late_penalty: f64 = [0.0, 100.0], "multiplier on the late-delivery penalty";
+        promise: f64 = [0.1, 10.0], "multiplier on the hours customers give an order";
+        stale_rate: f64 = [0.0, 1.0], "probability per hour that stock readings are stale_hours old";
+        missing_rate: f64 = [0.0, 1.0], "probability per hour that stock readings are missing (validity flag 0)";
+        #[integer] op_budget: f64 = [1.0, 24.0], "operations accepted per calendar day; more are rejected as rate-limited";
+    }
+}
+
 /// The shiftable parameters, with inclusive ranges.
-pub const PARAMETERS: [ParamInfo; 18] = [
-    ParamInfo {
-        name: "demand_rate",
-        min: 0.0,
-        max: 10.0,
-        doc: "multiplier on every SKU's demand rate",
-        integer: false,
-    },
-    ParamInfo {
-        name: "lead_time",
-        min: 0.1,
-        max: 10.0,
-        doc: "multiplier on supplier lead times",
-        integer: false,
-    },
-    ParamInfo {
-        name: "failure_rate",
-        min: 0.0,
-        max: 100.0,
-        doc: "multiplier on every failure kind's rate",
-        integer: false,
-    },
-    ParamInfo {
-        name: "dock_breakdown_rate",
-        min: 0.0,
-        max: 1.0,
-        doc: "dock breakdown probability per dock per hour",
-        integer: false,
-    },
-    ParamInfo {
-        name: "carrier_no_show_rate",
-        min: 0.0,
-        max: 1.0,
-        doc: "carrier no-show probability per carrier per hour",
-        integer: false,
-    },
-    ParamInfo {
-        name: "supplier_delay_rate",
-        min: 0.0,
-        max: 1.0,
-        doc: "supplier delay probability per supplier per hour",
-        integer: false,
-    },
-    ParamInfo {
-        name: "outage_rate",
-        min: 0.0,
-        max: 1.0,
-        doc: "system outage probability per hour",
-        integer: false,
-    },
-    ParamInfo {
-        name: "demand_spike_rate",
-        min: 0.0,
-        max: 1.0,
-        doc: "demand spike probability per SKU per hour",
-        integer: false,
-    },
-    ParamInfo {
-        name: "carrier_reliability",
-        min: 0.0,
-        max: 2.0,
-        doc: "multiplier on carriers' on-time probability (capped at 1)",
-        integer: false,
-    },
-    ParamInfo {
-        name: "holding_cost",
-        min: 0.0,
-        max: 10.0,
-        doc: "multiplier on holding cost",
-        integer: false,
-    },
-    ParamInfo {
-        name: "cost_multiplier",
-        min: 0.0,
-        max: 10.0,
-        doc: "multiplier on every cost",
-        integer: false,
-    },
-    ParamInfo {
-        name: "price",
-        min: 0.0,
-        max: 10.0,
-        doc: "multiplier on selling prices",
-        integer: false,
-    },
-    ParamInfo {
-        name: "dock_capacity",
-        min: 0.0,
-        max: 10.0,
-        doc: "multiplier on dock unloading rates",
-        integer: false,
-    },
-    ParamInfo {
-        name: "late_penalty",
-        min: 0.0,
-        max: 100.0,
-        doc: "multiplier on the late-delivery penalty",
-        integer: false,
-    },
-    ParamInfo {
-        name: "promise",
-        min: 0.1,
-        max: 10.0,
-        doc: "multiplier on the hours customers give an order",
-        integer: false,
-    },
-    ParamInfo {
-        name: "stale_rate",
-        min: 0.0,
-        max: 1.0,
-        doc: "probability per hour that stock readings are stale_hours old",
-        integer: false,
-    },
-    ParamInfo {
-        name: "missing_rate",
-        min: 0.0,
-        max: 1.0,
-        doc: "probability per hour that stock readings are missing (validity flag 0)",
-        integer: false,
-    },
-    ParamInfo {
-        name: "op_budget",
-        min: 1.0,
-        max: 24.0,
-        doc: "operations accepted per calendar day; more are rejected as rate-limited",
-        integer: true,
-    },
-];
+pub const PARAMETERS: &[ParamInfo] = MorpheusConditions::PARAMETERS;
 
 impl MorpheusConditions {
-    /// The value of a parameter, or `None` for an unknown name.
-    pub fn get(&self, name: &str) -> Option<f64> {
-        Some(match name {
-            "demand_rate" => self.demand_rate,
-            "lead_time" => self.lead_time,
-            "failure_rate" => self.failure_rate,
-            "dock_breakdown_rate" => self.dock_breakdown_rate,
-            "carrier_no_show_rate" => self.carrier_no_show_rate,
-            "supplier_delay_rate" => self.supplier_delay_rate,
-            "outage_rate" => self.outage_rate,
-            "demand_spike_rate" => self.demand_spike_rate,
-            "carrier_reliability" => self.carrier_reliability,
-            "holding_cost" => self.holding_cost,
-            "cost_multiplier" => self.cost_multiplier,
-            "price" => self.price,
-            "dock_capacity" => self.dock_capacity,
-            "late_penalty" => self.late_penalty,
-            "promise" => self.promise,
-            "stale_rate" => self.stale_rate,
-            "missing_rate" => self.missing_rate,
-            "op_budget" => self.op_budget,
-            _ => return None,
-        })
-    }
-
-    /// Sets a parameter after checking its name and range.
-    ///
-    /// # Errors
-    ///
-    /// [`RegimeError::UnknownParameter`] or [`RegimeError::OutOfRange`]; nothing changes.
-    pub fn set(&mut self, name: &str, value: f64) -> Result<(), RegimeError> {
-        check_parameter(&PARAMETERS, name, value)?;
-        let slot = match name {
-            "demand_rate" => &mut self.demand_rate,
-            "lead_time" => &mut self.lead_time,
-            "failure_rate" => &mut self.failure_rate,
-            "dock_breakdown_rate" => &mut self.dock_breakdown_rate,
-            "carrier_no_show_rate" => &mut self.carrier_no_show_rate,
-            "supplier_delay_rate" => &mut self.supplier_delay_rate,
-            "outage_rate" => &mut self.outage_rate,
-            "demand_spike_rate" => &mut self.demand_spike_rate,
-            "carrier_reliability" => &mut self.carrier_reliability,
-            "holding_cost" => &mut self.holding_cost,
-            "cost_multiplier" => &mut self.cost_multiplier,
-            "price" => &mut self.price,
-            "dock_capacity" => &mut self.dock_capacity,
-            "late_penalty" => &mut self.late_penalty,
-            "promise" => &mut self.promise,
-            "stale_rate" => &mut self.stale_rate,
-            "missing_rate" => &mut self.missing_rate,
-            _ => &mut self.op_budget,
-        };
-        *slot = value;
-        Ok(())
-    }
-
     /// Probability per slot per hour of a failure of `rate`, after the global multiplier.
     pub(crate) fn probability(&self, rate: f64) -> f64 {
         (rate * self.failure_rate).clamp(0.0, 1.0)
@@ -274,7 +114,7 @@ mod tests {
     #[test]
     fn every_parameter_round_trips_through_set_and_get() {
         let mut c = MorpheusConditions::default();
-        for p in &PARAMETERS {
+        for p in PARAMETERS {
             c.set(p.name, p.max).unwrap();
             assert_eq!(c.get(p.name), Some(p.max));
         }

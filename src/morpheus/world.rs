@@ -237,7 +237,7 @@ impl Morpheus {
                 )));
             }
         }
-        for p in &PARAMETERS {
+        for p in PARAMETERS {
             let v = snapshot.conditions.get(p.name).unwrap_or(f64::NAN);
             env.conditions
                 .set(p.name, v)

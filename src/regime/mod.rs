@@ -25,7 +25,9 @@ use serde::{Deserialize, Serialize};
 pub use notify::{Change, Notification, NotifyLevel};
 pub use probe::RegimeProbe;
 pub use scheduler::{Plan, Scheduler};
-pub use shiftable::{ParamInfo, Shiftable, apply_conditions, check_parameter, validate_conditions};
+pub use shiftable::{
+    ParamInfo, ParamValue, Shiftable, apply_conditions, check_parameter, validate_conditions,
+};
 
 /// Named parameter values, ordered by name.
 pub type Conditions = BTreeMap<String, f64>;
