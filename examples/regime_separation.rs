@@ -105,7 +105,7 @@ impl Bench {
     /// Puts `regime` in force: what it does not name goes back to the baseline.
     fn apply(&self, env: &mut Morpheus, regime: &Regime) -> Result<(), Box<dyn Error>> {
         let base = MorpheusConditions::default();
-        for p in &PARAMETERS {
+        for p in PARAMETERS {
             let v = regime
                 .conditions
                 .get(p.name)
