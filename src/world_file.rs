@@ -448,9 +448,6 @@ impl WorldFile {
             Some(s) => plan(&ctx, s, &regimes)?,
             None => Plan::Manual,
         };
-        if let Err(e) = Scheduler::new(regimes.clone(), plan.clone(), 0) {
-            return Err(ctx.err(None, Some("schedule"), e.to_string()));
-        }
         let reward = match def.reward {
             None => None,
             Some(r) => Some(reward(&ctx, r, kind.reward_signals())?),
@@ -612,6 +609,9 @@ fn regimes(
     Ok(out)
 }
 
+/// The `[schedule]` table as a [`Plan`]: this checks which keys each plan takes and needs;
+/// [`Scheduler::new`] checks their values, and its errors are mapped back to the table's
+/// spans here.
 fn plan(
     ctx: &Ctx<'_>,
     def: Spanned<ScheduleDef>,
@@ -619,22 +619,6 @@ fn plan(
 ) -> Result<Plan, WorldFileError> {
     let table_span = def.span();
     let def = def.into_inner();
-    let check_label = |label: &Spanned<String>, field: &str| -> Result<String, WorldFileError> {
-        if regimes.iter().any(|r| &r.label == label.get_ref()) {
-            Ok(label.get_ref().clone())
-        } else {
-            let known: Vec<&str> = regimes.iter().map(|r| r.label.as_str()).collect();
-            Err(ctx.err(
-                Some(label.span()),
-                Some(field),
-                format!(
-                    "the schedule names `{}`, which no regime defines; defined labels: {}",
-                    label.get_ref(),
-                    known.join(", ")
-                ),
-            ))
-        }
-    };
     let need = |what: &str| {
         ctx.err(
             Some(table_span.clone()),
@@ -642,16 +626,9 @@ fn plan(
             format!("this plan needs `{what}`"),
         )
     };
-    let labels = |field: &str| -> Result<Vec<String>, WorldFileError> {
+    let labels = || -> Result<Vec<String>, WorldFileError> {
         let list = def.labels.as_ref().ok_or_else(|| need("labels"))?;
-        if list.is_empty() {
-            return Err(ctx.err(
-                Some(table_span.clone()),
-                Some(field),
-                "the label list is empty",
-            ));
-        }
-        list.iter().map(|l| check_label(l, field)).collect()
+        Ok(list.iter().map(|l| l.get_ref().clone()).collect())
     };
     let plan_name = def.plan.get_ref().as_str();
     let unexpected = |present: bool, key: &str| -> Result<(), WorldFileError> {
@@ -670,35 +647,18 @@ fn plan(
             unexpected(def.labels.is_some(), "labels")?;
             unexpected(def.every.is_some(), "every")?;
             let shifts = def.shifts.as_ref().ok_or_else(|| need("shifts"))?;
-            let mut out = Vec::new();
-            for s in shifts {
-                let label = check_label(&s.get_ref().label, "schedule.shifts.label")?;
-                let step = s.get_ref().step;
-                if let Some((prev, _)) = out.last()
-                    && step <= *prev
-                {
-                    return Err(ctx.err(
-                        Some(s.span()),
-                        Some("schedule.shifts.step"),
-                        format!("shift steps must increase; step {step} follows step {prev}"),
-                    ));
-                }
-                out.push((step, label));
+            Plan::Fixed {
+                shifts: shifts
+                    .iter()
+                    .map(|s| (s.get_ref().step, s.get_ref().label.get_ref().clone()))
+                    .collect(),
             }
-            Plan::Fixed { shifts: out }
         }
         "cycle" => {
             unexpected(def.shifts.is_some(), "shifts")?;
             let every = def.every.as_ref().ok_or_else(|| need("every"))?;
-            if *every.get_ref() == 0 {
-                return Err(ctx.err(
-                    Some(every.span()),
-                    Some("schedule.every"),
-                    "must be at least 1 step",
-                ));
-            }
             Plan::Cycle {
-                labels: labels("schedule.labels")?,
+                labels: labels()?,
                 every: *every.get_ref(),
             }
         }
@@ -707,39 +667,13 @@ fn plan(
             unexpected(def.every.is_some(), "every")?;
             let min = def.min_dwell.as_ref().ok_or_else(|| need("min_dwell"))?;
             let mean = def.mean_dwell.as_ref().ok_or_else(|| need("mean_dwell"))?;
-            if *min.get_ref() == 0 {
-                return Err(ctx.err(
-                    Some(min.span()),
-                    Some("schedule.min_dwell"),
-                    "must be at least 1 step",
-                ));
-            }
-            if !(mean.get_ref().is_finite() && *mean.get_ref() >= *min.get_ref() as f64) {
-                return Err(ctx.err(
-                    Some(mean.span()),
-                    Some("schedule.mean_dwell"),
-                    "must be a finite number of steps, at least `min_dwell`",
-                ));
-            }
-            let labels = labels("schedule.labels")?;
-            let weights = def
-                .weights
-                .as_ref()
-                .map(|w| w.get_ref().clone())
-                .unwrap_or_default();
-            if let Some(w) = &def.weights
-                && (weights.len() != labels.len()
-                    || weights.iter().any(|x| !(x.is_finite() && *x >= 0.0)))
-            {
-                return Err(ctx.err(
-                    Some(w.span()),
-                    Some("schedule.weights"),
-                    "give one finite, non-negative weight per label",
-                ));
-            }
             Plan::Stochastic {
-                labels,
-                weights,
+                labels: labels()?,
+                weights: def
+                    .weights
+                    .as_ref()
+                    .map(|w| w.get_ref().clone())
+                    .unwrap_or_default(),
                 min_dwell: *min.get_ref(),
                 mean_dwell: *mean.get_ref(),
             }
@@ -758,7 +692,67 @@ fn plan(
             ));
         }
     };
-    Ok(plan)
+    match Scheduler::new(regimes.to_vec(), plan.clone(), 0) {
+        Ok(_) => Ok(plan),
+        Err(e) => Err(plan_error(ctx, &def, table_span, e)),
+    }
+}
+
+/// A [`Scheduler::new`] error as a world-file error at the span of the field to blame.
+fn plan_error(
+    ctx: &Ctx<'_>,
+    def: &ScheduleDef,
+    table_span: Range<usize>,
+    e: RegimeError,
+) -> WorldFileError {
+    let span = |s: Option<Range<usize>>| s.or(Some(table_span.clone()));
+    match e {
+        RegimeError::UnknownLabel { label, known } => {
+            let in_labels = def.labels.iter().flatten().find(|l| *l.get_ref() == label);
+            let in_shifts = def
+                .shifts
+                .iter()
+                .flatten()
+                .find(|s| *s.get_ref().label.get_ref() == label);
+            let (at, field) = match (in_labels, in_shifts) {
+                (Some(l), _) => (Some(l.span()), "schedule.labels"),
+                (None, Some(s)) => (Some(s.get_ref().label.span()), "schedule.shifts.label"),
+                (None, None) => (None, "schedule"),
+            };
+            ctx.err(
+                span(at),
+                Some(field),
+                format!(
+                    "the schedule names `{label}`, which no regime defines; defined labels: {}",
+                    known.join(", ")
+                ),
+            )
+        }
+        RegimeError::PlanField {
+            field,
+            index,
+            message,
+        } => {
+            let (at, name) = match field {
+                "every" => (def.every.as_ref().map(|v| v.span()), "every"),
+                "min_dwell" => (def.min_dwell.as_ref().map(|v| v.span()), "min_dwell"),
+                "mean_dwell" => (def.mean_dwell.as_ref().map(|v| v.span()), "mean_dwell"),
+                "weights" => (def.weights.as_ref().map(|v| v.span()), "weights"),
+                "shifts" => (
+                    index.and_then(|i| def.shifts.as_ref()?.get(i).map(|s| s.span())),
+                    "shifts.step",
+                ),
+                _ => (None, field),
+            };
+            let message = if field == "labels" {
+                "the label list is empty".to_string()
+            } else {
+                message
+            };
+            ctx.err(span(at), Some(&format!("schedule.{name}")), message)
+        }
+        other => ctx.err(span(None), Some("schedule"), other.to_string()),
+    }
 }
 
 /// Checks that `[harness] agent` and every `[agent.<name>]` table name an agent of the kind.
@@ -880,6 +874,46 @@ mod tests {
                 every: 50
             }
         );
+    }
+
+    /// The scheduler alone judges the plan's values; the file maps its verdict to the line
+    /// and field at fault.
+    #[test]
+    fn plan_values_the_scheduler_refuses_name_their_line_and_field() {
+        for (schedule, line, field) in [
+            (
+                "plan = \"cycle\"\nlabels = [\"a\"]\nevery = 0",
+                14,
+                "schedule.every",
+            ),
+            (
+                "plan = \"stochastic\"\nlabels = [\"a\", \"b\"]\nmin_dwell = 5\nmean_dwell = inf",
+                15,
+                "schedule.mean_dwell",
+            ),
+            (
+                "plan = \"stochastic\"\nlabels = [\"a\", \"b\"]\nmin_dwell = 0\nmean_dwell = 9.0",
+                14,
+                "schedule.min_dwell",
+            ),
+            (
+                "plan = \"fixed\"\nshifts = [{ step = 9, label = \"b\" },\n  { step = 9, label = \"a\" }]",
+                14,
+                "schedule.shifts.step",
+            ),
+            (
+                "plan = \"cycle\"\nlabels = [\"a\", \"z\"]\nevery = 5",
+                13,
+                "schedule.labels",
+            ),
+        ] {
+            let err = parse(&format!("{BASE}\n[schedule]\n{schedule}\n")).unwrap_err();
+            assert_eq!(
+                (err.line, err.field.as_deref()),
+                (Some(line), Some(field)),
+                "{err}"
+            );
+        }
     }
 
     #[test]

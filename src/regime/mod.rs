@@ -115,8 +115,18 @@ pub enum RegimeError {
         /// The labels defined.
         known: Vec<String>,
     },
-    /// The schedule itself is malformed (empty, zero period, bad weights...).
+    /// The schedule itself is malformed (no regimes, a restored cursor out of range).
     BadPlan(String),
+    /// One field of the plan is refused: `field` is its name in a world file's
+    /// `[schedule]` table, `index` the entry of a list field (a fixed plan's shifts).
+    PlanField {
+        /// The field: `labels`, `every`, `shifts`, `min_dwell`, `mean_dwell` or `weights`.
+        field: &'static str,
+        /// The entry of a list field at fault.
+        index: Option<usize>,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
 }
 
 impl fmt::Display for RegimeError {
@@ -152,6 +162,14 @@ impl fmt::Display for RegimeError {
                 known.join(", ")
             ),
             RegimeError::BadPlan(msg) => write!(f, "bad schedule: {msg}"),
+            RegimeError::PlanField {
+                field,
+                index: Some(i),
+                message,
+            } => write!(f, "bad schedule: `{field}` entry {i}: {message}"),
+            RegimeError::PlanField { field, message, .. } => {
+                write!(f, "bad schedule: `{field}` {message}")
+            }
         }
     }
 }

@@ -101,10 +101,14 @@ impl Scheduler {
                 for (i, (step, label)) in shifts.iter().enumerate() {
                     find(label)?;
                     if i > 0 && *step <= shifts[i - 1].0 {
-                        return Err(RegimeError::BadPlan(format!(
-                            "fixed shifts must be in increasing step order; step {step} follows step {}",
-                            shifts[i - 1].0
-                        )));
+                        return Err(field(
+                            "shifts",
+                            Some(i),
+                            format!(
+                                "shift steps must increase; step {step} follows step {}",
+                                shifts[i - 1].0
+                            ),
+                        ));
                     }
                 }
                 if let Some((0, label)) = shifts.first() {
@@ -114,10 +118,11 @@ impl Scheduler {
                 next_shift = shifts.get(fixed_cursor).map(|(s, _)| *s);
             }
             Plan::Cycle { labels, every } => {
-                if labels.is_empty() || *every == 0 {
-                    return Err(RegimeError::BadPlan(
-                        "a cycle needs at least one label and `every` >= 1".into(),
-                    ));
+                if labels.is_empty() {
+                    return Err(field("labels", None, "needs at least one label".into()));
+                }
+                if *every == 0 {
+                    return Err(field("every", None, "must be at least 1 step".into()));
                 }
                 for label in labels {
                     find(label)?;
@@ -131,23 +136,30 @@ impl Scheduler {
                 min_dwell,
                 mean_dwell,
             } => {
-                if labels.is_empty()
-                    || *min_dwell == 0
-                    || mean_dwell.is_nan()
-                    || *mean_dwell < *min_dwell as f64
-                {
-                    return Err(RegimeError::BadPlan(
-                        "a stochastic plan needs labels, `min_dwell` >= 1 and `mean_dwell` >= `min_dwell`".into(),
+                if labels.is_empty() {
+                    return Err(field("labels", None, "needs at least one label".into()));
+                }
+                if *min_dwell == 0 {
+                    return Err(field("min_dwell", None, "must be at least 1 step".into()));
+                }
+                if !(mean_dwell.is_finite() && *mean_dwell >= *min_dwell as f64) {
+                    return Err(field(
+                        "mean_dwell",
+                        None,
+                        "must be a finite number of steps, at least `min_dwell`".into(),
                     ));
                 }
+                let sum = weights.iter().sum::<f64>();
                 if !weights.is_empty()
                     && (weights.len() != labels.len()
                         || weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
-                        || weights.iter().sum::<f64>() <= 0.0
-                        || !weights.iter().sum::<f64>().is_finite())
+                        || sum <= 0.0
+                        || !sum.is_finite())
                 {
-                    return Err(RegimeError::BadPlan(
-                        "`weights` needs one finite, non-negative weight per label, not all zero, with a finite sum"
+                    return Err(field(
+                        "weights",
+                        None,
+                        "give one finite, non-negative weight per label, not all zero, with a finite sum"
                             .into(),
                     ));
                 }
@@ -363,6 +375,14 @@ impl Scheduler {
             }
         }
         Ok(())
+    }
+}
+
+fn field(field: &'static str, index: Option<usize>, message: String) -> RegimeError {
+    RegimeError::PlanField {
+        field,
+        index,
+        message,
     }
 }
 
