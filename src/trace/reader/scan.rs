@@ -13,6 +13,60 @@ use super::borrowed::{RowRef, Terms};
 use crate::regime::{NotifyLevel, Origin};
 use crate::trace::COLUMNS;
 
+/// The position of `name` in [`COLUMNS`], found at compile time: the scanner's bit for
+/// a column is its position there, so the mask of every column and the identity prefix
+/// follow the list, and a column added to it reaches serde (the scanner finds no arm for
+/// it) until the scanner learns it.
+const fn column(name: &str) -> usize {
+    let name = name.as_bytes();
+    let mut k = 0;
+    'columns: while k < COLUMNS.len() {
+        let c = COLUMNS[k].as_bytes();
+        k += 1;
+        if c.len() != name.len() {
+            continue;
+        }
+        let mut i = 0;
+        while i < c.len() {
+            if c[i] != name[i] {
+                continue 'columns;
+            }
+            i += 1;
+        }
+        return k - 1;
+    }
+    panic!("not a trace column")
+}
+
+const RUN_ID: usize = column("run_id");
+const SEED: usize = column("seed");
+const ALGORITHM_ID: usize = column("algorithm_id");
+const TASK: usize = column("task");
+const STEP: usize = column("step");
+const EPISODE: usize = column("episode");
+const EPISODE_STEP: usize = column("episode_step");
+const REWARD: usize = column("reward");
+const COMPONENTS: usize = column("components");
+const PAYOUT: usize = column("payout");
+const REGIME: usize = column("regime");
+const REGIME_ORIGIN: usize = column("regime_origin");
+const TERMINATED: usize = column("terminated");
+const TRUNCATED: usize = column("truncated");
+const CEILING: usize = column("ceiling");
+
+/// One bit per column of [`COLUMNS`].
+const ALL: u32 = (1 << COLUMNS.len()) - 1;
+
+/// The identity columns lead [`COLUMNS`]: the columns before this one are the prefix a run
+/// repeats on every row.
+const IDENTITY: usize = TASK + 1;
+
+const _: () = assert!(
+    COLUMNS.len() < 32,
+    "the scanner keeps one bit per column in a u32"
+);
+const _: () = assert!(RUN_ID < IDENTITY && SEED < IDENTITY && ALGORITHM_ID < IDENTITY);
+
 /// The index of the first `"`, `\\` or control byte at or after `i`: eight bytes at a
 /// time, since string scanning dominates parsing. (The lowest flagged byte of each word
 /// is exact; borrows can only flag bytes above it.)
@@ -64,6 +118,20 @@ impl<'a> Scan<'a> {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
         }
+    }
+
+    /// Reads `"name":` when it comes next exactly so (the writers' form); otherwise moves
+    /// nothing.
+    fn key_is(&mut self, name: &str) -> bool {
+        let n = name.len();
+        let at = self.i;
+        let found = self.b.get(at) == Some(&b'"')
+            && self.b.get(at + 1..at + 1 + n) == Some(name.as_bytes())
+            && self.b.get(at + 1 + n..at + 3 + n) == Some(b"\":");
+        if found {
+            self.i = at + 3 + n;
+        }
+        found
     }
 
     fn peek(&mut self) -> Option<u8> {
@@ -193,7 +261,7 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
         i: 0,
         last: (0, 0),
     };
-    let mut seen = 0u16;
+    let mut seen = 0u32;
     let (mut run_id, mut algorithm_id, mut task, mut regime) = ("", "", "", "");
     let (mut seed, mut step, mut episode, mut episode_step) = (0, 0, 0, 0);
     let mut reward = 0.0;
@@ -203,6 +271,7 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
     let mut ceiling = None;
     let mut notify = None;
     let mut next = 0;
+    // Where `run_id`, `algorithm_id` and `task` lie.
     let mut spans = [(0, 0); 3];
     // True while the columns come in DESIGN order from the line's start.
     let mut in_order;
@@ -210,8 +279,8 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
         let span = |k: usize| text.get(prefix.spans[k].0..prefix.spans[k].1);
         (run_id, algorithm_id, task) = (span(0)?, span(1)?, span(2)?);
         seed = prefix.seed;
-        seen = 0b1111;
-        next = 4;
+        seen = (1 << IDENTITY) - 1;
+        next = IDENTITY;
         s.i = prefix.bytes.len();
         in_order = false;
     } else {
@@ -219,57 +288,57 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
         in_order = true;
     }
     loop {
-        let key = s.str()?;
-        s.byte(b':')?;
-        // Writers emit the columns in DESIGN order: one comparison finds the key.
-        let bit = if COLUMNS.get(next).is_some_and(|c| {
-            c.len() == key.len() && c.bytes().zip(key.bytes()).all(|(a, b)| a == b)
-        }) {
+        // Writers emit the columns in DESIGN order: the expected key is matched in place.
+        let bit = if COLUMNS.get(next).is_some_and(|c| s.key_is(c)) {
             next
-        } else if key == "notify" {
-            // Optional, written after `task` only when not `none`; outside COLUMNS.
-            if notify.is_some() {
-                return None;
-            }
-            notify = Some(match s.str()? {
-                "none" => NotifyLevel::None,
-                "flag" => NotifyLevel::Flag,
-                "delta" => NotifyLevel::Delta,
-                "label" => NotifyLevel::Label,
-                _ => return None,
-            });
-            match s.peek()? {
-                b',' => s.i += 1,
-                _ => return None,
-            }
-            continue;
         } else {
-            COLUMNS.iter().position(|c| *c == key)?
+            let key = s.str()?;
+            s.byte(b':')?;
+            if key != "notify" {
+                COLUMNS.iter().position(|c| *c == key)?
+            } else {
+                // Optional, written after `task` only when not `none`; outside COLUMNS.
+                if notify.is_some() {
+                    return None;
+                }
+                notify = Some(match s.str()? {
+                    "none" => NotifyLevel::None,
+                    "flag" => NotifyLevel::Flag,
+                    "delta" => NotifyLevel::Delta,
+                    "label" => NotifyLevel::Label,
+                    _ => return None,
+                });
+                match s.peek()? {
+                    b',' => s.i += 1,
+                    _ => return None,
+                }
+                continue;
+            }
         };
         in_order &= bit == next;
         next = bit + 1;
         match bit {
-            0 => {
+            RUN_ID => {
                 run_id = s.str()?;
                 spans[0] = s.last;
             }
-            1 => seed = s.u64()?,
-            2 => {
+            SEED => seed = s.u64()?,
+            ALGORITHM_ID => {
                 algorithm_id = s.str()?;
                 spans[1] = s.last;
             }
-            3 => {
+            TASK => {
                 task = s.str()?;
                 spans[2] = s.last;
             }
-            4 => step = s.u64()?,
-            5 => episode = s.u64()?,
-            6 => episode_step = s.u64()?,
-            7 => reward = s.f64()?,
-            8 => components = s.terms()?,
-            9 => payout = s.terms()?,
-            10 => regime = s.str()?,
-            11 => {
+            STEP => step = s.u64()?,
+            EPISODE => episode = s.u64()?,
+            EPISODE_STEP => episode_step = s.u64()?,
+            REWARD => reward = s.f64()?,
+            COMPONENTS => components = s.terms()?,
+            PAYOUT => payout = s.terms()?,
+            REGIME => regime = s.str()?,
+            REGIME_ORIGIN => {
                 origin = match s.str()? {
                     "initial" => Origin::Initial,
                     "scheduled" => Origin::Scheduled,
@@ -278,15 +347,16 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
                     _ => return None,
                 }
             }
-            12 => terminated = s.bool()?,
-            13 => truncated = s.bool()?,
-            _ => {
+            TERMINATED => terminated = s.bool()?,
+            TRUNCATED => truncated = s.bool()?,
+            CEILING => {
                 ceiling = if s.literal(b"null") {
                     None
                 } else {
                     Some(s.f64()?)
                 }
             }
+            _ => return None,
         }
         if seen & (1 << bit) != 0 {
             return None;
@@ -300,7 +370,7 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
             }
             _ => return None,
         }
-        if in_order && bit == 3 {
+        if in_order && bit == IDENTITY - 1 {
             prefix.bytes.clear();
             prefix.bytes.extend_from_slice(&line[..s.i]);
             prefix.seed = seed;
@@ -308,7 +378,7 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
         }
     }
     s.ws();
-    if s.i != text.len() || seen != (1 << COLUMNS.len()) - 1 {
+    if s.i != text.len() || seen != ALL {
         return None;
     }
     Some(RowRef {
