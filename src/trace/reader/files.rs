@@ -11,7 +11,7 @@ use super::csv_rows::{csv_fields, parse_csv};
 use super::scan;
 use super::serde_path::{parse_jsonl, parse_jsonl_ref};
 use crate::trace::error::{TornTail, TraceError};
-use crate::trace::parquet_reader::ParquetSource;
+use crate::trace::parquet_reader::{ParquetSource, Projection};
 use crate::trace::row::TraceRow;
 
 /// Reads rows from one or more trace files in order, one line in memory at a time.
@@ -105,7 +105,7 @@ impl TraceReader {
             return None;
         }
         'files: loop {
-            match self.parquet_step(false) {
+            match self.parquet_step(Projection::Rows) {
                 Err(e) => {
                     self.failed = true;
                     return Some(Err(e));
@@ -211,7 +211,7 @@ impl TraceReader {
     /// Moves the Parquet trace being read, or the next one to read, to its next row:
     /// `Ok(true)` when a Parquet row is current, `Ok(false)` when the next rows (if any)
     /// come from a line file.
-    fn parquet_step(&mut self, transitions: bool) -> Result<bool, TraceError> {
+    fn parquet_step(&mut self, projection: Projection) -> Result<bool, TraceError> {
         loop {
             if let Some(source) = self.parquet.as_mut() {
                 let step = source.advance();
@@ -226,7 +226,7 @@ impl TraceReader {
                 return Ok(false);
             }
             if let Some(path) = self.pending.next() {
-                self.parquet = Some(ParquetSource::open(path, transitions));
+                self.parquet = Some(ParquetSource::open(path, projection));
             }
         }
     }
@@ -311,7 +311,7 @@ impl TraceReader {
 
     fn next_row(&mut self) -> Option<Result<TraceRow, TraceError>> {
         loop {
-            match self.parquet_step(true) {
+            match self.parquet_step(Projection::Transitions) {
                 Err(e) => return Some(Err(e)),
                 Ok(true) => return Some(self.parquet.as_ref()?.row_owned()),
                 Ok(false) => {}
