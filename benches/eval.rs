@@ -17,7 +17,7 @@ use perennial::agents::RandomAgent;
 use perennial::eval::{EvalOptions, evaluate};
 use perennial::harness::{Harness, HarnessConfig};
 use perennial::prelude::*;
-use perennial::trace::{RowRecord, RunIdentity, TraceFormat};
+use perennial::trace::{RowRecord, RunIdentity, TraceFormat, events_path};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -45,12 +45,16 @@ fn trace(format: TraceFormat, rows: u64) -> PathBuf {
     path
 }
 
+/// Removes a bench trace and the events table the harness wrote beside it.
 fn remove(path: &Path) {
-    let _ = if path.is_dir() {
-        std::fs::remove_dir_all(path)
-    } else {
-        std::fs::remove_file(path)
-    };
+    let format = TraceFormat::from_path(path);
+    for p in [path.to_path_buf(), events_path(path, format)] {
+        let _ = if p.is_dir() {
+            std::fs::remove_dir_all(&p)
+        } else {
+            std::fs::remove_file(&p)
+        };
+    }
 }
 
 /// CartPole with a random agent and auto-reset, gravity and pole length cycling every
