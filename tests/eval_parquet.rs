@@ -18,6 +18,22 @@ fn temp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// Removes the traces (and events tables) of the runs named `names`.
+fn clean(names: &[&str]) {
+    let dir = temp("x").parent().unwrap().to_path_buf();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if names.iter().any(|n| file.starts_with(&format!("{n}."))) {
+            let p = entry.path();
+            let _ = if p.is_dir() {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+        }
+    }
+}
+
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -73,7 +89,7 @@ fn warehouse_components_payouts_and_ceilings_score_the_same_from_parquet() {
     let (jsonl, parquet) = both(
         "worlds/warehouse.toml",
         "100000",
-        &["--agent", "random"],
+        &["--agent", "random", "--run-id", "warehouse"],
         "warehouse",
     );
     let parts = std::fs::read_dir(&parquet).unwrap().count();
@@ -81,6 +97,7 @@ fn warehouse_components_payouts_and_ceilings_score_the_same_from_parquet() {
     same_report(&jsonl, &parquet, &[]);
     same_report(&jsonl, &parquet, &["--include-payout"]);
     same_report(&jsonl, &parquet, &["--window", "7"]);
+    clean(&["warehouse"]);
 }
 
 #[test]
@@ -94,6 +111,7 @@ fn a_run_over_many_batches_scores_the_same_from_parquet() {
     );
     same_report(&jsonl, &parquet, &[]);
     same_report(&jsonl, &parquet, &["--window", "1000"]);
+    clean(&["long"]);
 }
 
 #[test]
@@ -117,6 +135,7 @@ fn two_parquet_runs_in_one_call_score_as_they_do_alone() {
         let alone: serde_json::Value = serde_json::from_slice(&alone).unwrap();
         assert_eq!(together["runs"][i], alone["runs"][0]);
     }
+    clean(&["a", "b"]);
 }
 
 #[test]
@@ -135,4 +154,5 @@ fn a_parquet_run_given_twice_is_refused_at_its_first_row_again() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("part-"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    clean(&["twice"]);
 }
