@@ -214,6 +214,14 @@
 //! re-reading the traces costs a few percent of parsing them, and a trace still being
 //! written evaluates consistently.
 //!
+//! A Parquet trace is read column by column. Only the columns the metrics use are decoded:
+//! not `episode_step`, `terminated` and `truncated` (nor `obs` and `action`), whose
+//! presence is still checked but whose nulls are not. A batch whose every row is valid and
+//! of one run goes to the accumulators in a loop over its columns, one stretch of one
+//! regime label (one dictionary key) at a time, with the same operations in the same order
+//! as row by row, so the report is the one the JSON Lines trace of the run gives, bit for
+//! bit; any other batch is read row by row, so an error names the part file and row.
+//!
 //! # Examples
 //!
 //! ```no_run
@@ -230,6 +238,7 @@ mod cli;
 mod compare;
 mod error;
 mod l2;
+mod pass1;
 mod plot;
 mod reference;
 mod reliability;
@@ -238,7 +247,6 @@ mod run;
 mod spill;
 mod sum;
 
-use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 pub use aggregate::{
@@ -261,9 +269,8 @@ pub use report::{
     L2Label, L2Run, Paired, Reliability, Report, RunReliabilityEntry, RunReport,
 };
 
-use crate::trace::TraceReader;
+use pass1::Pass1;
 use run::RunScan;
-use spill::Spill;
 
 /// How to evaluate. Build with `Default` and struct update syntax.
 #[derive(Clone, Debug, PartialEq)]
@@ -380,104 +387,25 @@ fn evaluate_runs(
             first.display()
         )));
     }
-    let mut runs: Vec<RunScan> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut warnings = Vec::new();
-    // Which run each stretch of rows belonged to, in reading order: at most one entry per
-    // run and file, since a run's rows are contiguous within a file.
-    let mut segments: Vec<(usize, u64)> = Vec::new();
-    let mut spill = Spill::create()?;
-    // Runs already warned of a reward above its ceiling.
-    let mut above_ceiling: HashSet<usize> = HashSet::new();
-
+    let mut pass1 = Pass1::new(options)?;
     for path in paths {
         // `perennial eval runs/*.jsonl` names the events tables beside the traces too.
         if crate::trace::is_events_table(path) {
-            warnings.push(format!(
+            pass1.warnings.push(format!(
                 "{}: an events table, not a trace; it was skipped (eval --events reads it beside its trace)",
                 path.display()
             ));
             continue;
         }
-        let mut reader = TraceReader::open(std::slice::from_ref(path));
-        let mut current: Option<usize> = None;
-        let mut seen_here: HashSet<usize> = HashSet::new();
-        while let Some(at) = reader.next_ref() {
-            let at = at?;
-            let row = &at.row;
-            let r = match current {
-                Some(r) if runs[r].run_id == row.run_id => r,
-                _ => {
-                    let r = *index.entry(row.run_id.to_string()).or_insert_with(|| {
-                        runs.push(RunScan::new(row, options.window));
-                        runs.len() - 1
-                    });
-                    if !seen_here.insert(r) {
-                        return Err(EvalError::Interleaved {
-                            path: at.path.to_path_buf(),
-                            line: at.line,
-                            run_id: row.run_id.to_string(),
-                            after: current.map(|c| runs[c].run_id.clone()).unwrap_or_default(),
-                        });
-                    }
-                    current = Some(r);
-                    segments.push((r, 0));
-                    r
-                }
-            };
-            let run = &mut runs[r];
-            let refuse = |message: String| {
-                EvalError::Trace(crate::trace::TraceError::parse(at.path, at.line, message))
-            };
-            if let Some(column) = run.identity_change(row) {
-                return Err(refuse(format!(
-                    "run `{}` changes its `{column}` mid-run; a run's identity columns must be the same on every row (give distinct runs distinct run ids)",
-                    run.run_id
-                )));
-            }
-            if row.step == u64::MAX {
-                return Err(refuse(format!(
-                    "run `{}` reaches step {}, the last representable one; the next step would wrap",
-                    run.run_id,
-                    u64::MAX
-                )));
-            }
-            if run.rows > 0 && row.step != run.next_step {
-                return Err(EvalError::NonContiguous {
-                    path: at.path.to_path_buf(),
-                    line: at.line,
-                    run_id: run.run_id.clone(),
-                    expected: run.next_step,
-                    found: row.step,
-                });
-            }
-            if let Some(c) = row.ceiling
-                && row.reward > c
-                && above_ceiling.insert(r)
-            {
-                warnings.push(format!(
-                    "{}:{}: run `{}` step {}: reward {} is above its ceiling {}; the gap metrics assume a ceiling bounds the reward (only the first such row of a run is reported)",
-                    at.path.display(),
-                    at.line,
-                    run.run_id,
-                    row.step,
-                    row.reward,
-                    c
-                ));
-            }
-            let x = if options.include_payout {
-                row.reward
-            } else {
-                row.reward_without_payout()
-            };
-            run.push(row, x);
-            spill.push(x)?;
-            if let Some(last) = segments.last_mut() {
-                last.1 += 1;
-            }
-        }
-        warnings.extend(reader.torn_tails().iter().map(ToString::to_string));
+        pass1.file(path)?;
     }
+    let Pass1 {
+        mut runs,
+        mut warnings,
+        segments,
+        mut spill,
+        ..
+    } = pass1;
     if runs.is_empty() {
         return Err(EvalError::NoRows {
             paths: paths.to_vec(),

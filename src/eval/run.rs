@@ -45,6 +45,31 @@ struct Open {
     component_index: HashMap<String, usize>,
 }
 
+impl Open {
+    /// Where component `name` is summed, a new place if it is new.
+    fn slot(&mut self, name: &str) -> usize {
+        if let Some(&k) = self.component_index.get(name) {
+            return k;
+        }
+        self.component_index
+            .insert(name.to_string(), self.components.len());
+        self.components.push((name.to_string(), Sum::default()));
+        self.components.len() - 1
+    }
+}
+
+/// Rows that continue a run's open interval, column by column ([`RunScan::push_span`]).
+pub(crate) struct Span<'a> {
+    /// The first row's step; each next row's is one more.
+    pub(crate) step: u64,
+    pub(crate) episodes: &'a [u64],
+    pub(crate) rewards: &'a [f64],
+    /// x_t of each row.
+    pub(crate) xs: &'a [f64],
+    /// Each component's name and its values in these rows.
+    pub(crate) components: Vec<(&'a str, &'a [f64])>,
+}
+
 /// What the configuration totals need from a closed interval.
 struct Totals {
     sum_r: Sum,
@@ -221,14 +246,7 @@ impl RunScan {
 
     /// Pass 1: takes the run's next row (its step already checked) with its x_t.
     pub(crate) fn push(&mut self, row: &RowRef<'_>, x: f64) {
-        if self.rows == 0 || row.episode != self.last_episode {
-            self.episodes += 1;
-            self.last_episode = row.episode;
-        }
-        self.rows += 1;
-        // The caller refuses a step of u64::MAX (it would wrap); saturating keeps this
-        // total on its own.
-        self.next_step = row.step.saturating_add(1);
+        self.count(row.step, row.episode);
         if self.open.as_ref().is_none_or(|o| o.label != row.regime) {
             self.close();
             self.rolling.clear();
@@ -259,18 +277,74 @@ impl RunScan {
                 component_index: HashMap::new(),
             });
         }
+        if let Some(open) = self.open.as_mut() {
+            // Rows usually list their names in one order: the same position is tried
+            // first, then the index, so 120,000 names cost linear time, not quadratic.
+            for (i, (name, v)) in row.components.iter().enumerate() {
+                let slot = match open.components.get(i) {
+                    Some((n, _)) if n == name => i,
+                    _ => open.slot(name),
+                };
+                open.components[slot].1.add(v);
+            }
+        }
+        self.accumulate(row.step, row.reward, x, row.ceiling);
+    }
+
+    /// Pass 1 for rows that continue the run and its open interval (the label of the row
+    /// before them): the same operations as [`RunScan::push`] on each row, in row order,
+    /// with each component's place found once. `ceiling(k)` is row k's ceiling.
+    pub(crate) fn push_span(&mut self, span: &Span<'_>, ceiling: impl Fn(usize) -> Option<f64>) {
+        let slots: Vec<usize> = match self.open.as_mut() {
+            Some(open) => span.components.iter().map(|(n, _)| open.slot(n)).collect(),
+            None => Vec::new(),
+        };
+        for (k, ((&episode, &reward), &x)) in span
+            .episodes
+            .iter()
+            .zip(span.rewards)
+            .zip(span.xs)
+            .enumerate()
+        {
+            let step = span.step + k as u64;
+            self.count(step, episode);
+            if let Some(open) = self.open.as_mut() {
+                for (&slot, (_, values)) in slots.iter().zip(&span.components) {
+                    open.components[slot].1.add(values[k]);
+                }
+            }
+            self.accumulate(step, reward, x, ceiling(k));
+        }
+    }
+
+    /// Counts a row and its episode.
+    #[inline(always)]
+    fn count(&mut self, step: u64, episode: u64) {
+        if self.rows == 0 || episode != self.last_episode {
+            self.episodes += 1;
+            self.last_episode = episode;
+        }
+        self.rows += 1;
+        // The caller refuses a step of u64::MAX (it would wrap); saturating keeps this
+        // total on its own.
+        self.next_step = step.saturating_add(1);
+    }
+
+    /// Every sum of a row but the components'.
+    #[inline(always)]
+    fn accumulate(&mut self, step: u64, reward: f64, x: f64, ceiling: Option<f64>) {
         let window = self.window;
         if let Some(open) = self.open.as_mut() {
             open.n += 1;
-            open.sum_r.add(row.reward);
+            open.sum_r.add(reward);
             if let Some(m) = self.rolling.push(x) {
                 open.head.get_or_insert(m);
                 open.last = Some(m);
                 if open.reached.is_none() && open.reference.is_some_and(|b| m >= b) {
-                    open.reached = Some(row.step);
+                    open.reached = Some(step);
                 }
                 if open.l2_reached.is_none() && open.l2_reference.is_some_and(|b| m >= b) {
-                    open.l2_reached = Some(row.step);
+                    open.l2_reached = Some(step);
                 }
             }
             open.sum_x.add(x);
@@ -286,29 +360,11 @@ impl RunScan {
                 open.block_m2 += d * (b - open.block_mean);
                 open.block_min = open.block_min.min(b);
             }
-            // Rows usually list their names in one order: the same position is tried
-            // first, then the index, so 120,000 names cost linear time, not quadratic.
-            for (i, (name, v)) in row.components.iter().enumerate() {
-                let slot = match open.components.get(i) {
-                    Some((n, _)) if n == name => Some(i),
-                    _ => open.component_index.get(name).copied(),
-                };
-                match slot {
-                    Some(k) => open.components[k].1.add(v),
-                    None => {
-                        let mut s = Sum::default();
-                        s.add(v);
-                        open.component_index
-                            .insert(name.to_string(), open.components.len());
-                        open.components.push((name.to_string(), s));
-                    }
-                }
-            }
-            if let Some(c) = row.ceiling {
+            if let Some(c) = ceiling {
                 open.ceiling_rows += 1;
                 // Added apart: `c - reward` itself can overflow for finite extremes.
                 open.gap.add(c);
-                open.gap.add(-row.reward);
+                open.gap.add(-reward);
                 open.ceiling.add(c);
             }
         }
@@ -324,7 +380,7 @@ impl RunScan {
             .push(x)
             .or_else(|| self.smooth.partial_mean())
             .unwrap_or(x);
-        self.curve.push(row.step, y);
+        self.curve.push(step, y);
     }
 
     /// Closes the open interval: everything pass 1 can know about it.

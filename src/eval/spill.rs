@@ -16,6 +16,8 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 pub(crate) struct Spill {
     out: BufWriter<File>,
     path: PathBuf,
+    /// The bytes of [`Spill::push_all`]'s values, reused.
+    bytes: Vec<u8>,
 }
 
 impl Spill {
@@ -40,12 +42,22 @@ impl Spill {
         Ok(Spill {
             out: BufWriter::with_capacity(1 << 16, file),
             path,
+            bytes: Vec::new(),
         })
     }
 
     pub(crate) fn push(&mut self, x: f64) -> Result<(), EvalError> {
         self.out
             .write_all(&x.to_le_bytes())
+            .map_err(|source| io(&self.path, source))
+    }
+
+    /// Writes several values, in order.
+    pub(crate) fn push_all(&mut self, xs: &[f64]) -> Result<(), EvalError> {
+        self.bytes.clear();
+        self.bytes.extend(xs.iter().flat_map(|x| x.to_le_bytes()));
+        self.out
+            .write_all(&self.bytes)
             .map_err(|source| io(&self.path, source))
     }
 

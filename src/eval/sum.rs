@@ -21,6 +21,7 @@ const DOWN: f64 = 1.0 / 18_446_744_073_709_551_616.0;
 const UP: f64 = 18_446_744_073_709_551_616.0;
 
 impl Sum {
+    #[inline]
     pub(crate) fn add(&mut self, x: f64) {
         let x = x * DOWN;
         let s = self.hi + x;
@@ -37,11 +38,13 @@ impl Sum {
     }
 
     /// The sum itself (infinite when it exceeds `f64::MAX`; prefer [`Sum::mean`]).
+    #[inline]
     pub(crate) fn value(&self) -> f64 {
         (self.hi + self.lo) * UP
     }
 
     /// The sum divided by `n`.
+    #[inline]
     pub(crate) fn mean(&self, n: f64) -> f64 {
         ((self.hi + self.lo) / n) * UP
     }
@@ -78,6 +81,7 @@ impl Rolling {
     }
 
     /// Pushes `x`; the mean of the last `width` values once there are that many.
+    #[inline]
     pub(crate) fn push(&mut self, x: f64) -> Option<f64> {
         let width = self.buf.len();
         if self.len == width {
@@ -95,6 +99,7 @@ impl Rolling {
     }
 
     /// The mean of the values held (fewer than `width` early on); `None` when empty.
+    #[inline]
     pub(crate) fn partial_mean(&self) -> Option<f64> {
         (self.len > 0).then(|| self.sum.mean(self.len as f64))
     }

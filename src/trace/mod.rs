@@ -66,6 +66,7 @@ pub use manifest::{
     manifest_warnings, utc_now,
 };
 pub use parquet_reader::parquet_manifest;
+pub(crate) use parquet_reader::{Columns, ParquetSource, Projection};
 pub use parquet_writer::{
     ACTION_KEY, MANIFEST_KEY, PART_BYTES, PART_SECONDS, schema as parquet_schema,
 };

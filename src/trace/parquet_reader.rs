@@ -114,6 +114,57 @@ enum Strings {
 }
 
 impl Strings {
+    /// True when every row holds the same string as row 0 (by dictionary key, so a
+    /// dictionary that repeats a value reads as not uniform).
+    fn uniform(&self) -> bool {
+        match self {
+            Strings::Dict(keys, _) => {
+                let keys: &[i32] = keys.keys().values();
+                keys.first().is_none_or(|&k0| keys.iter().all(|&k| k == k0))
+            }
+            Strings::Plain(a) => (0..a.len()).all(|i| a.value(i) == a.value(0)),
+            Strings::Large(a) => (0..a.len()).all(|i| a.value(i) == a.value(0)),
+        }
+    }
+
+    /// True when every row's string passes `ok`: each dictionary value checked once.
+    fn all(&self, ok: impl Fn(&str) -> bool) -> bool {
+        match self {
+            Strings::Dict(keys, values) => {
+                let good: Vec<bool> = (0..values.len()).map(|v| ok(values.value(v))).collect();
+                keys.keys()
+                    .values()
+                    .iter()
+                    .all(|&k| usize::try_from(k).ok().and_then(|k| good.get(k)) == Some(&true))
+            }
+            Strings::Plain(a) => (0..a.len()).all(|i| ok(a.value(i))),
+            Strings::Large(a) => (0..a.len()).all(|i| ok(a.value(i))),
+        }
+    }
+
+    /// The first row at or after `from` (at least 1) whose string may differ from the row
+    /// before it, or the batch's length: dictionary keys are compared, not strings.
+    fn run_end(&self, from: usize) -> usize {
+        match self {
+            Strings::Dict(keys, _) => {
+                let keys: &[i32] = keys.keys().values();
+                let Some(&k0) = from.checked_sub(1).and_then(|p| keys.get(p)) else {
+                    return from.min(keys.len());
+                };
+                keys[from..]
+                    .iter()
+                    .position(|&k| k != k0)
+                    .map_or(keys.len(), |p| from + p)
+            }
+            Strings::Plain(a) => (from..a.len())
+                .find(|&i| i == 0 || a.value(i) != a.value(i - 1))
+                .unwrap_or(a.len()),
+            Strings::Large(a) => (from..a.len())
+                .find(|&i| i == 0 || a.value(i) != a.value(i - 1))
+                .unwrap_or(a.len()),
+        }
+    }
+
     fn get(&self, i: usize) -> &str {
         match self {
             Strings::Dict(keys, values) => {
@@ -137,6 +188,13 @@ enum Ints {
 }
 
 impl Ints {
+    fn unsigned(&self) -> Option<&[u64]> {
+        match self {
+            Ints::U(a) => Some(a.values()),
+            Ints::I(_) => None,
+        }
+    }
+
     fn get(&self, i: usize) -> Option<u64> {
         match self {
             Ints::U(a) => Some(a.value(i)),
@@ -155,17 +213,82 @@ struct Batch {
     notify: Option<Strings>,
     step: Ints,
     episode: Ints,
-    episode_step: Ints,
+    /// `None` when the projection leaves it out (it is then 0 in every row).
+    episode_step: Option<Ints>,
     reward: Float64Array,
     components: Vec<Float64Array>,
     payouts: Vec<Float64Array>,
     regime: Strings,
     origin: Strings,
-    terminated: BooleanArray,
-    truncated: BooleanArray,
+    /// `None` (false in every row) when the projection leaves them out.
+    terminated: Option<BooleanArray>,
+    truncated: Option<BooleanArray>,
     ceiling: Option<Float64Array>,
     obs: Option<ListArray>,
     action: Option<ListArray>,
+}
+
+/// Which columns a [`ParquetSource`] decodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Projection {
+    /// What the metrics read: every column but `episode_step`, `terminated`, `truncated`,
+    /// `obs` and `action`, which then read as 0, false and absent. Eval's column-wise pass.
+    Metrics,
+    /// Every trace column but `obs` and `action` ([`crate::trace::TraceReader::next_ref`]).
+    Rows,
+    /// Every column, `obs` and `action` included (the owned rows).
+    Transitions,
+}
+
+impl Projection {
+    fn reads(self, column: &str) -> bool {
+        match column {
+            "episode_step" | "terminated" | "truncated" => self != Projection::Metrics,
+            "obs" | "action" => self == Projection::Transitions,
+            _ => true,
+        }
+    }
+}
+
+/// The current batch as plain slices, for a reader that goes column by column (eval's
+/// pass 1), given only when every row of the batch reads as a valid row: one run identity
+/// throughout (the same dictionary key in each identity column, the same seed), unsigned
+/// counters, finite rewards, components, payouts and ceilings, a known `regime_origin`
+/// and `notify` in every row. Otherwise such a reader takes the batch row by row
+/// ([`ParquetSource::row_at`]), which finds the error or the odd row.
+pub(crate) struct Columns<'a> {
+    /// Rows in the batch.
+    pub(crate) len: usize,
+    pub(crate) step: &'a [u64],
+    pub(crate) episode: &'a [u64],
+    pub(crate) reward: &'a [f64],
+    /// Each component's name and values.
+    pub(crate) components: Vec<(&'a str, &'a [f64])>,
+    /// The payout columns (a row's payout is set where the column is not null).
+    pub(crate) payouts: Vec<&'a Float64Array>,
+    /// The ceilings (null where a row has none); `None` without a ceiling column.
+    pub(crate) ceiling: Option<&'a Float64Array>,
+    regime: &'a Strings,
+}
+
+impl Columns<'_> {
+    /// The first row at or after `from` (at least 1) whose regime label may differ from
+    /// the row before it, or `len`. A dictionary key is compared, not the label: a
+    /// dictionary holding one label twice shows a change that is none.
+    pub(crate) fn regime_run_end(&self, from: usize) -> usize {
+        self.regime.run_end(from)
+    }
+}
+
+/// True when every value that is not null is finite.
+fn finite(column: &Float64Array) -> bool {
+    let values: &[f64] = column.values();
+    values.iter().all(|v| v.is_finite())
+        || (column.null_count() > 0
+            && values
+                .iter()
+                .enumerate()
+                .all(|(i, v)| v.is_finite() || column.is_null(i)))
 }
 
 /// The columns every trace has, besides `c.*`, `p.*`, `ceiling`, `obs` and `action`.
@@ -203,7 +326,7 @@ pub(crate) struct ParquetSource {
     root: PathBuf,
     listed: bool,
     parts: VecDeque<PathBuf>,
-    transitions: bool,
+    projection: Projection,
     part: Option<Part>,
     torn: Vec<TornTail>,
     done: bool,
@@ -220,13 +343,13 @@ fn schema_error(path: &Path, message: String) -> TraceError {
 }
 
 impl ParquetSource {
-    /// A source over `root`; `transitions` also reads `obs` and `action`.
-    pub(crate) fn open(root: PathBuf, transitions: bool) -> Self {
+    /// A source over `root` that decodes the columns of `projection`.
+    pub(crate) fn open(root: PathBuf, projection: Projection) -> Self {
         ParquetSource {
             root,
             listed: false,
             parts: VecDeque::new(),
-            transitions,
+            projection,
             part: None,
             torn: Vec::new(),
             done: false,
@@ -279,7 +402,8 @@ impl ParquetSource {
         let mut wanted = Vec::new();
         for column in REQUIRED {
             match names.iter().position(|n| *n == column) {
-                Some(i) => wanted.push(i),
+                Some(i) if self.projection.reads(column) => wanted.push(i),
+                Some(_) => {}
                 None if column == "ceiling" => {}
                 None => {
                     return Err(schema_error(
@@ -302,7 +426,7 @@ impl ParquetSource {
                 payouts.push(p.to_string());
                 wanted.push(i);
             } else if *name == "notify"
-                || (self.transitions && (*name == "obs" || *name == "action"))
+                || ((*name == "obs" || *name == "action") && self.projection.reads(name))
             {
                 wanted.push(i);
             }
@@ -335,6 +459,17 @@ impl ParquetSource {
             self.done = true;
         }
         result
+    }
+
+    /// Moves past the rest of the current batch to the first row of the next one; `None`
+    /// when the trace is exhausted. [`ParquetSource::batch`] then shows the new batch.
+    pub(crate) fn advance_batch(&mut self) -> Option<Result<(), TraceError>> {
+        if let Some(part) = self.part.as_mut()
+            && let Some(b) = &part.batch
+        {
+            part.row = b.len.saturating_sub(1);
+        }
+        self.advance()
     }
 
     fn advance_inner(&mut self) -> Option<Result<(), TraceError>> {
@@ -401,8 +536,61 @@ impl ParquetSource {
         }
     }
 
+    /// Rows in the current batch (0 before the first).
+    pub(crate) fn batch_len(&self) -> usize {
+        self.part
+            .as_ref()
+            .and_then(|p| p.batch.as_ref())
+            .map_or(0, |b| b.len)
+    }
+
+    /// The current batch as slices, when every row of it is valid (see [`Columns`]).
+    pub(crate) fn columns(&self) -> Option<Columns<'_>> {
+        let part = self.part.as_ref()?;
+        let b = part.batch.as_ref()?;
+        let origin_ok = |s: &str| matches!(s, "initial" | "scheduled" | "stochastic" | "manual");
+        let uniform = b.run_id.uniform()
+            && b.algorithm_id.uniform()
+            && b.task.uniform()
+            && b.notify
+                .as_ref()
+                .is_none_or(|n| n.uniform() && n.all(|s| s.parse::<NotifyLevel>().is_ok()));
+        let seed = b.seed.unsigned()?;
+        if !uniform
+            || !seed.iter().all(|&s| s == seed[0])
+            || !b.origin.all(origin_ok)
+            || !finite(&b.reward)
+            || !b.components.iter().all(finite)
+            || !b.payouts.iter().all(finite)
+            || !b.ceiling.as_ref().is_none_or(finite)
+        {
+            return None;
+        }
+        Some(Columns {
+            len: b.len,
+            step: b.step.unsigned()?,
+            episode: b.episode.unsigned()?,
+            reward: b.reward.values(),
+            components: part
+                .components
+                .iter()
+                .map(String::as_str)
+                .zip(b.components.iter().map(|c| &c.values()[..]))
+                .collect(),
+            payouts: b.payouts.iter().collect(),
+            ceiling: b.ceiling.as_ref(),
+            regime: &b.regime,
+        })
+    }
+
     /// The current row, borrowed.
     pub(crate) fn row_ref(&self) -> Result<Located<'_>, TraceError> {
+        let row = self.part.as_ref().map_or(0, |p| p.row);
+        self.row_at(row)
+    }
+
+    /// Row `i` of the current batch, borrowed.
+    pub(crate) fn row_at(&self, i: usize) -> Result<Located<'_>, TraceError> {
         let part = self
             .part
             .as_ref()
@@ -410,8 +598,8 @@ impl ParquetSource {
         let b = part
             .batch
             .as_ref()
+            .filter(|b| i < b.len)
             .ok_or_else(|| TraceError::parse(&part.path, 0, "no current row"))?;
-        let i = part.row;
         let line = part.before + i as u64 + 1;
         let err = |m: String| TraceError::parse(&part.path, line, m);
         let int = |name: &str, col: &Ints| {
@@ -470,14 +658,17 @@ impl ParquetSource {
             notify,
             step: int("step", &b.step)?,
             episode: int("episode", &b.episode)?,
-            episode_step: int("episode_step", &b.episode_step)?,
+            episode_step: match &b.episode_step {
+                Some(c) => int("episode_step", c)?,
+                None => 0,
+            },
             reward: real("reward", b.reward.value(i))?,
             components: Terms(components),
             payout: Terms(payout),
             regime: Cow::Borrowed(b.regime.get(i)),
             regime_origin: origin,
-            terminated: b.terminated.value(i),
-            truncated: b.truncated.value(i),
+            terminated: b.terminated.as_ref().is_some_and(|c| c.value(i)),
+            truncated: b.truncated.as_ref().is_some_and(|c| c.value(i)),
             ceiling,
             _obs: b.obs.as_ref().map(|_| serde::de::IgnoredAny),
             _action: b.action.as_ref().map(|_| serde::de::IgnoredAny),
@@ -666,7 +857,10 @@ fn to_batch(batch: &RecordBatch, part: &Part) -> Result<Batch, TraceError> {
         },
         step: ints("step")?,
         episode: ints("episode")?,
-        episode_step: ints("episode_step")?,
+        episode_step: match col("episode_step") {
+            None => None,
+            Some(_) => Some(ints("episode_step")?),
+        },
         reward: floats("reward", false)?,
         components: part
             .components
@@ -680,8 +874,14 @@ fn to_batch(batch: &RecordBatch, part: &Part) -> Result<Batch, TraceError> {
             .collect::<Result<_, _>>()?,
         regime: strings("regime")?,
         origin: strings("regime_origin")?,
-        terminated: bools("terminated")?,
-        truncated: bools("truncated")?,
+        terminated: match col("terminated") {
+            None => None,
+            Some(_) => Some(bools("terminated")?),
+        },
+        truncated: match col("truncated") {
+            None => None,
+            Some(_) => Some(bools("truncated")?),
+        },
         ceiling: match col("ceiling") {
             None => None,
             Some(_) => Some(floats("ceiling", true)?),

@@ -1,0 +1,158 @@
+//! `eval` reads a Parquet trace column by column: its report must be the JSON Lines
+//! trace's, byte for byte, across components, payouts, ceilings, shifts inside a batch,
+//! runs longer than one batch and than one part, several runs, a run given twice and the
+//! options that change x_t.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn perennial() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perennial"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("perennial-eval-parquet-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Removes the traces (and events tables) of the runs named `names`.
+fn clean(names: &[&str]) {
+    let dir = temp("x").parent().unwrap().to_path_buf();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if names.iter().any(|n| file.starts_with(&format!("{n}."))) {
+            let p = entry.path();
+            let _ = if p.is_dir() {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+        }
+    }
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn run(args: &[&str]) -> Output {
+    let out = perennial().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "perennial {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The same run traced as JSON Lines and as Parquet.
+fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathBuf) {
+    let (jsonl, parquet) = (
+        temp(&format!("{name}.jsonl")),
+        temp(&format!("{name}.parquet")),
+    );
+    for (trace, format) in [(&jsonl, "jsonl"), (&parquet, "parquet")] {
+        let mut args = vec![
+            "run",
+            world,
+            "--steps",
+            steps,
+            "--seed",
+            "5",
+            "--trace",
+            path(trace),
+            "--format",
+            format,
+        ];
+        args.extend(extra);
+        run(&args);
+    }
+    (jsonl, parquet)
+}
+
+fn same_report(jsonl: &Path, parquet: &Path, options: &[&str]) {
+    let eval = |trace: &Path| {
+        let mut args = vec!["eval", path(trace), "--json"];
+        args.extend(options);
+        String::from_utf8(run(&args).stdout).unwrap()
+    };
+    let (a, b) = (eval(jsonl), eval(parquet));
+    assert!(a.contains("\"intervals\""), "{a}");
+    assert_eq!(a, b, "{options:?}");
+}
+
+#[test]
+fn warehouse_components_payouts_and_ceilings_score_the_same_from_parquet() {
+    let (jsonl, parquet) = both(
+        "worlds/warehouse.toml",
+        "100000",
+        &["--agent", "random", "--run-id", "warehouse"],
+        "warehouse",
+    );
+    let parts = std::fs::read_dir(&parquet).unwrap().count();
+    assert!(parts > 1, "{parts} part(s)");
+    same_report(&jsonl, &parquet, &[]);
+    same_report(&jsonl, &parquet, &["--include-payout"]);
+    same_report(&jsonl, &parquet, &["--window", "7"]);
+    clean(&["warehouse"]);
+}
+
+#[test]
+fn a_run_over_many_batches_scores_the_same_from_parquet() {
+    // Batches are 65,536 rows: a shift lands in the middle of several of them.
+    let (jsonl, parquet) = both(
+        "worlds/cartpole-drift.toml",
+        "300000",
+        &["--run-id", "long"],
+        "long",
+    );
+    same_report(&jsonl, &parquet, &[]);
+    same_report(&jsonl, &parquet, &["--window", "1000"]);
+    clean(&["long"]);
+}
+
+#[test]
+fn two_parquet_runs_in_one_call_score_as_they_do_alone() {
+    let (_, a) = both(
+        "worlds/cartpole-drift.toml",
+        "3000",
+        &["--run-id", "a"],
+        "a",
+    );
+    let (_, b) = both(
+        "worlds/cartpole-drift.toml",
+        "4000",
+        &["--run-id", "b"],
+        "b",
+    );
+    let together = run(&["eval", path(&a), path(&b), "--json"]).stdout;
+    let together: serde_json::Value = serde_json::from_slice(&together).unwrap();
+    for (i, trace) in [&a, &b].into_iter().enumerate() {
+        let alone = run(&["eval", path(trace), "--json"]).stdout;
+        let alone: serde_json::Value = serde_json::from_slice(&alone).unwrap();
+        assert_eq!(together["runs"][i], alone["runs"][0]);
+    }
+    clean(&["a", "b"]);
+}
+
+#[test]
+fn a_parquet_run_given_twice_is_refused_at_its_first_row_again() {
+    let (_, trace) = both(
+        "worlds/cartpole-drift.toml",
+        "2000",
+        &["--run-id", "twice"],
+        "twice",
+    );
+    let out = perennial()
+        .args(["eval", path(&trace), path(&trace)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("part-"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    clean(&["twice"]);
+}
