@@ -137,17 +137,25 @@ where
     }
 }
 
+/// Writes a command's report to stdout. A reader that stops early (`perennial eval ... |
+/// head`) closes the pipe; that ends the output quietly instead of panicking.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 fn dispatch(registry: &Registry, command: Command, handle_signals: bool) -> Result<(), Failure> {
     match command {
         Command::Run(args) => run::run(registry, &args, handle_signals),
         Command::Eval(args) => crate::eval::run_cli(&args)
-            .map(|out| print!("{out}"))
+            .map(|out| emit(&out))
             .map_err(Failure::input),
         Command::Episodes(args) => crate::episodes::run_cli(&args)
-            .map(|summary| println!("{summary}"))
+            .map(|summary| emit(&format!("{summary}\n")))
             .map_err(Failure::input),
         Command::Sweep(args) => crate::sweep::run_cli(registry, &args)
-            .map(|out| print!("{out}"))
+            .map(|out| emit(&out))
             .map_err(|e| Failure {
                 code: e.exit_code(),
                 message: e.to_string(),
