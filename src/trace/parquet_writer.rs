@@ -145,9 +145,8 @@ pub fn schema(components: &[String], payouts: &[String], record_transitions: boo
 /// The writer properties every part uses: zstd, dictionaries for the strings and the
 /// (often repeating) rewards, delta encoding for the counters.
 fn properties(metadata: Vec<KeyValue>) -> WriterProperties {
-    let level = ZstdLevel::try_new(3).unwrap_or_default();
     let mut b = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(level))
+        .set_compression(Compression::ZSTD(zstd_level()))
         .set_key_value_metadata(Some(metadata));
     for counter in ["step", "episode", "episode_step"] {
         let path = ColumnPath::from(counter);
@@ -156,6 +155,13 @@ fn properties(metadata: Vec<KeyValue>) -> WriterProperties {
             .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
     }
     b.build()
+}
+
+/// The zstd level of every page.
+const ZSTD_LEVEL: i32 = 3;
+
+fn zstd_level() -> ZstdLevel {
+    ZstdLevel::try_new(ZSTD_LEVEL).unwrap_or_default()
 }
 
 /// Runs of equal keys, in row order: `(key, rows)`.
@@ -447,8 +453,8 @@ impl PartLayout {
 }
 
 /// A dictionary column chunk written from its keys: one PLAIN dictionary page holding
-/// `dict` (`len` values) and one uncompressed data page of RLE runs. Both are a few bytes
-/// however many rows the runs cover.
+/// `dict` (`len` values) and one data page of RLE runs, both zstd-compressed like every
+/// other page. Both are a few bytes however many rows the runs cover.
 fn keyed_chunk(
     descr: ColumnDescPtr,
     dict: Vec<u8>,
@@ -474,12 +480,17 @@ fn keyed_chunk(
     }
     let values = u32::try_from(rows)
         .map_err(|_| ParquetError::General(format!("{rows} rows do not fit one page")))?;
+    let zstd = |raw: &[u8]| -> Result<Bytes, ParquetError> {
+        zstd::bulk::compress(raw, ZSTD_LEVEL)
+            .map(Bytes::from)
+            .map_err(|e| ParquetError::External(Box::new(e)))
+    };
     let mut sink = TrackedWrite::new(Vec::new());
     let mut pages = SerializedPageWriter::new(&mut sink);
     let dict_size = dict.len();
     let dict_page = pages.write_page(CompressedPage::new(
         Page::DictionaryPage {
-            buf: Bytes::from(dict),
+            buf: zstd(&dict)?,
             num_values: len as u32,
             encoding: Encoding::PLAIN,
             is_sorted: false,
@@ -489,7 +500,7 @@ fn keyed_chunk(
     let data_size = data.len();
     let data_page = pages.write_page(CompressedPage::new(
         Page::DataPage {
-            buf: Bytes::from(data),
+            buf: zstd(&data)?,
             num_values: values,
             encoding: Encoding::RLE_DICTIONARY,
             def_level_encoding: Encoding::RLE,
@@ -501,8 +512,9 @@ fn keyed_chunk(
     pages.close()?;
     let bytes = Bytes::from(sink.into_inner()?);
     let total = bytes.len() as i64;
+    let uncompressed = (dict_page.uncompressed_size + data_page.uncompressed_size) as i64;
     let metadata = ColumnChunkMetaData::builder(descr)
-        .set_compression(Compression::UNCOMPRESSED)
+        .set_compression(Compression::ZSTD(zstd_level()))
         .set_encodings(vec![
             Encoding::PLAIN,
             Encoding::RLE,
@@ -510,7 +522,7 @@ fn keyed_chunk(
         ])
         .set_num_values(rows as i64)
         .set_total_compressed_size(total)
-        .set_total_uncompressed_size(total)
+        .set_total_uncompressed_size(uncompressed)
         .set_dictionary_page_offset(Some(dict_page.offset as i64))
         .set_data_page_offset(data_page.offset as i64)
         .build()?;
