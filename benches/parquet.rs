@@ -1,5 +1,7 @@
-//! Tracing cost by format: the CartPole harness with a random agent writing JSON Lines and
-//! Parquet in one run so their medians compare, and `eval`'s row source reading each back.
+//! Tracing cost by format: the CartPole harness with a random agent writing no trace, JSON
+//! Lines and Parquet in one run so their medians compare, and `eval`'s row source reading
+//! each back. The Parquet writer encodes and writes its parts on a thread of its own, so
+//! its figure is wall time with that thread running beside the stepping one.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use perennial::agents::RandomAgent;
@@ -19,7 +21,7 @@ fn path(format: TraceFormat) -> PathBuf {
     ))
 }
 
-fn harness(format: TraceFormat) -> u64 {
+fn harness(format: Option<TraceFormat>) -> u64 {
     let env = CartPole::new(CartPoleParams::default());
     let agent = RandomAgent::new(env.spec().action_space.clone(), 1);
     let config = HarnessConfig {
@@ -27,12 +29,11 @@ fn harness(format: TraceFormat) -> u64 {
         auto_reset: true,
         ..HarnessConfig::default()
     };
-    Harness::new(env, agent, 1)
-        .config(config)
-        .trace(path(format), format)
-        .run()
-        .expect("random actions are valid")
-        .steps
+    let mut h = Harness::new(env, agent, 1).config(config);
+    if let Some(format) = format {
+        h = h.trace(path(format), format);
+    }
+    h.run().expect("random actions are valid").steps
 }
 
 fn read_all(format: TraceFormat) -> f64 {
@@ -48,9 +49,10 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("trace_cartpole_random_1m_steps");
     group.throughput(Throughput::Elements(STEPS));
     group.sample_size(10);
+    group.bench_function("harness_no_trace", |b| b.iter(|| black_box(harness(None))));
     for format in [TraceFormat::Jsonl, TraceFormat::Parquet] {
         group.bench_function(format!("harness_{}", format.extension()), |b| {
-            b.iter(|| black_box(harness(format)))
+            b.iter(|| black_box(harness(Some(format))))
         });
     }
     for format in [TraceFormat::Jsonl, TraceFormat::Parquet] {

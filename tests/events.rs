@@ -207,6 +207,71 @@ fn kill_and_resume(trace: &Path, format: &str) {
     run(&["run", "--resume", path(&ckpt)]);
 }
 
+/// Every file under `dir` (a Parquet table), by name, with its bytes.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_shortened_parquet_events_table_refuses_the_resume_before_the_trace_is_cut() {
+    let trace = temp("short-events.parquet");
+    let ckpt = temp("short-events.ckpt.json");
+    // 3500 rows, a checkpoint at 3000: a resume would cut the last 500 rows.
+    run(&[
+        "run",
+        "worlds/cartpole.toml",
+        "--auto-reset",
+        "--steps",
+        "3500",
+        "--format",
+        "parquet",
+        "--trace",
+        path(&trace),
+        "--checkpoint-every",
+        "1000",
+        "--checkpoint",
+        path(&ckpt),
+    ]);
+    let table = events_path(&trace, TraceFormat::Parquet);
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(&table)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    parts.sort();
+    assert!(
+        parts.len() >= 3,
+        "one events part per checkpoint: {parts:?}"
+    );
+    // Only the events up to the first checkpoint are left.
+    for part in &parts[1..] {
+        std::fs::remove_file(part).unwrap();
+    }
+    let (trace_before, table_before) = (snapshot(&trace), snapshot(&table));
+    let out = perennial()
+        .args(["run", "--resume", path(&ckpt)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(path(&table)), "{err}");
+    assert!(err.contains("events table holds"), "{err}");
+    assert!(err.contains("it is not this checkpoint's"), "{err}");
+    assert!(snapshot(&trace) == trace_before, "the trace was touched");
+    assert!(
+        snapshot(&table) == table_before,
+        "the events table was touched"
+    );
+}
+
 #[test]
 fn sigkill_then_resume_gives_the_events_of_an_uninterrupted_run() {
     for (name, format) in [("kill", "jsonl"), ("killpq", "parquet")] {

@@ -601,6 +601,20 @@ fn cases() -> Vec<Case> {
             expect: &["empty.parquet", "holds no part files"],
         },
         Case {
+            what: "trace: a Parquet part without the `reward` column",
+            file: None,
+            args: &["eval", "{dir}/no-reward.parquet"],
+            code: 2,
+            expect: &["no-reward.parquet/part-00000.parquet", "no column `reward`"],
+        },
+        Case {
+            what: "trace: a Parquet part whose `step` is a string",
+            file: None,
+            args: &["eval", "{dir}/string-step.parquet"],
+            code: 2,
+            expect: &["string-step.parquet/part-00000.parquet", "column `step`"],
+        },
+        Case {
             what: "run: --format parquet onto a regular file",
             file: Some(("plain.parquet", "not a directory\n".into())),
             args: &[
@@ -685,6 +699,85 @@ fn beside() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Writes `<dir>/<name>/part-00000.parquet`: a valid Parquet file of two trace rows with
+/// the trace's columns, except that `reward` is left out (`no_reward`) or `step` is text.
+fn write_parquet_trace(dir: &Path, name: &str, no_reward: bool) {
+    use arrow_array::{
+        ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt64Array,
+    };
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+    let text = |v: &str| -> ArrayRef { Arc::new(StringArray::from(vec![v, v])) };
+    let counter = || -> ArrayRef { Arc::new(UInt64Array::from(vec![0, 1])) };
+    let mut columns: Vec<(&str, DataType, ArrayRef)> = vec![
+        ("run_id", DataType::Utf8, text("r")),
+        (
+            "seed",
+            DataType::UInt64,
+            Arc::new(UInt64Array::from(vec![0, 0])),
+        ),
+        ("algorithm_id", DataType::Utf8, text("a")),
+        ("task", DataType::Utf8, text("t")),
+    ];
+    if no_reward {
+        columns.push(("step", DataType::UInt64, counter()));
+    } else {
+        columns.push((
+            "step",
+            DataType::Utf8,
+            Arc::new(StringArray::from(vec!["0", "1"])),
+        ));
+    }
+    columns.extend([
+        (
+            "episode",
+            DataType::UInt64,
+            Arc::new(UInt64Array::from(vec![0, 0])) as ArrayRef,
+        ),
+        ("episode_step", DataType::UInt64, counter()),
+    ]);
+    if !no_reward {
+        columns.push((
+            "reward",
+            DataType::Float64,
+            Arc::new(Float64Array::from(vec![1.0, 1.0])),
+        ));
+    }
+    columns.extend([
+        ("regime", DataType::Utf8, text("x")),
+        ("regime_origin", DataType::Utf8, text("initial")),
+        (
+            "terminated",
+            DataType::Boolean,
+            Arc::new(BooleanArray::from(vec![false, false])) as ArrayRef,
+        ),
+        (
+            "truncated",
+            DataType::Boolean,
+            Arc::new(BooleanArray::from(vec![false, false])),
+        ),
+        (
+            "ceiling",
+            DataType::Float64,
+            Arc::new(Float64Array::from(vec![None, None])),
+        ),
+    ]);
+    let schema = Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|(name, ty, _)| Field::new(*name, ty.clone(), *name == "ceiling"))
+            .collect::<Vec<_>>(),
+    ));
+    let batch =
+        RecordBatch::try_new(schema.clone(), columns.into_iter().map(|c| c.2).collect()).unwrap();
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    let file = std::fs::File::create(folder.join("part-00000.parquet")).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("perennial-hostile-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -710,6 +803,8 @@ fn every_hostile_input_gets_its_documented_message() {
             std::fs::write(&p, text).unwrap();
         }
     }
+    write_parquet_trace(&dir, "no-reward.parquet", true);
+    write_parquet_trace(&dir, "string-step.parquet", false);
     for case in cases() {
         let file = match &case.file {
             Some((name, text)) => {

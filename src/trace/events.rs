@@ -35,7 +35,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 
-use super::parquet_writer::{PART_SECONDS, cut_back, part_name, sync_dir};
+use super::parquet_writer::{PART_SECONDS, PartThread, check_rows, cut_back, part_name, sync_dir};
 use super::{TraceError, TraceFormat};
 use crate::env::WorldEvent;
 use crate::regime::Origin;
@@ -252,12 +252,48 @@ enum Out {
         csv: bool,
     },
     Parquet {
-        schema: SchemaRef,
         rows: Vec<EventRow>,
+        /// The other row buffer, back from the part thread; `None` while its part is in
+        /// flight.
+        spare: Option<Vec<EventRow>>,
+        parts: PartThread<EventPart>,
         next_part: usize,
         rows_done: u64,
         last_part: Instant,
     },
+}
+
+/// One part of a Parquet events table on its way to the part thread.
+struct EventPart {
+    rows: Vec<EventRow>,
+    index: usize,
+}
+
+/// Writes `part` into the table `dir` as its part file (temp file, fsync, rename,
+/// directory fsync), returns the rows written and leaves the part's buffer empty.
+fn write_part(dir: &Path, schema: &SchemaRef, part: &mut EventPart) -> Result<u64, TraceError> {
+    let name = part_name(part.index);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let err =
+        |e: &dyn std::fmt::Display| TraceError::io(&tmp, std::io::Error::other(e.to_string()));
+    let batch = to_batch(schema, &part.rows).map_err(|e| err(&e))?;
+    let n = part.rows.len() as u64;
+    part.rows.clear();
+    let level = ZstdLevel::try_new(3).unwrap_or_default();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(level))
+        .build();
+    let mut file = File::create(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
+    let mut writer =
+        ArrowWriter::try_new(&mut file, schema.clone(), Some(props)).map_err(|e| err(&e))?;
+    writer.write(&batch).map_err(|e| err(&e))?;
+    writer.close().map_err(|e| err(&e))?;
+    file.sync_all().map_err(|e| TraceError::io(&tmp, e))?;
+    drop(file);
+    let target = dir.join(&name);
+    std::fs::rename(&tmp, &target).map_err(|e| TraceError::io(&target, e))?;
+    sync_dir(dir);
+    Ok(n)
 }
 
 /// Writes a run's events table (see the module docs).
@@ -276,22 +312,27 @@ impl EventWriter {
     pub fn create(path: &Path, format: TraceFormat) -> Result<Self, TraceError> {
         if format == TraceFormat::Parquet {
             let next = super::fresh_parquet_dir(path)?;
-            return Ok(Self::parquet(path, next, 0));
+            return Self::parquet(path, next, 0);
         }
         let file = crate::output::open_locked(path)?;
         file.set_len(0).map_err(|e| TraceError::io(path, e))?;
         Self::lines(path, format, file, 0)
     }
 
-    /// Whether the line-format table at `path` can continue from a checkpoint that recorded
-    /// `at` bytes, without touching it: a resume checks this before it cuts the trace.
+    /// Whether the table at `path` can continue from a checkpoint that recorded `at` (bytes;
+    /// rows in finished parts for Parquet), without touching it: a resume checks this before
+    /// it cuts the trace.
     ///
     /// # Errors
     ///
-    /// The table holds less than the checkpoint recorded (it is not this checkpoint's).
+    /// The table holds less than the checkpoint recorded (it is not this checkpoint's), or,
+    /// for Parquet, its directory or a finished part cannot be read.
     pub fn check_append(path: &Path, format: TraceFormat, at: u64) -> Result<(), TraceError> {
-        if format == TraceFormat::Parquet || at == 0 {
+        if at == 0 {
             return Ok(());
+        }
+        if format == TraceFormat::Parquet {
+            return check_rows(path, at, "events table");
         }
         let len = std::fs::metadata(path).map_or(0, |m| m.len());
         if len < at {
@@ -317,8 +358,8 @@ impl EventWriter {
             if at == 0 && !path.exists() {
                 return Self::create(path, format);
             }
-            let next = cut_back(path, at)?;
-            return Ok(Self::parquet(path, next, at));
+            let next = cut_back(path, at, "events table")?;
+            return Self::parquet(path, next, at);
         }
         Self::check_append(path, format, at)?;
         let mut file = crate::output::open_locked(path)?;
@@ -328,17 +369,22 @@ impl EventWriter {
         Self::lines(path, format, file, at)
     }
 
-    fn parquet(path: &Path, next_part: usize, rows_done: u64) -> Self {
-        EventWriter {
+    fn parquet(path: &Path, next_part: usize, rows_done: u64) -> Result<Self, TraceError> {
+        let (dir, schema): (PathBuf, SchemaRef) = (path.to_path_buf(), Arc::new(schema()));
+        let parts = PartThread::spawn(path, move |part: &mut EventPart| {
+            write_part(&dir, &schema, part)
+        })?;
+        Ok(EventWriter {
             path: path.to_path_buf(),
             out: Out::Parquet {
-                schema: Arc::new(schema()),
                 rows: Vec::new(),
+                spare: None,
+                parts,
                 next_part,
                 rows_done,
                 last_part: Instant::now(),
             },
-        }
+        })
     }
 
     fn lines(
@@ -414,44 +460,52 @@ impl EventWriter {
         Ok(())
     }
 
-    fn cut_part(&mut self) -> Result<(), TraceError> {
+    /// Takes back the buffer of the part in flight, waiting for it when `block`.
+    fn collect(&mut self, block: bool) -> Result<(), TraceError> {
         let Out::Parquet {
-            schema,
-            rows,
-            next_part,
+            spare,
+            parts,
             rows_done,
+            ..
+        } = &mut self.out
+        else {
+            return Ok(());
+        };
+        let finished = if block { parts.wait()? } else { parts.poll()? };
+        if let Some((part, rows)) = finished {
+            *rows_done += rows;
+            *spare = Some(part.rows);
+        }
+        Ok(())
+    }
+
+    /// Hands the buffered rows to the part thread as the next part.
+    fn cut_part(&mut self) -> Result<(), TraceError> {
+        if let Out::Parquet { rows, .. } = &self.out
+            && rows.is_empty()
+        {
+            return Ok(());
+        }
+        self.collect(true)?;
+        let Out::Parquet {
+            rows,
+            spare,
+            parts,
+            next_part,
             last_part,
+            ..
         } = &mut self.out
         else {
             return Ok(());
         };
         *last_part = Instant::now();
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let name = part_name(*next_part);
-        let tmp = self.path.join(format!(".{name}.tmp"));
-        let err =
-            |e: &dyn std::fmt::Display| TraceError::io(&tmp, std::io::Error::other(e.to_string()));
-        let batch = to_batch(schema, rows).map_err(|e| err(&e))?;
-        let n = rows.len() as u64;
-        rows.clear();
-        let level = ZstdLevel::try_new(3).unwrap_or_default();
-        let props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(level))
-            .build();
-        let mut file = File::create(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
-        let mut writer =
-            ArrowWriter::try_new(&mut file, schema.clone(), Some(props)).map_err(|e| err(&e))?;
-        writer.write(&batch).map_err(|e| err(&e))?;
-        writer.close().map_err(|e| err(&e))?;
-        file.sync_all().map_err(|e| TraceError::io(&tmp, e))?;
-        drop(file);
-        let target = self.path.join(&name);
-        std::fs::rename(&tmp, &target).map_err(|e| TraceError::io(&target, e))?;
-        sync_dir(&self.path);
+        let next = spare.take().unwrap_or_default();
+        let part = EventPart {
+            rows: std::mem::replace(rows, next),
+            index: *next_part,
+        };
+        parts.send(part)?;
         *next_part += 1;
-        *rows_done += n;
         Ok(())
     }
 
@@ -465,7 +519,9 @@ impl EventWriter {
         match &self.out {
             Out::Lines { .. } => self.drain(),
             Out::Parquet { last_part, .. } => {
-                if last_part.elapsed() >= Duration::from_secs(PART_SECONDS) {
+                let due = last_part.elapsed() >= Duration::from_secs(PART_SECONDS);
+                self.collect(false)?;
+                if due {
                     self.cut_part()?;
                 }
                 Ok(())
@@ -482,6 +538,7 @@ impl EventWriter {
     pub fn sync(&mut self) -> Result<u64, TraceError> {
         if matches!(self.out, Out::Parquet { .. }) {
             self.cut_part()?;
+            self.collect(true)?;
         } else {
             self.drain()?;
         }
@@ -510,7 +567,7 @@ impl Drop for EventWriter {
         // Best effort: every row before the last explicit flush is already in the file.
         let _ = match self.out {
             Out::Lines { .. } => self.drain(),
-            Out::Parquet { .. } => self.cut_part(),
+            Out::Parquet { .. } => self.cut_part().and_then(|()| self.collect(true)),
         };
     }
 }

@@ -26,9 +26,11 @@
 //! and pages zstd-compressed. pyarrow, pandas and polars read the directory as one table.
 //! Parts are cut at checkpoints, at the end of the run, when about [`PART_BYTES`] of rows
 //! are buffered, and at a flush (window boundary) once [`PART_SECONDS`] have passed since
-//! the last part, so a killed run loses at most that last second or so of rows. A
+//! the last part, so a killed run loses at most that last second or so of rows. Parts are
+//! encoded and written on a thread of the writer's own while the next one fills. A
 //! checkpoint records the number of rows in finished parts, and `--resume` removes the
-//! parts after it (rewriting only a part that straddles it).
+//! parts after it (rewriting only a part that straddles it), after checking that the trace
+//! and its events table still hold the rows the checkpoint recorded.
 //!
 //! Beside every trace the harness writes the run's events table,
 //! `<trace-stem>.events.<format>` in the trace's format: one row per regime shift, injected
@@ -181,7 +183,7 @@ pub fn create(
             columns.record_transitions,
             next,
             0,
-        )));
+        )?));
     }
     // Locked before it is emptied, so a second writer of the same path damages nothing.
     let file = crate::output::open_locked(path)?;
@@ -234,7 +236,7 @@ fn fresh_parquet_dir(dir: &Path) -> Result<usize, TraceError> {
             ));
         }
     }
-    parquet_writer::cut_back(dir, 0)
+    parquet_writer::cut_back(dir, 0, "trace")
 }
 
 /// Reopens a trace to continue a run from a checkpoint: the file is cut back to
@@ -260,7 +262,7 @@ pub fn append(
     tail: Option<&str>,
 ) -> Result<Box<dyn TraceSink>, TraceError> {
     if format == TraceFormat::Parquet {
-        let next = parquet_writer::cut_back(path, at_byte)?;
+        let next = parquet_writer::cut_back(path, at_byte, "trace")?;
         return Ok(Box::new(parquet_writer::ParquetWriter::new(
             path,
             identity,
@@ -269,7 +271,7 @@ pub fn append(
             columns.record_transitions,
             next,
             at_byte,
-        )));
+        )?));
     }
     if !path.exists() {
         return Err(TraceError::io(

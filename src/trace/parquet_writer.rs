@@ -9,36 +9,58 @@
 //! writes); pyarrow, pandas and polars skip hidden files, so they read the directory as one
 //! table at any moment.
 //!
-//! Rows wait in column buffers (reused from part to part) until a part is cut: when the
-//! buffers reach [`PART_BYTES`], at a flush when [`PART_SECONDS`] have passed since the last
-//! part, at every [`TraceSink::sync`] (checkpoints) and when the run ends. A run killed with
-//! SIGKILL therefore loses at most the rows of the last second or so, where a JSON Lines run
-//! loses at most one window; a checkpointed run loses nothing, since `--resume` rewrites
-//! from the checkpoint.
+//! Rows wait in column buffers until a part is cut: when the buffers reach [`PART_BYTES`],
+//! at a flush when [`PART_SECONDS`] have passed since the last part, at every
+//! [`TraceSink::sync`] (checkpoints) and when the run ends. A run killed with SIGKILL
+//! therefore loses at most the rows of the last second or so (and of the part being
+//! written), where a JSON Lines run loses at most one window; a checkpointed run loses
+//! nothing, since `--resume` rewrites from the checkpoint.
+//!
+//! The stepping thread only fills buffers. Encoding, compression, the write, the fsync and
+//! the rename happen on a thread of the writer's own ([`PartThread`]), one part at a time
+//! and in order, while the next part's buffers fill; two sets of buffers take turns, so
+//! nothing is allocated per row or per part once both exist. [`TraceSink::sync`] and
+//! [`TraceSink::close`] wait until every part handed over is on disk, so a checkpoint
+//! never records a row that is not.
+//!
+//! The columns whose values the writer knows by key are written without Parquet's own
+//! dictionary encoder, which hashes every value of every row: the run's identity (`run_id`,
+//! `seed`, `algorithm_id`, `task`, `notify`: one value per run) and the regime label and
+//! origin (which change rarely) are kept as runs of keys, and each becomes one
+//! dictionary page and one data page of RLE runs ([`keyed_chunk`]). They read back as the
+//! same dictionary-encoded columns, in every reader.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use arrow_array::builder::{Float32Builder, Float64Builder, ListBuilder};
 use arrow_array::types::Int32Type;
 use arrow_array::{
-    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, RecordBatch, StringArray,
-    UInt64Array,
+    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, StringArray, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::ArrowWriter;
+use bytes::Bytes;
+use parquet::arrow::arrow_writer::{ArrowRowGroupWriterFactory, compute_leaves};
+use parquet::arrow::{ArrowSchemaConverter, ArrowWriter, add_encoded_arrow_schema_to_metadata};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::metadata::KeyValue;
+use parquet::column::page::{CompressedPage, Page, PageWriter};
+use parquet::column::writer::ColumnCloseResult;
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{ColumnChunkMetaData, KeyValue};
 use parquet::file::properties::WriterProperties;
-use parquet::schema::types::ColumnPath;
+use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
+use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor};
 
 use super::row::{RowRecord, RunIdentity};
 use super::{TraceError, TraceSink};
 use crate::regime::Origin;
 
-/// Raw column bytes buffered before a part is cut (bounds the writer's memory).
+/// Raw column bytes buffered before a part is cut (bounds the writer's memory: two sets of
+/// buffers of this size take turns).
 pub const PART_BYTES: usize = 32 << 20;
 
 /// A flush cuts a part when this long has passed since the last one.
@@ -53,7 +75,7 @@ pub const ACTION_KEY: &str = "perennial.action";
 
 const ORIGINS: [&str; 4] = ["initial", "scheduled", "stochastic", "manual"];
 
-fn origin_key(o: Origin) -> i32 {
+fn origin_key(o: Origin) -> u32 {
     match o {
         Origin::Initial => 0,
         Origin::Scheduled => 1,
@@ -123,9 +145,8 @@ pub fn schema(components: &[String], payouts: &[String], record_transitions: boo
 /// The writer properties every part uses: zstd, dictionaries for the strings and the
 /// (often repeating) rewards, delta encoding for the counters.
 fn properties(metadata: Vec<KeyValue>) -> WriterProperties {
-    let level = ZstdLevel::try_new(3).unwrap_or_default();
     let mut b = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(level))
+        .set_compression(Compression::ZSTD(zstd_level()))
         .set_key_value_metadata(Some(metadata));
     for counter in ["step", "episode", "episode_step"] {
         let path = ColumnPath::from(counter);
@@ -134,6 +155,23 @@ fn properties(metadata: Vec<KeyValue>) -> WriterProperties {
             .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
     }
     b.build()
+}
+
+/// The zstd level of every page.
+const ZSTD_LEVEL: i32 = 3;
+
+fn zstd_level() -> ZstdLevel {
+    ZstdLevel::try_new(ZSTD_LEVEL).unwrap_or_default()
+}
+
+/// Runs of equal keys, in row order: `(key, rows)`.
+type Runs = Vec<(u32, u32)>;
+
+fn push_run(runs: &mut Runs, key: u32) {
+    match runs.last_mut() {
+        Some((k, n)) if *k == key => *n += 1,
+        _ => runs.push((key, 1)),
+    }
 }
 
 /// Rows waiting for the next part, one buffer per column.
@@ -146,8 +184,8 @@ struct Columns {
     components: Vec<Vec<f64>>,
     payouts: Vec<Vec<f64>>,
     payout_valid: Vec<bool>,
-    regime: Vec<i32>,
-    origin: Vec<i32>,
+    regime: Runs,
+    origin: Runs,
     terminated: Vec<bool>,
     truncated: Vec<bool>,
     ceiling: Vec<f64>,
@@ -159,6 +197,25 @@ struct Columns {
 }
 
 impl Columns {
+    /// Empty buffers for `rows` rows of a trace with these many terms.
+    fn with_capacity(rows: usize, components: usize, payouts: usize) -> Self {
+        let f64s = || Vec::with_capacity(rows);
+        Columns {
+            step: Vec::with_capacity(rows),
+            episode: Vec::with_capacity(rows),
+            episode_step: Vec::with_capacity(rows),
+            reward: f64s(),
+            components: (0..components).map(|_| f64s()).collect(),
+            payouts: (0..payouts).map(|_| f64s()).collect(),
+            payout_valid: Vec::with_capacity(if payouts > 0 { rows } else { 0 }),
+            terminated: Vec::with_capacity(rows),
+            truncated: Vec::with_capacity(rows),
+            ceiling: f64s(),
+            ceiling_valid: Vec::with_capacity(rows),
+            ..Columns::default()
+        }
+    }
+
     fn len(&self) -> usize {
         self.step.len()
     }
@@ -184,122 +241,136 @@ impl Columns {
     }
 }
 
-/// Writes a trace as a directory of Parquet part files.
-pub(crate) struct ParquetWriter {
-    dir: PathBuf,
-    schema: SchemaRef,
-    identity: RunIdentity,
-    record_transitions: bool,
-    /// Regime labels in order of first appearance: the dictionary of the `regime` column.
-    regimes: Vec<String>,
+/// One part on its way to the part thread: its rows and what its file records.
+struct PartJob {
     cols: Columns,
-    /// Rows a part holds at most ([`PART_BYTES`] over the row's raw size).
-    part_rows: usize,
-    next_part: usize,
-    /// Rows in finished parts.
-    rows_done: u64,
-    last_part: Instant,
-    manifest: Option<String>,
-    /// `scalar` or `array`, from the first action written.
+    index: usize,
+    /// The `regime` column's dictionary: every label seen so far, in order of appearance.
+    regimes: Vec<String>,
+    manifest: Option<Arc<str>>,
     action_kind: Option<&'static str>,
 }
 
-impl ParquetWriter {
-    /// A writer into the directory `dir`, whose first part will be `part-{next_part:05}`
-    /// and which already holds `rows_done` rows in earlier parts.
-    pub(crate) fn new(
-        dir: &Path,
-        identity: &RunIdentity,
-        components: &[String],
-        payouts: &[String],
-        record_transitions: bool,
-        next_part: usize,
-        rows_done: u64,
-    ) -> Self {
-        let row_bytes = 8 * (6 + components.len() + payouts.len())
-            + 12
-            + if record_transitions { 64 } else { 0 };
-        ParquetWriter {
-            dir: dir.to_path_buf(),
-            schema: Arc::new(with_notify(
-                schema(components, payouts, record_transitions),
-                identity,
-            )),
-            identity: identity.clone(),
-            record_transitions,
-            regimes: Vec::new(),
-            cols: Columns {
-                components: vec![Vec::new(); components.len()],
-                payouts: vec![Vec::new(); payouts.len()],
-                ..Columns::default()
-            },
-            part_rows: (PART_BYTES / row_bytes).max(1024),
-            next_part,
-            rows_done,
-            last_part: Instant::now(),
-            manifest: None,
-            action_kind: None,
-        }
-    }
+/// What every part of one trace shares: where it goes and its schema.
+struct PartLayout {
+    dir: PathBuf,
+    schema: SchemaRef,
+    parquet: Arc<SchemaDescriptor>,
+    identity: RunIdentity,
+    record_transitions: bool,
+}
 
-    fn batch(&mut self) -> Result<RecordBatch, arrow_schema::ArrowError> {
-        let n = self.cols.len();
-        let c = &mut self.cols;
-        let constant = |s: &str| -> ArrayRef {
-            Arc::new(DictionaryArray::<Int32Type>::new(
-                Int32Array::from(vec![0; n]),
-                Arc::new(StringArray::from(vec![s])),
-            ))
+/// A column of a part: known by key (written by [`keyed_chunk`]) or an Arrow array for
+/// Parquet's own encoders.
+enum Column {
+    Keyed {
+        /// The PLAIN-encoded dictionary values.
+        dict: Vec<u8>,
+        len: usize,
+        runs: Runs,
+    },
+    Array(ArrayRef),
+}
+
+/// The PLAIN encoding of strings: each one's length (u32, little-endian), then its bytes.
+fn plain_strings<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(v.as_bytes());
+    }
+    out
+}
+
+/// A string column whose value is the same on every row.
+fn constant(text: &str, rows: usize) -> Column {
+    Column::Keyed {
+        dict: plain_strings([text]),
+        len: 1,
+        runs: vec![(0, rows as u32)],
+    }
+}
+
+/// A string column of keys into `labels`: written from its runs when they are few (the
+/// common case, a label held for many steps), else handed to Parquet's encoder as a
+/// dictionary array, whose bit-packing suits keys that change every few rows.
+fn labelled<'a>(
+    labels: impl IntoIterator<Item = &'a str> + Clone,
+    runs: &Runs,
+    rows: usize,
+) -> Column {
+    if runs.len() <= rows / 16 + 1 {
+        return Column::Keyed {
+            dict: plain_strings(labels.clone()),
+            len: labels.into_iter().count(),
+            runs: runs.clone(),
         };
-        let u64s =
-            |v: &mut Vec<u64>| -> ArrayRef { Arc::new(UInt64Array::from(std::mem::take(v))) };
-        let mut arrays: Vec<ArrayRef> = vec![
-            constant(&self.identity.run_id),
-            Arc::new(UInt64Array::from(vec![self.identity.seed; n])),
-            constant(&self.identity.algorithm_id),
-            constant(&self.identity.task),
-        ];
-        if !self.identity.notify.is_none() {
-            arrays.push(constant(self.identity.notify.as_str()));
-        }
-        arrays.extend([
-            u64s(&mut c.step),
-            u64s(&mut c.episode),
-            u64s(&mut c.episode_step),
-            Arc::new(Float64Array::from(std::mem::take(&mut c.reward))),
-        ]);
-        for v in &mut c.components {
-            arrays.push(Arc::new(Float64Array::from(std::mem::take(v))));
-        }
-        for v in &mut c.payouts {
-            let values: Vec<Option<f64>> = v
-                .iter()
-                .zip(&c.payout_valid)
-                .map(|(&x, &ok)| ok.then_some(x))
-                .collect();
-            arrays.push(Arc::new(Float64Array::from(values)));
-        }
-        arrays.push(Arc::new(DictionaryArray::<Int32Type>::try_new(
-            Int32Array::from(std::mem::take(&mut c.regime)),
-            Arc::new(StringArray::from_iter_values(&self.regimes)),
-        )?));
-        arrays.push(Arc::new(DictionaryArray::<Int32Type>::try_new(
-            Int32Array::from(std::mem::take(&mut c.origin)),
-            Arc::new(StringArray::from_iter_values(ORIGINS)),
-        )?));
-        arrays.push(Arc::new(BooleanArray::from(std::mem::take(
-            &mut c.terminated,
-        ))));
-        arrays.push(Arc::new(BooleanArray::from(std::mem::take(
-            &mut c.truncated,
-        ))));
-        let ceiling: Vec<Option<f64>> = c
-            .ceiling
+    }
+    let keys: Int32Array = runs
+        .iter()
+        .flat_map(|&(k, n)| std::iter::repeat_n(k as i32, n as usize))
+        .collect();
+    Column::Array(Arc::new(DictionaryArray::<Int32Type>::new(
+        keys,
+        Arc::new(StringArray::from_iter_values(labels)),
+    )))
+}
+
+fn nullable(values: &[f64], valid: &[bool]) -> ArrayRef {
+    Arc::new(
+        values
             .iter()
-            .zip(&c.ceiling_valid)
+            .zip(valid)
             .map(|(&x, &ok)| ok.then_some(x))
-            .collect();
-        arrays.push(Arc::new(Float64Array::from(ceiling)));
+            .collect::<Float64Array>(),
+    )
+}
+
+impl PartLayout {
+    /// The part's columns, in schema order.
+    fn columns(&self, job: &PartJob) -> Vec<Column> {
+        let c = &job.cols;
+        let n = c.len();
+        let id = &self.identity;
+        let u64s = |v: &[u64]| -> Column { Column::Array(Arc::new(UInt64Array::from(v.to_vec()))) };
+        let mut columns = vec![
+            constant(&id.run_id, n),
+            Column::Keyed {
+                dict: id.seed.to_le_bytes().to_vec(),
+                len: 1,
+                runs: vec![(0, n as u32)],
+            },
+            constant(&id.algorithm_id, n),
+            constant(&id.task, n),
+        ];
+        if !id.notify.is_none() {
+            columns.push(constant(id.notify.as_str(), n));
+        }
+        columns.extend([
+            u64s(&c.step),
+            u64s(&c.episode),
+            u64s(&c.episode_step),
+            Column::Array(Arc::new(Float64Array::from(c.reward.clone()))),
+        ]);
+        for v in &c.components {
+            columns.push(Column::Array(Arc::new(Float64Array::from(v.clone()))));
+        }
+        for v in &c.payouts {
+            columns.push(Column::Array(nullable(v, &c.payout_valid)));
+        }
+        columns.push(labelled(
+            job.regimes.iter().map(String::as_str),
+            &c.regime,
+            n,
+        ));
+        columns.push(labelled(ORIGINS, &c.origin, n));
+        columns.push(Column::Array(Arc::new(BooleanArray::from(
+            c.terminated.clone(),
+        ))));
+        columns.push(Column::Array(Arc::new(BooleanArray::from(
+            c.truncated.clone(),
+        ))));
+        columns.push(Column::Array(nullable(&c.ceiling, &c.ceiling_valid)));
         if self.record_transitions {
             let mut obs = ListBuilder::new(Float32Builder::with_capacity(c.obs.len()));
             let mut start = 0;
@@ -308,7 +379,7 @@ impl ParquetWriter {
                 obs.append(true);
                 start = end;
             }
-            arrays.push(Arc::new(obs.finish()));
+            columns.push(Column::Array(Arc::new(obs.finish())));
             let mut action = ListBuilder::new(Float64Builder::with_capacity(c.action.len()));
             let mut start = 0;
             for &end in &c.action_ends {
@@ -316,49 +387,410 @@ impl ParquetWriter {
                 action.append(true);
                 start = end;
             }
-            arrays.push(Arc::new(action.finish()));
+            columns.push(Column::Array(Arc::new(action.finish())));
         }
-        RecordBatch::try_new(self.schema.clone(), arrays)
+        columns
     }
 
-    /// Writes the buffered rows as the next part file: temp file, fsync, rename, directory
-    /// fsync. Nothing happens without buffered rows.
-    fn cut_part(&mut self) -> Result<(), TraceError> {
-        let n = self.cols.len();
+    /// Writes `job` as its part file: temp file, fsync, rename, directory fsync. Returns
+    /// the rows written and leaves the job's buffers empty for the next part.
+    fn write(&self, job: &mut PartJob) -> Result<u64, TraceError> {
+        let n = job.cols.len();
         if n == 0 {
-            return Ok(());
+            return Ok(0);
         }
-        let name = part_name(self.next_part);
+        let name = part_name(job.index);
         let tmp = self.dir.join(format!(".{name}.tmp"));
         let target = self.dir.join(&name);
-        let err = |e: parquet::errors::ParquetError| {
-            TraceError::io(&tmp, std::io::Error::other(e.to_string()))
-        };
-        let batch = self
-            .batch()
-            .map_err(|e| TraceError::io(&tmp, std::io::Error::other(e.to_string())))?;
-        self.cols.clear();
+        let err = |e: ParquetError| TraceError::io(&tmp, std::io::Error::other(e.to_string()));
         let mut metadata = Vec::new();
-        if let Some(m) = &self.manifest {
-            metadata.push(KeyValue::new(MANIFEST_KEY.into(), m.clone()));
+        if let Some(m) = &job.manifest {
+            metadata.push(KeyValue::new(MANIFEST_KEY.into(), m.to_string()));
         }
-        if let Some(kind) = self.action_kind {
+        if let Some(kind) = job.action_kind {
             metadata.push(KeyValue::new(ACTION_KEY.into(), kind.to_string()));
         }
+        let mut props = properties(metadata);
+        add_encoded_arrow_schema_to_metadata(&self.schema, &mut props);
+        let props = Arc::new(props);
+        let columns = self.columns(job);
+        job.cols.clear();
+
         let mut file = File::create(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
         let mut writer =
-            ArrowWriter::try_new(&mut file, self.schema.clone(), Some(properties(metadata)))
+            SerializedFileWriter::new(&mut file, self.parquet.root_schema_ptr(), props)
                 .map_err(err)?;
-        writer.write(&batch).map_err(err)?;
+        let factory = ArrowRowGroupWriterFactory::new(&writer, self.schema.clone());
+        let encoders = factory.create_column_writers(0).map_err(err)?;
+        let mut rows = writer.next_row_group().map_err(err)?;
+        for (i, (column, mut encoder)) in columns.into_iter().zip(encoders).enumerate() {
+            match column {
+                Column::Keyed { dict, len, runs } => {
+                    let (bytes, close) =
+                        keyed_chunk(self.parquet.column(i), dict, len, &runs).map_err(err)?;
+                    rows.append_column(&bytes, close).map_err(err)?;
+                }
+                Column::Array(array) => {
+                    for leaf in compute_leaves(self.schema.field(i), &array).map_err(err)? {
+                        encoder.write(&leaf).map_err(err)?;
+                    }
+                    encoder
+                        .close()
+                        .map_err(err)?
+                        .append_to_row_group(&mut rows)
+                        .map_err(err)?;
+                }
+            }
+        }
+        rows.close().map_err(err)?;
         writer.close().map_err(err)?;
         file.sync_all().map_err(|e| TraceError::io(&tmp, e))?;
         drop(file);
         std::fs::rename(&tmp, &target).map_err(|e| TraceError::io(&target, e))?;
         sync_dir(&self.dir);
+        Ok(n as u64)
+    }
+}
+
+/// A dictionary column chunk written from its keys: one PLAIN dictionary page holding
+/// `dict` (`len` values) and one data page of RLE runs, both zstd-compressed like every
+/// other page. Both are a few bytes however many rows the runs cover.
+fn keyed_chunk(
+    descr: ColumnDescPtr,
+    dict: Vec<u8>,
+    len: usize,
+    runs: &Runs,
+) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+    // The RLE / bit-packing hybrid: the key width, then per run a ULEB128 header (the run
+    // length, shifted left once) and the key in as few bytes as the width needs.
+    let width = (usize::BITS - len.saturating_sub(1).leading_zeros()) as u8;
+    let key_bytes = usize::from(width).div_ceil(8);
+    let mut data = Vec::with_capacity(1 + runs.len() * 8);
+    data.push(width);
+    let mut rows: u64 = 0;
+    for &(key, n) in runs {
+        rows += u64::from(n);
+        let mut header = u64::from(n) << 1;
+        while header >= 0x80 {
+            data.push((header as u8) | 0x80);
+            header >>= 7;
+        }
+        data.push(header as u8);
+        data.extend_from_slice(&key.to_le_bytes()[..key_bytes]);
+    }
+    let values = u32::try_from(rows)
+        .map_err(|_| ParquetError::General(format!("{rows} rows do not fit one page")))?;
+    let zstd = |raw: &[u8]| -> Result<Bytes, ParquetError> {
+        zstd::bulk::compress(raw, ZSTD_LEVEL)
+            .map(Bytes::from)
+            .map_err(|e| ParquetError::External(Box::new(e)))
+    };
+    let mut sink = TrackedWrite::new(Vec::new());
+    let mut pages = SerializedPageWriter::new(&mut sink);
+    let dict_size = dict.len();
+    let dict_page = pages.write_page(CompressedPage::new(
+        Page::DictionaryPage {
+            buf: zstd(&dict)?,
+            num_values: len as u32,
+            encoding: Encoding::PLAIN,
+            is_sorted: false,
+        },
+        dict_size,
+    ))?;
+    let data_size = data.len();
+    let data_page = pages.write_page(CompressedPage::new(
+        Page::DataPage {
+            buf: zstd(&data)?,
+            num_values: values,
+            encoding: Encoding::RLE_DICTIONARY,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        },
+        data_size,
+    ))?;
+    pages.close()?;
+    let bytes = Bytes::from(sink.into_inner()?);
+    let total = bytes.len() as i64;
+    let uncompressed = (dict_page.uncompressed_size + data_page.uncompressed_size) as i64;
+    let metadata = ColumnChunkMetaData::builder(descr)
+        .set_compression(Compression::ZSTD(zstd_level()))
+        .set_encodings(vec![
+            Encoding::PLAIN,
+            Encoding::RLE,
+            Encoding::RLE_DICTIONARY,
+        ])
+        .set_num_values(rows as i64)
+        .set_total_compressed_size(total)
+        .set_total_uncompressed_size(uncompressed)
+        .set_dictionary_page_offset(Some(dict_page.offset as i64))
+        .set_data_page_offset(data_page.offset as i64)
+        .build()?;
+    let close = ColumnCloseResult {
+        bytes_written: total as u64,
+        rows_written: rows,
+        metadata,
+        bloom_filter: None,
+        column_index: None,
+        offset_index: None,
+    };
+    Ok((bytes, close))
+}
+
+/// Writes parts on a thread of their own, one at a time and in the order handed over. The
+/// caller hands over a buffer while the previous one may still be on its way to disk; it
+/// waits only when it has filled the next before that one is done.
+pub(crate) struct PartThread<B: Send + 'static> {
+    jobs: Option<SyncSender<B>>,
+    done: Receiver<(B, Result<u64, TraceError>)>,
+    thread: Option<JoinHandle<()>>,
+    dir: PathBuf,
+    busy: bool,
+}
+
+impl<B: Send + 'static> PartThread<B> {
+    /// Starts the thread; `write` writes one buffer as a part, returns its rows and leaves
+    /// the buffer empty for reuse.
+    ///
+    /// # Errors
+    ///
+    /// The thread cannot be started.
+    pub(crate) fn spawn(
+        dir: &Path,
+        mut write: impl FnMut(&mut B) -> Result<u64, TraceError> + Send + 'static,
+    ) -> Result<Self, TraceError> {
+        let (jobs, incoming) = sync_channel::<B>(1);
+        let (finished, done) = channel();
+        let thread = std::thread::Builder::new()
+            .name("perennial-parts".into())
+            .spawn(move || {
+                for mut buffer in incoming {
+                    let result = write(&mut buffer);
+                    if finished.send((buffer, result)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| TraceError::io(dir, e))?;
+        Ok(PartThread {
+            jobs: Some(jobs),
+            done,
+            thread: Some(thread),
+            dir: dir.to_path_buf(),
+            busy: false,
+        })
+    }
+
+    fn stopped(&self) -> TraceError {
+        TraceError::io(
+            &self.dir,
+            std::io::Error::other("the thread writing Parquet parts stopped unexpectedly"),
+        )
+    }
+
+    /// Waits for the part in flight, if any: its emptied buffer and the rows it wrote.
+    ///
+    /// # Errors
+    ///
+    /// The part could not be written.
+    pub(crate) fn wait(&mut self) -> Result<Option<(B, u64)>, TraceError> {
+        if !self.busy {
+            return Ok(None);
+        }
+        self.busy = false;
+        let (buffer, rows) = self.done.recv().map_err(|_| self.stopped())?;
+        Ok(Some((buffer, rows?)))
+    }
+
+    /// As [`PartThread::wait`], without waiting: `None` while the part is still in flight.
+    ///
+    /// # Errors
+    ///
+    /// The part could not be written.
+    pub(crate) fn poll(&mut self) -> Result<Option<(B, u64)>, TraceError> {
+        if !self.busy {
+            return Ok(None);
+        }
+        match self.done.try_recv() {
+            Ok((buffer, rows)) => {
+                self.busy = false;
+                Ok(Some((buffer, rows?)))
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => Ok(None),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                self.busy = false;
+                Err(self.stopped())
+            }
+        }
+    }
+
+    /// Hands `buffer` over; call [`PartThread::wait`] first, since one part is in flight
+    /// at a time.
+    ///
+    /// # Errors
+    ///
+    /// The thread has stopped.
+    pub(crate) fn send(&mut self, buffer: B) -> Result<(), TraceError> {
+        debug_assert!(!self.busy, "one part in flight at a time");
+        let jobs = self.jobs.as_ref().ok_or_else(|| self.stopped())?;
+        jobs.send(buffer).map_err(|_| self.stopped())?;
+        self.busy = true;
+        Ok(())
+    }
+}
+
+impl<B: Send + 'static> Drop for PartThread<B> {
+    fn drop(&mut self) {
+        // The part in flight is finished before the thread ends: it is complete on disk or
+        // was never renamed into place.
+        let _ = self.wait();
+        self.jobs = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Writes a trace as a directory of Parquet part files.
+pub(crate) struct ParquetWriter {
+    dir: PathBuf,
+    record_transitions: bool,
+    /// Regime labels in order of first appearance: the dictionary of the `regime` column.
+    regimes: Vec<String>,
+    /// The key of the label of the last row.
+    regime_key: Option<u32>,
+    cols: Columns,
+    /// The other set of buffers, back from the part thread; `None` while its part is in
+    /// flight.
+    spare: Option<Columns>,
+    parts: PartThread<PartJob>,
+    /// Rows a part holds at most ([`PART_BYTES`] over the row's raw size).
+    part_rows: usize,
+    next_part: usize,
+    /// Rows in finished parts.
+    rows_done: u64,
+    last_part: Instant,
+    manifest: Option<Arc<str>>,
+    /// `scalar` or `array`, from the first action written.
+    action_kind: Option<&'static str>,
+}
+
+impl ParquetWriter {
+    /// A writer into the directory `dir`, whose first part will be `part-{next_part:05}`
+    /// and which already holds `rows_done` rows in earlier parts.
+    ///
+    /// # Errors
+    ///
+    /// The part thread cannot be started.
+    pub(crate) fn new(
+        dir: &Path,
+        identity: &RunIdentity,
+        components: &[String],
+        payouts: &[String],
+        record_transitions: bool,
+        next_part: usize,
+        rows_done: u64,
+    ) -> Result<Self, TraceError> {
+        let row_bytes = 8 * (6 + components.len() + payouts.len())
+            + 12
+            + if record_transitions { 64 } else { 0 };
+        let part_rows = (PART_BYTES / row_bytes).max(1024);
+        let schema = Arc::new(with_notify(
+            schema(components, payouts, record_transitions),
+            identity,
+        ));
+        let parquet = ArrowSchemaConverter::new()
+            .convert(&schema)
+            .map_err(|e| TraceError::io(dir, std::io::Error::other(e.to_string())))?;
+        let layout = PartLayout {
+            dir: dir.to_path_buf(),
+            schema,
+            parquet: Arc::new(parquet),
+            identity: identity.clone(),
+            record_transitions,
+        };
+        let parts = PartThread::spawn(dir, move |job: &mut PartJob| layout.write(job))?;
+        Ok(ParquetWriter {
+            dir: dir.to_path_buf(),
+            record_transitions,
+            regimes: Vec::new(),
+            regime_key: None,
+            cols: Columns::with_capacity(part_rows, components.len(), payouts.len()),
+            spare: None,
+            parts,
+            part_rows,
+            next_part,
+            rows_done,
+            last_part: Instant::now(),
+            manifest: None,
+            action_kind: None,
+        })
+    }
+
+    /// The key of `label` in the `regime` dictionary, added when new.
+    fn regime_key(&mut self, label: &str) -> u32 {
+        if let Some(k) = self.regime_key
+            && self.regimes[k as usize] == label
+        {
+            return k;
+        }
+        let k = match self.regimes.iter().position(|r| r == label) {
+            Some(k) => k,
+            None => {
+                self.regimes.push(label.to_string());
+                self.regimes.len() - 1
+            }
+        } as u32;
+        self.regime_key = Some(k);
+        k
+    }
+
+    /// Takes back the buffers of a finished part, waiting for it when `block`.
+    fn collect(&mut self, block: bool) -> Result<(), TraceError> {
+        let finished = if block {
+            self.parts.wait()?
+        } else {
+            self.parts.poll()?
+        };
+        if let Some((job, rows)) = finished {
+            self.rows_done += rows;
+            self.spare = Some(job.cols);
+        }
+        Ok(())
+    }
+
+    /// Hands the buffered rows to the part thread as the next part, and goes on filling
+    /// the other set of buffers. Nothing happens without buffered rows.
+    fn cut_part(&mut self) -> Result<(), TraceError> {
+        if self.cols.len() == 0 {
+            return Ok(());
+        }
+        self.collect(true)?;
+        let next = match self.spare.take() {
+            Some(cols) => cols,
+            None => Columns::with_capacity(
+                self.part_rows,
+                self.cols.components.len(),
+                self.cols.payouts.len(),
+            ),
+        };
+        let cols = std::mem::replace(&mut self.cols, next);
+        self.parts.send(PartJob {
+            cols,
+            index: self.next_part,
+            regimes: self.regimes.clone(),
+            manifest: self.manifest.clone(),
+            action_kind: self.action_kind,
+        })?;
         self.next_part += 1;
-        self.rows_done += n as u64;
         self.last_part = Instant::now();
         Ok(())
+    }
+
+    /// Cuts a part and waits until every part handed over is on disk.
+    fn finish_parts(&mut self) -> Result<(), TraceError> {
+        self.cut_part()?;
+        self.collect(true)
     }
 }
 
@@ -377,6 +809,7 @@ pub(crate) fn sync_dir(dir: &Path) {
 
 impl TraceSink for ParquetWriter {
     fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
+        let regime = self.regime_key(row.regime);
         let c = &mut self.cols;
         c.step.push(row.step);
         c.episode.push(row.episode);
@@ -385,20 +818,14 @@ impl TraceSink for ParquetWriter {
         for (col, &v) in c.components.iter_mut().zip(row.components) {
             col.push(v);
         }
-        let paid = !row.payouts.is_empty();
-        for (i, col) in c.payouts.iter_mut().enumerate() {
-            col.push(row.payouts.get(i).copied().unwrap_or(0.0));
-        }
-        c.payout_valid.push(paid);
-        let key = match self.regimes.iter().rposition(|r| r == row.regime) {
-            Some(k) => k,
-            None => {
-                self.regimes.push(row.regime.to_string());
-                self.regimes.len() - 1
+        if !c.payouts.is_empty() {
+            for (i, col) in c.payouts.iter_mut().enumerate() {
+                col.push(row.payouts.get(i).copied().unwrap_or(0.0));
             }
-        };
-        c.regime.push(key as i32);
-        c.origin.push(origin_key(row.origin));
+            c.payout_valid.push(!row.payouts.is_empty());
+        }
+        push_run(&mut c.regime, regime);
+        push_run(&mut c.origin, origin_key(row.origin));
         c.terminated.push(row.terminated);
         c.truncated.push(row.truncated);
         c.ceiling.push(row.ceiling.unwrap_or(0.0));
@@ -433,25 +860,27 @@ impl TraceSink for ParquetWriter {
     }
 
     fn flush(&mut self) -> Result<(), TraceError> {
+        // A part that failed on the part thread fails the run here, at the next window.
+        self.collect(false)?;
         if self.last_part.elapsed() >= Duration::from_secs(PART_SECONDS) {
             self.cut_part()?;
         }
         Ok(())
     }
 
-    /// Cuts a part and returns the number of rows in finished parts: the position a
-    /// checkpoint records for a Parquet trace (rows, not bytes).
+    /// Cuts a part, waits until it is on disk and returns the number of rows in finished
+    /// parts: the position a checkpoint records for a Parquet trace (rows, not bytes).
     fn sync(&mut self) -> Result<u64, TraceError> {
-        self.cut_part()?;
+        self.finish_parts()?;
         Ok(self.rows_done)
     }
 
     fn close(&mut self) -> Result<(), TraceError> {
-        self.cut_part()
+        self.finish_parts()
     }
 
     fn attach_manifest(&mut self, json: &str) {
-        self.manifest = Some(json.to_string());
+        self.manifest = Some(Arc::from(json));
     }
 }
 
@@ -459,47 +888,84 @@ impl Drop for ParquetWriter {
     fn drop(&mut self) {
         // Best effort, for callers that never closed the sink: every part cut before is
         // already complete on disk.
-        let _ = self.cut_part();
+        let _ = self.finish_parts();
     }
+}
+
+/// The row counts of the first parts of a Parquet table (in order) that hold its first
+/// `rows` rows, read from their footers; the parts after them are not read.
+///
+/// # Errors
+///
+/// A part cannot be read, or the parts hold fewer than `rows` rows: the table is not the
+/// one the checkpoint being resumed recorded. `what` names the table in the message.
+fn kept_parts(
+    dir: &Path,
+    parts: &[PathBuf],
+    rows: u64,
+    what: &str,
+) -> Result<Vec<u64>, TraceError> {
+    let mut counts = Vec::new();
+    let mut held = 0;
+    for path in parts {
+        if held >= rows {
+            break;
+        }
+        let n = super::parquet_reader::part_rows(path)?;
+        counts.push(n);
+        held += n;
+    }
+    if held < rows {
+        return Err(TraceError::io(
+            dir,
+            std::io::Error::other(format!(
+                "the {what} holds {held} rows in finished parts but the checkpoint recorded {rows}; it is not this checkpoint's (it was replaced or shortened since), and it was left untouched"
+            )),
+        ));
+    }
+    Ok(counts)
+}
+
+/// Checks, reading only, that the Parquet table `dir` holds at least the `rows` rows a
+/// checkpoint recorded; `what` names it in the message (`trace`, `events table`).
+///
+/// # Errors
+///
+/// As [`cut_back`], without touching anything.
+pub(crate) fn check_rows(dir: &Path, rows: u64, what: &str) -> Result<(), TraceError> {
+    let parts = super::parquet_reader::list_parts(dir)?;
+    kept_parts(dir, &parts.parts, rows, what).map(|_| ())
 }
 
 /// Prepares `dir` for a run continued from a checkpoint that recorded `rows` rows: parts
 /// wholly after that row are removed, the part holding it is rewritten with only the rows
-/// before it, leftover temp files are removed. Returns the next part index.
+/// before it, leftover temp files are removed. Returns the next part index. The parts are
+/// counted before anything is removed, so a table that is not the checkpoint's is left as
+/// it was; `what` names it in the message.
 ///
 /// # Errors
 ///
 /// The directory or a part cannot be read or rewritten, or it holds fewer rows than the
 /// checkpoint recorded.
-pub(crate) fn cut_back(dir: &Path, rows: u64) -> Result<usize, TraceError> {
+pub(crate) fn cut_back(dir: &Path, rows: u64, what: &str) -> Result<usize, TraceError> {
     let parts = super::parquet_reader::list_parts(dir)?;
+    let kept = kept_parts(dir, &parts.parts, rows, what)?;
     for tmp in &parts.temps {
         std::fs::remove_file(tmp).map_err(|e| TraceError::io(tmp, e))?;
     }
     let mut start = 0u64;
-    let mut keep = 0usize;
-    for path in &parts.parts {
-        if start >= rows {
+    for (i, path) in parts.parts.iter().enumerate() {
+        let Some(&n) = kept.get(i) else {
             std::fs::remove_file(path).map_err(|e| TraceError::io(path, e))?;
             continue;
-        }
-        let n = super::parquet_reader::part_rows(path)?;
+        };
         if start + n > rows {
             rewrite_prefix(path, (rows - start) as usize)?;
         }
         start += n.min(rows - start);
-        keep += 1;
-    }
-    if start < rows {
-        return Err(TraceError::io(
-            dir,
-            std::io::Error::other(format!(
-                "the trace holds {start} rows but the checkpoint recorded {rows}; it is not the trace this checkpoint belongs to"
-            )),
-        ));
     }
     sync_dir(dir);
-    Ok(keep)
+    Ok(kept.len())
 }
 
 /// Rewrites the part at `path` keeping its first `keep` rows (temp file, fsync, rename).
