@@ -13,7 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-cargo test --release
+# The Rust tests write their files under one temp folder of this run, removed at the end.
+rust_tmp=$(mktemp -d "${TMPDIR:-/tmp}/perennial-tests.XXXXXX")
+trap 'rm -rf "$rust_tmp"' EXIT
+TMPDIR=$rust_tmp cargo test --release
 
 python=${PYTHON:-python3}
 venv=${PERENNIAL_VENV:-$root/.venv}

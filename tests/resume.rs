@@ -12,10 +12,30 @@ fn perennial() -> Command {
     cmd
 }
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-resume-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A folder of the test's own under the target's temp dir, removed when the test passes
+/// (a failing test leaves it to look at).
+struct Folder(PathBuf);
+
+impl Folder {
+    fn new(test: &str) -> Self {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("resume-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Folder(dir)
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 fn path(p: &Path) -> &str {
@@ -29,10 +49,11 @@ fn killed_and_resumed_matches_uninterrupted(world: &str, agent: &str, steps: u64
         .trim_start_matches("worlds/")
         .trim_end_matches(".toml");
     let name = format!("{world_name}-{agent}");
+    let folder = Folder::new(&name);
     let (whole, cut, ckpt) = (
-        temp(&format!("{name}-whole.jsonl")),
-        temp(&format!("{name}-cut.jsonl")),
-        temp(&format!("{name}.ckpt.json")),
+        folder.join(&format!("{name}-whole.jsonl")),
+        folder.join(&format!("{name}-cut.jsonl")),
+        folder.join(&format!("{name}.ckpt.json")),
     );
     let steps_arg = steps.to_string();
     let common = [
@@ -114,7 +135,8 @@ fn cartpole_killed_after_a_checkpoint_resumes_to_the_same_trace() {
 
 #[test]
 fn resume_refuses_a_file_that_is_not_a_checkpoint() {
-    let bogus = temp("bogus.ckpt.json");
+    let folder = Folder::new("bogus");
+    let bogus = folder.join("bogus.ckpt.json");
     std::fs::write(&bogus, "{\"hello\": 1}").unwrap();
     let out = perennial()
         .args(["run", "--resume", path(&bogus)])
