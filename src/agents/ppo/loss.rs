@@ -1,16 +1,25 @@
 //! PPO's clipped surrogate objective and the entropy bonus, with their gradients.
 
+use super::kernel;
+
 /// Softmax of `logits` into `probs` (overwritten), computed stably.
 pub fn softmax(logits: &[f32], probs: &mut [f32]) {
     let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-    let mut total = 0.0;
     for (p, z) in probs.iter_mut().zip(logits) {
-        *p = (z - max).exp();
-        total += *p;
+        *p = z - max;
     }
+    kernel::exp_in_place(probs);
+    let total: f32 = probs.iter().sum();
     for p in probs.iter_mut() {
         *p /= total;
     }
+}
+
+/// `ln softmax(logits)[a]`, computed stably as `z_a - max - ln Σ e^(z - max)`.
+pub fn log_prob(logits: &[f32], a: usize) -> f32 {
+    let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+    let total: f32 = logits.iter().map(|z| kernel::exp(z - max)).sum();
+    logits[a] - max - total.ln()
 }
 
 /// What one policy loss evaluation measured, summed over the batch (divide by its size for
@@ -45,13 +54,36 @@ pub fn policy_loss(
     let n = logits.len() / batch.max(1);
     let inv = 1.0 / batch.max(1) as f32;
     let mut out = PolicyLoss::default();
-    let mut probs = vec![0.0; n];
-    for i in 0..batch {
-        let z = &logits[i * n..(i + 1) * n];
-        softmax(z, &mut probs);
+    // The exponentials of the whole batch in one vectorized pass, in `d_logits`, which each
+    // row then overwrites with its gradient.
+    let d_logits = &mut d_logits[..batch * n];
+    for (d, z) in d_logits.chunks_exact_mut(n).zip(logits.chunks_exact(n)) {
+        let max = z.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        for (d, z) in d.iter_mut().zip(z) {
+            *d = z - max;
+        }
+    }
+    kernel::exp_in_place(d_logits);
+    for (i, (d, z)) in d_logits
+        .chunks_exact_mut(n)
+        .zip(logits.chunks_exact(n))
+        .enumerate()
+    {
+        let max = z.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let total: f32 = d.iter().sum();
+        let log_total = total.ln();
+        // ln π_j = z_j - max - ln Σ; π_j = e^(z_j - max) / Σ, held in `d` for now.
+        for p in d.iter_mut() {
+            *p /= total;
+        }
+        let entropy: f32 = -d
+            .iter()
+            .zip(z)
+            .map(|(p, z)| p * (z - max - log_total))
+            .sum::<f32>();
         let a = actions[i];
-        let logp = probs[a].max(1e-30).ln();
-        let ratio = (logp - old_logp[i]).exp();
+        let logp = z[a] - max - log_total;
+        let ratio = kernel::exp(logp - old_logp[i]);
         let a_i = adv[i];
         let clipped = ratio.clamp(1.0 - clip, 1.0 + clip);
         let (unclipped_obj, clipped_obj) = (ratio * a_i, clipped * a_i);
@@ -60,19 +92,18 @@ pub fn policy_loss(
             out.clipped += 1;
         }
         out.approx_kl += f64::from((ratio - 1.0) - (logp - old_logp[i]));
+        out.entropy += f64::from(entropy);
         // The min picks the unclipped term exactly when its gradient flows.
         let d_logp = if unclipped_obj <= clipped_obj {
             -ratio * a_i
         } else {
             0.0
         };
-        let entropy: f32 = -probs.iter().map(|p| p * p.max(1e-30).ln()).sum::<f32>();
-        out.entropy += f64::from(entropy);
-        let d = &mut d_logits[i * n..(i + 1) * n];
-        for j in 0..n {
+        for (j, (d, z)) in d.iter_mut().zip(z).enumerate() {
+            let p = *d;
             let onehot = if j == a { 1.0 } else { 0.0 };
-            let d_ent = -probs[j] * (probs[j].max(1e-30).ln() + entropy);
-            d[j] = (d_logp * (onehot - probs[j]) - entropy_coef * d_ent) * inv;
+            let d_ent = -p * (z - max - log_total + entropy);
+            *d = (d_logp * (onehot - p) - entropy_coef * d_ent) * inv;
         }
     }
     out

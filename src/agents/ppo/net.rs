@@ -4,6 +4,8 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::kernel;
+
 /// A multilayer perceptron: tanh hidden layers, a linear output layer.
 ///
 /// All weights live in one flat vector (`params`), layer by layer, each layer a row-major
@@ -25,6 +27,23 @@ pub struct Cache {
     acts: Vec<Vec<f32>>,
     delta: Vec<f32>,
     delta_prev: Vec<f32>,
+    fw: ForwardWeights,
+}
+
+/// An [`Mlp`]'s weights laid out for its forward pass: each layer's matrix transposed to
+/// `in × out` (so a layer is one product `x · Wᵀ` whose inner loop runs along contiguous
+/// outputs), the biases as they are. It is a copy: rebuild it with [`Mlp::forward_weights`]
+/// whenever the weights change.
+#[derive(Clone, Debug, Default)]
+pub struct ForwardWeights {
+    w: Vec<f32>,
+}
+
+impl ForwardWeights {
+    /// Whether it has the shape of `net`'s weights (not whether it is up to date).
+    pub fn fits(&self, net: &Mlp) -> bool {
+        self.w.len() == net.params.len()
+    }
 }
 
 impl Cache {
@@ -32,25 +51,6 @@ impl Cache {
     pub fn output(&self) -> &[f32] {
         self.acts.last().map_or(&[], Vec::as_slice)
     }
-}
-
-/// Dot product with eight independent accumulators, so the compiler can keep them in one
-/// vector register (a single running sum would force strict left-to-right order).
-#[inline]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let chunks = a.len() / 8;
-    for c in 0..chunks {
-        let (x, y) = (&a[c * 8..c * 8 + 8], &b[c * 8..c * 8 + 8]);
-        for k in 0..8 {
-            acc[k] += x[k] * y[k];
-        }
-    }
-    let mut sum = acc.iter().sum::<f32>();
-    for k in chunks * 8..a.len().min(b.len()) {
-        sum += a[k] * b[k];
-    }
-    sum
 }
 
 impl Mlp {
@@ -114,23 +114,51 @@ impl Mlp {
         self.sizes.len() - 1
     }
 
-    /// The output for one input, written to `out`; `scratch` is reused between calls so a
-    /// rollout step allocates nothing.
-    pub fn forward_one(&self, x: &[f32], scratch: &mut [Vec<f32>; 2], out: &mut Vec<f32>) {
+    /// Fills `fw` with this network's weights laid out for the forward pass.
+    pub fn forward_weights(&self, fw: &mut ForwardWeights) {
+        fw.w.clear();
+        fw.w.resize(self.params.len(), 0.0);
+        let mut offset = 0;
+        for l in 0..self.layers() {
+            let (fan_in, fan_out) = (self.sizes[l], self.sizes[l + 1]);
+            let size = fan_in * fan_out;
+            let (w, b) = self.params[offset..offset + size + fan_out].split_at(size);
+            let (wt, bt) = fw.w[offset..offset + size + fan_out].split_at_mut(size);
+            for (o, row) in w.chunks_exact(fan_in).enumerate() {
+                for (i, &v) in row.iter().enumerate() {
+                    wt[i * fan_out + o] = v;
+                }
+            }
+            bt.copy_from_slice(b);
+            offset += size + fan_out;
+        }
+    }
+
+    /// The output for one input, written to `out`, with `fw` the forward weights of this
+    /// network as it is now ([`Mlp::forward_weights`]); `scratch` is reused between calls so
+    /// a rollout step allocates nothing. The bits equal those the same input gets inside
+    /// [`Mlp::forward_batch`].
+    pub fn forward_one(
+        &self,
+        fw: &ForwardWeights,
+        x: &[f32],
+        scratch: &mut [Vec<f32>; 2],
+        out: &mut Vec<f32>,
+    ) {
         let [cur, next] = scratch;
         cur.clear();
         cur.extend_from_slice(&x[..self.sizes[0]]);
         let mut offset = 0;
         for l in 0..self.layers() {
             let (fan_in, fan_out) = (self.sizes[l], self.sizes[l + 1]);
-            let w = &self.params[offset..offset + fan_in * fan_out];
-            let b = &self.params[offset + fan_in * fan_out..offset + fan_in * fan_out + fan_out];
+            let (wt, b) =
+                fw.w[offset..offset + fan_in * fan_out + fan_out].split_at(fan_in * fan_out);
             offset += fan_in * fan_out + fan_out;
             next.clear();
-            let hidden = l + 1 < self.layers();
-            for o in 0..fan_out {
-                let z = dot(&w[o * fan_in..(o + 1) * fan_in], cur) + b[o];
-                next.push(if hidden { z.tanh() } else { z });
+            next.extend_from_slice(b);
+            kernel::matmul_acc(cur, wt, next, 1, fan_in, fan_out);
+            if l + 1 < self.layers() {
+                kernel::tanh_in_place(next);
             }
             std::mem::swap(cur, next);
         }
@@ -141,6 +169,7 @@ impl Mlp {
     /// Forward pass over `batch` inputs laid out row by row in `x`; keeps what the backward
     /// pass needs in `cache`.
     pub fn forward_batch(&self, x: &[f32], batch: usize, cache: &mut Cache) {
+        self.forward_weights(&mut cache.fw);
         cache.batch = batch;
         cache.acts.resize_with(self.sizes.len(), Vec::new);
         cache.acts[0].clear();
@@ -148,22 +177,18 @@ impl Mlp {
         let mut offset = 0;
         for l in 0..self.layers() {
             let (fan_in, fan_out) = (self.sizes[l], self.sizes[l + 1]);
-            let w = &self.params[offset..offset + fan_in * fan_out];
-            let b = &self.params[offset + fan_in * fan_out..offset + fan_in * fan_out + fan_out];
+            let (wt, b) =
+                cache.fw.w[offset..offset + fan_in * fan_out + fan_out].split_at(fan_in * fan_out);
             offset += fan_in * fan_out + fan_out;
-            let hidden = l + 1 < self.layers();
             let (before, after) = cache.acts.split_at_mut(l + 1);
-            let input = &before[l];
             let output = &mut after[0];
             output.clear();
-            output.resize(batch * fan_out, 0.0);
-            for s in 0..batch {
-                let row = &input[s * fan_in..(s + 1) * fan_in];
-                let out = &mut output[s * fan_out..(s + 1) * fan_out];
-                for o in 0..fan_out {
-                    let z = dot(&w[o * fan_in..(o + 1) * fan_in], row) + b[o];
-                    out[o] = if hidden { z.tanh() } else { z };
-                }
+            for _ in 0..batch {
+                output.extend_from_slice(b);
+            }
+            kernel::matmul_acc(&before[l], wt, output, batch, fan_in, fan_out);
+            if l + 1 < self.layers() {
+                kernel::tanh_in_place(output);
             }
         }
     }
@@ -178,27 +203,18 @@ impl Mlp {
         cache
             .delta
             .extend_from_slice(&d_out[..batch * self.output_dim()]);
-        let mut offsets = Vec::with_capacity(layers);
-        let mut offset = 0;
-        for l in 0..layers {
-            offsets.push(offset);
-            offset += self.sizes[l] * self.sizes[l + 1] + self.sizes[l + 1];
-        }
+        let mut end = self.params.len();
         for l in (0..layers).rev() {
             let (fan_in, fan_out) = (self.sizes[l], self.sizes[l + 1]);
-            let offset = offsets[l];
+            let offset = end - (fan_in * fan_out + fan_out);
+            end = offset;
             let input = &cache.acts[l];
             let (gw, rest) = grad[offset..].split_at_mut(fan_in * fan_out);
             let gb = &mut rest[..fan_out];
-            for s in 0..batch {
-                let d = &cache.delta[s * fan_out..(s + 1) * fan_out];
-                let row = &input[s * fan_in..(s + 1) * fan_in];
-                for o in 0..fan_out {
-                    let g = d[o];
-                    gb[o] += g;
-                    for (w, x) in gw[o * fan_in..(o + 1) * fan_in].iter_mut().zip(row) {
-                        *w += g * x;
-                    }
+            kernel::matmul_tn_acc(&cache.delta, input, gw, batch, fan_out, fan_in);
+            for d in cache.delta.chunks_exact(fan_out) {
+                for (g, d) in gb.iter_mut().zip(d) {
+                    *g += d;
                 }
             }
             if l == 0 {
@@ -208,18 +224,16 @@ impl Mlp {
             let w = &self.params[offset..offset + fan_in * fan_out];
             cache.delta_prev.clear();
             cache.delta_prev.resize(batch * fan_in, 0.0);
-            for s in 0..batch {
-                let d = &cache.delta[s * fan_out..(s + 1) * fan_out];
-                let prev = &mut cache.delta_prev[s * fan_in..(s + 1) * fan_in];
-                for o in 0..fan_out {
-                    let g = d[o];
-                    for (p, w) in prev.iter_mut().zip(&w[o * fan_in..(o + 1) * fan_in]) {
-                        *p += g * w;
-                    }
-                }
-                for (p, a) in prev.iter_mut().zip(&input[s * fan_in..(s + 1) * fan_in]) {
-                    *p *= 1.0 - a * a;
-                }
+            kernel::matmul_acc(
+                &cache.delta,
+                w,
+                &mut cache.delta_prev,
+                batch,
+                fan_out,
+                fan_in,
+            );
+            for (p, a) in cache.delta_prev.iter_mut().zip(input) {
+                *p *= 1.0 - a * a;
             }
             std::mem::swap(&mut cache.delta, &mut cache.delta_prev);
         }
@@ -258,7 +272,7 @@ impl Adam {
     /// gradient down to a global norm of `max_norm` when it is longer (no clipping when
     /// `max_norm` is not positive).
     pub fn step(&mut self, params: &mut [f32], grad: &[f32], lr: f32, max_norm: f32) {
-        let norm = grad.iter().map(|g| g * g).sum::<f32>().sqrt();
+        let norm = kernel::sum_squares(grad).sqrt();
         let scale = if max_norm > 0.0 && norm > max_norm {
             max_norm / norm
         } else {
@@ -272,17 +286,7 @@ impl Adam {
         let c1 = 1.0 - b1.powi(self.t.min(i32::MAX as u64) as i32);
         let c2 = 1.0 - b2.powi(self.t.min(i32::MAX as u64) as i32);
         let step = lr * c2.sqrt() / c1;
-        for (((p, g), m), v) in params
-            .iter_mut()
-            .zip(grad)
-            .zip(self.m.iter_mut())
-            .zip(self.v.iter_mut())
-        {
-            let g = g * scale;
-            *m = b1 * *m + (1.0 - b1) * g;
-            *v = b2 * *v + (1.0 - b2) * g * g;
-            *p -= step * *m / (v.sqrt() + 1e-5);
-        }
+        kernel::adam_update(params, grad, &mut self.m, &mut self.v, scale, step);
     }
 }
 
@@ -354,8 +358,10 @@ mod tests {
         net.forward_batch(&x, 3, &mut cache);
         let mut scratch = [Vec::new(), Vec::new()];
         let mut out = Vec::new();
+        let mut fw = ForwardWeights::default();
+        net.forward_weights(&mut fw);
         for s in 0..3 {
-            net.forward_one(&x[s * 5..(s + 1) * 5], &mut scratch, &mut out);
+            net.forward_one(&fw, &x[s * 5..(s + 1) * 5], &mut scratch, &mut out);
             assert_eq!(out.as_slice(), &cache.output()[s * 2..(s + 1) * 2]);
         }
     }
