@@ -77,7 +77,7 @@ impl Envelope {
         let lost = lost_units * cfg.lost_sale_penalty * cm;
         let before_interest = holding + detention + shipping + action + late + lost;
         let debt = (prior_costs + before_interest - cfg.opening_cash).max(0.0);
-        let interest = debt * cfg.interest_rate;
+        let interest = debt.min(cfg.credit_limit) * cfg.interest_rate;
         Envelope {
             ship_cap,
             deliveries,

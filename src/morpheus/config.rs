@@ -105,7 +105,8 @@ pub struct MorpheusConfig {
     /// How far cash may go below zero, currency: a reorder is refused only when it would
     /// take cash below `−credit_limit` (20000.0). Other costs are always booked.
     pub credit_limit: f64,
-    /// Interest charged per hour on a negative balance, as a fraction of it (0.00005).
+    /// Interest charged per hour on a negative balance, as a fraction of it, on at most
+    /// `credit_limit` of it (0.00005).
     pub interest_rate: f64,
     /// Charge per unit of lost sales (an overflowed or cancelled order): the goodwill a
     /// lost sale costs, booked in the ledger so that profit counts it, currency (2.0).

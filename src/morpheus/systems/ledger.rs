@@ -6,7 +6,9 @@ use crate::morpheus::components::Sku;
 use crate::morpheus::resources::{CostKind, CurrentConditions, Ledger, Settings, Stats};
 
 /// Charges holding cost on every unit on hand (unit cost × `holding_rate` × the regime's
-/// holding and cost multipliers), then interest on a negative balance.
+/// holding and cost multipliers), then interest on a negative balance, on at most
+/// `credit_limit` of it: debt run up beyond the line costs no interest, so a policy that
+/// keeps losing money sees its debt grow linearly, not compound without bound.
 pub fn charge_holding(
     settings: Res<Settings>,
     conditions: Res<CurrentConditions>,
@@ -20,7 +22,7 @@ pub fn charge_holding(
     ledger.pay(CostKind::Holding, cost);
     stats.hour.holding_cost = cost;
     if ledger.cash < 0.0 {
-        let interest = -ledger.cash * cfg.interest_rate;
+        let interest = (-ledger.cash).min(cfg.credit_limit) * cfg.interest_rate;
         ledger.pay(CostKind::Interest, interest);
     }
 }
