@@ -340,7 +340,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             return Ok(());
         };
         let (trace_bytes, trace_tail) = match self.sink.as_mut() {
-            Some(sink) => (Some(sink.sync()?), sink.tail()?),
+            Some(sink) => (sink.sync()?, sink.tail()?),
             None => (None, None),
         };
         let events_at = self.events.as_mut().map(EventWriter::sync).transpose()?;

@@ -148,8 +148,8 @@ impl TraceSink for JsonlWriter {
         self.out.flush()
     }
 
-    fn sync(&mut self) -> Result<u64, TraceError> {
-        self.out.sync()
+    fn sync(&mut self) -> Result<Option<u64>, TraceError> {
+        self.out.sync().map(Some)
     }
 
     fn tail(&mut self) -> Result<Option<String>, TraceError> {

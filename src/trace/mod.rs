@@ -101,15 +101,16 @@ pub trait TraceSink {
     /// An I/O error of the underlying file.
     fn flush(&mut self) -> Result<(), TraceError>;
 
-    /// Flushes and makes the file durable (fsync), returning its length in bytes: the
-    /// position a checkpoint records. Sinks without a file return 0.
+    /// Flushes and makes the file durable (fsync), returning the position a checkpoint
+    /// records (the file's length in bytes; a Parquet trace's rows in finished parts).
+    /// Sinks without a file return `None`, and a checkpoint then records no trace position.
     ///
     /// # Errors
     ///
     /// An I/O error of the underlying file.
-    fn sync(&mut self) -> Result<u64, TraceError> {
+    fn sync(&mut self) -> Result<Option<u64>, TraceError> {
         self.flush()?;
-        Ok(0)
+        Ok(None)
     }
 
     /// A hash of the last complete line in the file ([`tail_hash`]), called after

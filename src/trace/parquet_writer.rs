@@ -870,9 +870,9 @@ impl TraceSink for ParquetWriter {
 
     /// Cuts a part, waits until it is on disk and returns the number of rows in finished
     /// parts: the position a checkpoint records for a Parquet trace (rows, not bytes).
-    fn sync(&mut self) -> Result<u64, TraceError> {
+    fn sync(&mut self) -> Result<Option<u64>, TraceError> {
         self.finish_parts()?;
-        Ok(self.rows_done)
+        Ok(Some(self.rows_done))
     }
 
     fn close(&mut self) -> Result<(), TraceError> {
