@@ -411,3 +411,47 @@ fn a_world_returning_a_nan_reward_stops_the_run_with_the_step_and_keeps_earlier_
         .unwrap();
     assert_eq!(rows.len(), 7);
 }
+
+/// A world without checkpoints under a harness told to write them fails before its first
+/// step, not at the first checkpoint.
+#[test]
+fn checkpoints_of_a_world_that_cannot_save_fail_before_the_first_step() {
+    struct Still(EnvSpec);
+    impl Env for Still {
+        type Obs = [f32; 1];
+        type Action = usize;
+        fn spec(&self) -> &EnvSpec {
+            &self.0
+        }
+        fn reset(&mut self, _seed: u64) -> [f32; 1] {
+            [0.0]
+        }
+        fn step(&mut self, _action: &usize) -> Result<Transition<[f32; 1]>, EnvError> {
+            Ok(Transition::new([0.0], 1.0))
+        }
+    }
+    impl Shiftable for Still {}
+    let spec = EnvSpec::new(
+        "still",
+        Space::box_f32(vec![0.0], vec![0.0]),
+        Space::Discrete { n: 1 },
+    );
+    let plan = perennial::harness::CheckpointPlan {
+        path: temp("still.ckpt.json"),
+        every: 1_000_000,
+        meta: serde_json::Value::Null,
+    };
+    let err = Harness::new(
+        Still(spec),
+        RandomAgent::new(Space::Discrete { n: 1 }, 0),
+        0,
+    )
+    .checkpoint(plan)
+    .run()
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("checkpoints are on, but world `still` cannot be saved"),
+        "{text}"
+    );
+}

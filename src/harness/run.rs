@@ -606,6 +606,21 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             .entry(self.scheduler.label().to_string())
             .or_default();
         self.state.obs = Some(self.env.reset(episode_seed(self.identity.seed, 0)));
+        if self.checkpoint.is_some() {
+            // At once, not at the first checkpoint hours into the run.
+            self.env.save_state().map_err(|e| {
+                HarnessError::Checkpoint(format!(
+                    "checkpoints are on, but world `{}` cannot be saved: {e}",
+                    self.env.spec().id
+                ))
+            })?;
+            self.agent.save_state().map_err(|e| {
+                HarnessError::Checkpoint(format!(
+                    "checkpoints are on, but agent `{}` cannot be saved: {e}",
+                    self.agent.algorithm_id()
+                ))
+            })?;
+        }
         Ok(())
     }
 
