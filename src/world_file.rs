@@ -744,11 +744,6 @@ fn plan_error(
                 ),
                 _ => (None, field),
             };
-            let message = if field == "labels" {
-                "the label list is empty".to_string()
-            } else {
-                message
-            };
             ctx.err(span(at), Some(&format!("schedule.{name}")), message)
         }
         other => ctx.err(span(None), Some("schedule"), other.to_string()),

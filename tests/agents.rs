@@ -1,4 +1,5 @@
-//! The baseline agents do what they claim: the learner beats random, the controller balances.
+//! The baseline agents do what they claim: the learners beat random, the controllers
+//! balance the pole and keep the warehouse profitable.
 
 use perennial::agents::{
     ActorCritic, ActorCriticParams, AdaptiveBaseStock, AdaptiveParams, BalanceAgent,
@@ -8,7 +9,8 @@ use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::prelude::*;
 
-/// Mean reward per episode over the episodes that ended in the last `tail` steps.
+/// Mean return per ended episode over the whole run (`auto_reset` on): total reward
+/// divided by the number of episodes that ended.
 fn mean_episode_return<A: Agent<CartPole>>(agent: A, seed: u64, steps: u64) -> f64 {
     let config = HarnessConfig {
         steps,

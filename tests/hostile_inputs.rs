@@ -492,6 +492,16 @@ fn cases() -> Vec<Case> {
             expect: &["{file}", "finite sum"],
         },
         Case {
+            what: "world file: a cycle schedule with no labels",
+            file: Some((
+                "no-labels.toml",
+                format!("{WORLD}\n[schedule]\nplan = \"cycle\"\nlabels = []\nevery = 100\n"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}", "schedule.labels", "name at least one regime label"],
+        },
+        Case {
             what: "world file: negative SKU count",
             file: Some((
                 "negative-skus.toml",

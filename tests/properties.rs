@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use perennial::env::{Env, EnvError};
 use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::regime::Shiftable;
+use perennial::registry::Registry;
 use perennial::trace::TraceReader;
 use perennial::world_file::WorldFile;
 use proptest::prelude::*;
@@ -103,7 +104,17 @@ proptest! {
     ) {
         let text = apply(&shipped(base), &edits);
         match WorldFile::parse(&text, Path::new("mangled.toml")) {
-            Ok(world) => prop_assert!(!world.regimes.is_empty()),
+            Ok(world) => {
+                // A file that loads is one that runs: its plan makes a scheduler, and its
+                // parameters and reward build the world.
+                prop_assert!(world.scheduler(0).is_ok(), "{:?}", world.scheduler(0).err());
+                let registry = Registry::builtin();
+                let kind = registry.kind(world.kind());
+                prop_assert!(kind.is_some(), "kind {}", world.kind());
+                if let Err(e) = kind.unwrap().build_env(&world) {
+                    prop_assert!(false, "loaded, but the world does not build: {}", e);
+                }
+            }
             Err(e) => {
                 let msg = e.to_string();
                 prop_assert!(msg.starts_with("mangled.toml"), "{}", msg);

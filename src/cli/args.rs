@@ -7,9 +7,10 @@ use std::path::PathBuf;
 pub struct RunArgs {
     /// World definition file [default: worlds/warehouse.toml].
     pub world_file: Option<PathBuf>,
-    /// Agent: random, actor-critic, or one of the world's own (balance for CartPole,
-    /// base-stock and adaptive-base-stock for the enterprise world); `perennial check`
-    /// lists them.
+    /// Agent: random, actor-critic, ppo, ppo-replay, ppo-ewc, ppo-context, ppo-plastic,
+    /// or one of the world's own (balance for CartPole; base-stock, adaptive-base-stock
+    /// and oracle for the enterprise world) [default: the world file's `[harness] agent`,
+    /// else random]; `perennial check` lists the agents of a world file.
     #[arg(long)]
     pub agent: Option<String>,
     /// An agent option, overriding the world file's `[agent.<name>]` table; KEY may be

@@ -119,7 +119,11 @@ impl Scheduler {
             }
             Plan::Cycle { labels, every } => {
                 if labels.is_empty() {
-                    return Err(field("labels", None, "needs at least one label".into()));
+                    return Err(field(
+                        "labels",
+                        None,
+                        "is empty; name at least one regime label".into(),
+                    ));
                 }
                 if *every == 0 {
                     return Err(field("every", None, "must be at least 1 step".into()));
@@ -137,7 +141,11 @@ impl Scheduler {
                 mean_dwell,
             } => {
                 if labels.is_empty() {
-                    return Err(field("labels", None, "needs at least one label".into()));
+                    return Err(field(
+                        "labels",
+                        None,
+                        "is empty; name at least one regime label".into(),
+                    ));
                 }
                 if *min_dwell == 0 {
                     return Err(field("min_dwell", None, "must be at least 1 step".into()));
