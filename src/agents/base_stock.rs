@@ -5,7 +5,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::harness::{Agent, Window};
-use crate::morpheus::{Morpheus, MorpheusConfig};
+use crate::morpheus::{ActionLayout, Morpheus, MorpheusConfig, Op};
 use crate::seed::{self, Stream};
 
 /// Settings of [`BaseStockAgent`], in hours of expected demand.
@@ -109,7 +109,7 @@ impl BaseStockAgent {
             && (midnight || !self.started)
         {
             self.started = true;
-            return 1 + s * b + c as usize;
+            return self.index(Op::ChooseCarrier { carrier: c });
         }
         self.started = true;
         let broken = || (0..self.docks).filter(|&d| at(4 * s + d) < 0.5);
@@ -117,7 +117,7 @@ impl BaseStockAgent {
             && broken().count() >= self.params.repair_at as usize
             && let Some(d) = broken().next()
         {
-            return 1 + s * b + self.carriers + s + d;
+            return self.index(Op::RepairDock { dock: d as u32 });
         }
         // Missing readings are zeros, not empty shelves: wait for the next valid one.
         if at(4 * s + self.docks + self.carriers + 7) < 0.5 {
@@ -142,7 +142,23 @@ impl BaseStockAgent {
                 dx.total_cmp(&dy)
             })
             .unwrap_or(0);
-        1 + sku * b + bucket
+        self.index(Op::Reorder {
+            sku: sku as u32,
+            bucket: bucket as u32,
+        })
+    }
+
+    /// The index of `op` in the world's action table (`Noop` for an operation outside it,
+    /// which this policy never builds: its SKUs, buckets, carriers and docks come from the
+    /// same layout).
+    fn index(&self, op: Op) -> usize {
+        let layout = ActionLayout {
+            skus: self.skus,
+            buckets: self.buckets.len(),
+            carriers: self.carriers,
+            docks: self.docks,
+        };
+        layout.encode(op).unwrap_or(0)
     }
 }
 

@@ -47,22 +47,45 @@ pub enum Op {
     },
 }
 
-impl Op {
-    /// Decodes an action index under `config`'s layout, or `None` outside the table.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use perennial::morpheus::{MorpheusConfig, Op};
-    ///
-    /// let cfg = MorpheusConfig::default();
-    /// assert_eq!(Op::decode(0, &cfg), Some(Op::Noop));
-    /// assert_eq!(Op::decode(6, &cfg), Some(Op::Reorder { sku: 1, bucket: 1 }));
-    /// assert_eq!(Op::decode(cfg.action_count(), &cfg), None);
-    /// ```
-    pub fn decode(index: usize, config: &MorpheusConfig) -> Option<Op> {
-        let (s, b) = (config.skus, config.reorder_quantities.len());
-        let (c, d) = (config.carriers, config.docks);
+/// The sizes that lay out the action table: `S` SKUs, `B` reorder buckets, `C` carriers,
+/// `D` docks. [`ActionLayout::decode`] and [`ActionLayout::encode`] are the only code that
+/// knows where each operation sits; agents build their actions through it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActionLayout {
+    /// SKUs (`S`).
+    pub skus: usize,
+    /// Reorder buckets, the length of `reorder_quantities` (`B`).
+    pub buckets: usize,
+    /// Carriers (`C`).
+    pub carriers: usize,
+    /// Dock doors (`D`).
+    pub docks: usize,
+}
+
+impl ActionLayout {
+    /// The layout of `config`'s world.
+    pub fn of(config: &MorpheusConfig) -> Self {
+        ActionLayout {
+            skus: config.skus,
+            buckets: config.reorder_quantities.len(),
+            carriers: config.carriers,
+            docks: config.docks,
+        }
+    }
+
+    /// Number of actions: `1 + S·B + C + S + D`.
+    pub fn len(self) -> usize {
+        1 + self.skus * self.buckets + self.carriers + self.skus + self.docks
+    }
+
+    /// Whether the table holds only `Noop` (never: it always holds it).
+    pub fn is_empty(self) -> bool {
+        false
+    }
+
+    /// The operation at `index`, or `None` outside the table.
+    pub fn decode(self, index: usize) -> Option<Op> {
+        let (s, b, c, d) = (self.skus, self.buckets, self.carriers, self.docks);
         let Some(mut k) = index.checked_sub(1) else {
             return Some(Op::Noop);
         };
@@ -83,6 +106,55 @@ impl Op {
         k -= s;
         (k < d).then_some(Op::RepairDock { dock: k as u32 })
     }
+
+    /// The index of `op`, or `None` when it names a SKU, bucket, carrier or dock the layout
+    /// does not have. The inverse of [`ActionLayout::decode`].
+    pub fn encode(self, op: Op) -> Option<usize> {
+        let (s, b, c, d) = (self.skus, self.buckets, self.carriers, self.docks);
+        let within = |i: u32, n: usize| (i as usize) < n;
+        match op {
+            Op::Noop => Some(0),
+            Op::Reorder { sku, bucket } => (within(sku, s) && within(bucket, b))
+                .then(|| 1 + sku as usize * b + bucket as usize),
+            Op::ChooseCarrier { carrier } => {
+                within(carrier, c).then(|| 1 + s * b + carrier as usize)
+            }
+            Op::Expedite { sku } => within(sku, s).then(|| 1 + s * b + c + sku as usize),
+            Op::RepairDock { dock } => within(dock, d).then(|| 1 + s * b + c + s + dock as usize),
+        }
+    }
+}
+
+impl Op {
+    /// Decodes an action index under `config`'s layout, or `None` outside the table.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use perennial::morpheus::{MorpheusConfig, Op};
+    ///
+    /// let cfg = MorpheusConfig::default();
+    /// assert_eq!(Op::decode(0, &cfg), Some(Op::Noop));
+    /// assert_eq!(Op::decode(6, &cfg), Some(Op::Reorder { sku: 1, bucket: 1 }));
+    /// assert_eq!(Op::decode(cfg.action_count(), &cfg), None);
+    /// ```
+    pub fn decode(index: usize, config: &MorpheusConfig) -> Option<Op> {
+        ActionLayout::of(config).decode(index)
+    }
+
+    /// The action index of this operation under `config`'s layout, or `None` when it lies
+    /// outside the layout.
+    ///
+    /// ```
+    /// use perennial::morpheus::{MorpheusConfig, Op};
+    ///
+    /// let cfg = MorpheusConfig::default();
+    /// assert_eq!(Op::Reorder { sku: 1, bucket: 1 }.encode(&cfg), Some(6));
+    /// assert_eq!(Op::RepairDock { dock: 99 }.encode(&cfg), None);
+    /// ```
+    pub fn encode(self, config: &MorpheusConfig) -> Option<usize> {
+        ActionLayout::of(config).encode(self)
+    }
 }
 
 #[cfg(test)]
@@ -102,5 +174,37 @@ mod tests {
         assert_eq!(ops[n - 1], Op::RepairDock { dock: 3 });
         assert_eq!(Op::decode(n, &cfg), None);
         assert_eq!(Op::decode(usize::MAX, &cfg), None);
+    }
+
+    #[test]
+    fn encode_inverts_decode_and_refuses_what_the_layout_lacks() {
+        for cfg in [
+            MorpheusConfig::default(),
+            MorpheusConfig::default().scaled(3),
+        ] {
+            let layout = ActionLayout::of(&cfg);
+            assert_eq!(layout.len(), cfg.action_count());
+            for i in 0..layout.len() {
+                let op = layout.decode(i).unwrap();
+                assert_eq!(layout.encode(op), Some(i), "{op:?}");
+            }
+        }
+        let layout = ActionLayout::of(&MorpheusConfig::default());
+        let (s, b) = (layout.skus as u32, layout.buckets as u32);
+        assert_eq!(layout.encode(Op::Reorder { sku: s, bucket: 0 }), None);
+        assert_eq!(layout.encode(Op::Reorder { sku: 0, bucket: b }), None);
+        assert_eq!(
+            layout.encode(Op::ChooseCarrier {
+                carrier: layout.carriers as u32
+            }),
+            None
+        );
+        assert_eq!(layout.encode(Op::Expedite { sku: s }), None);
+        assert_eq!(
+            layout.encode(Op::RepairDock {
+                dock: layout.docks as u32
+            }),
+            None
+        );
     }
 }

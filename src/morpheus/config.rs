@@ -479,7 +479,7 @@ impl MorpheusConfig {
 
     /// Number of actions: `1 + skus × buckets + carriers + skus + docks`.
     pub fn action_count(&self) -> usize {
-        1 + self.skus * self.reorder_quantities.len() + self.carriers + self.skus + self.docks
+        super::ActionLayout::of(self).len()
     }
 
     /// Length of the observation vector: `4 × skus + docks + carriers + 8`.

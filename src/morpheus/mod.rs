@@ -167,7 +167,7 @@ pub mod systems;
 
 use std::fmt;
 
-pub use action::Op;
+pub use action::{ActionLayout, Op};
 pub use bounds::Tracker;
 pub use conditions::{MorpheusConditions, PARAMETERS};
 pub use config::{ConfigError, MorpheusConfig};
