@@ -77,9 +77,7 @@ impl BaseStockAgent {
             carriers: config.carriers,
             buckets: config.reorder_quantities.clone(),
             stock_scale: config.stock_scale,
-            demand: (0..config.skus)
-                .map(|i| config.base_demand * (0.5 + 0.5 * (i % 3) as f64))
-                .collect(),
+            demand: (0..config.skus).map(|i| config.sku_demand(i)).collect(),
             started: false,
         }
     }
