@@ -154,8 +154,8 @@ macro_rules! row_tile {
 }
 
 /// Walks `rows × n`: the columns up to the last multiple of 4 in tiles of 4 (or 1) rows and
-/// 16, 8 or 4 columns, then the last `n mod 4` columns one at a time in tiles of 8 (or 4, or
-/// 1) rows, so a narrow output (a policy head of 2, a value head of 1) still has 8
+/// 16, 8 or 4 columns, then the last `n mod 4` columns one at a time in tiles of 8 rows (or
+/// 4, or 1), so a narrow output (a policy head of 2, a value head of 1) still has 8
 /// independent sums in flight. `$tile` takes `(left, $b, $c, n, (i, j))`, with `left` the
 /// value of `$left` for the row block starting at `$i`.
 macro_rules! tiles {
