@@ -56,51 +56,35 @@ fn warehouse() -> Morpheus {
     Morpheus::new(layout, reward).expect("the shipped world builds")
 }
 
-fn bench(c: &mut Criterion) {
-    let cartpole = || CartPole::new(CartPoleParams::default());
-    let mut group = c.benchmark_group("ppo_cartpole_10k_steps");
+/// The three lines of one world's group: PPO with defaults, with 1 epoch, and random.
+fn group<E: Env<Action = usize> + Shiftable>(c: &mut Criterion, name: &str, world: fn() -> E) {
+    let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(STEPS));
     group.sample_size(10);
-    group.bench_function("ppo_defaults", |b| {
-        b.iter(|| black_box(run(cartpole(), ppo(&cartpole(), None))))
-    });
-    group.bench_function("ppo_1_epoch", |b| {
-        b.iter(|| black_box(run(cartpole(), ppo(&cartpole(), Some(1)))))
-    });
+    for (line, epochs) in [("ppo_defaults", None), ("ppo_1_epoch", Some(1))] {
+        group.bench_function(line, |b| {
+            b.iter(|| {
+                let env = world();
+                let agent = ppo(&env, epochs);
+                black_box(run(env, agent))
+            })
+        });
+    }
     group.bench_function("random", |b| {
         b.iter(|| {
-            let env = cartpole();
+            let env = world();
             let agent = Box::new(RandomAgent::new(env.spec().action_space.clone(), 1));
             black_box(run(env, agent))
         })
     });
     group.finish();
+}
 
-    let mut group = c.benchmark_group("ppo_warehouse_10k_steps");
-    group.throughput(Throughput::Elements(STEPS));
-    group.sample_size(10);
-    group.bench_function("ppo_defaults", |b| {
-        b.iter(|| {
-            let env = warehouse();
-            let agent = ppo(&env, None);
-            black_box(run(env, agent))
-        })
+fn bench(c: &mut Criterion) {
+    group(c, "ppo_cartpole_10k_steps", || {
+        CartPole::new(CartPoleParams::default())
     });
-    group.bench_function("ppo_1_epoch", |b| {
-        b.iter(|| {
-            let env = warehouse();
-            let agent = ppo(&env, Some(1));
-            black_box(run(env, agent))
-        })
-    });
-    group.bench_function("random", |b| {
-        b.iter(|| {
-            let env = warehouse();
-            let agent = Box::new(RandomAgent::new(env.spec().action_space.clone(), 1));
-            black_box(run(env, agent))
-        })
-    });
-    group.finish();
+    group(c, "ppo_warehouse_10k_steps", warehouse);
 }
 
 criterion_group!(benches, bench);

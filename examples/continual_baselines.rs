@@ -24,11 +24,12 @@
 //!
 //! The step budget per run comes from `PERENNIAL_EXAMPLE_STEPS` (default 12,000: one pass
 //! through CartPole's six-interval cycle, so `earth` recurs and forgetting is measured; the
-//! warehouse's `baseline` recurs every other interval). Seeds: 0, 1 and 2.
+//! warehouse's `baseline` recurs every other interval). Seeds: 0 to `PERENNIAL_EXAMPLE_SEEDS` - 1
+//! (default 3 seeds).
 //!
 //! ```sh
 //! cargo run --release --example continual_baselines
-//! PERENNIAL_EXAMPLE_STEPS=100000 cargo run --release --example continual_baselines
+//! PERENNIAL_EXAMPLE_STEPS=100000 PERENNIAL_EXAMPLE_SEEDS=5 cargo run --release --example continual_baselines
 //! ```
 
 use std::error::Error;
@@ -46,7 +47,7 @@ use perennial::trace::TraceFormat;
 use perennial::world_file::WorldFile;
 
 const DEFAULT_STEPS: u64 = 12_000;
-const SEEDS: [u64; 3] = [0, 1, 2];
+const DEFAULT_SEEDS: u64 = 3;
 
 fn main() -> ExitCode {
     match run() {
@@ -59,53 +60,43 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
-    let steps = step_budget()?;
+    let budget = Budget {
+        steps: from_env("PERENNIAL_EXAMPLE_STEPS", DEFAULT_STEPS)?,
+        seeds: from_env("PERENNIAL_EXAMPLE_SEEDS", DEFAULT_SEEDS)?,
+    };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = std::env::temp_dir().join("perennial-continual-baselines");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut traces = Vec::new();
 
     let drift = WorldFile::load(&root.join("worlds/cartpole-drift.toml"))?;
     let Some(params) = drift.params::<CartPoleParams>().cloned() else {
         return Err(format!("{} is not a CartPole world", drift.path.display()).into());
     };
-    for seed in SEEDS {
-        for name in agents("balance") {
-            let env = CartPole::new(params.clone());
-            let agent: Box<dyn Agent<CartPole>> = match name {
-                "balance" => Box::new(BalanceAgent::default()),
-                "random" => Box::new(RandomAgent::new(env.spec().action_space.clone(), seed)),
-                family => Box::new(ppo_family(family, &env, seed)?),
-            };
-            let harness = Harness::new(env, agent, seed)
-                .scheduler(drift.scheduler(seed::derive(seed, Stream::Scheduler, 0))?)
-                .config(config(&drift, steps));
-            traces.push(run_traced(harness, &dir)?);
-        }
-    }
+    let mut traces = run_world(
+        &drift,
+        &budget,
+        &dir,
+        || Ok(CartPole::new(params.clone())),
+        ("balance", |_: &CartPole| Box::new(BalanceAgent::default())),
+    )?;
 
     let warehouse = WorldFile::load(&root.join("worlds/warehouse.toml"))?;
     let Some(layout) = warehouse.params::<MorpheusConfig>() else {
         return Err(format!("{} is not an enterprise world", warehouse.path.display()).into());
     };
     let reward = warehouse.reward_spec().unwrap_or_else(default_reward_spec);
-    for seed in SEEDS {
-        for name in agents("base-stock") {
-            let env = Morpheus::new(layout.clone(), reward.clone())?;
-            let agent: Box<dyn Agent<Morpheus>> = match name {
-                "base-stock" => Box::new(BaseStockAgent::new(
-                    env.config(),
-                    BaseStockParams::default(),
-                )),
-                "random" => Box::new(RandomAgent::new(env.spec().action_space.clone(), seed)),
-                family => Box::new(ppo_family(family, &env, seed)?),
-            };
-            let harness = Harness::new(env, agent, seed)
-                .scheduler(warehouse.scheduler(seed::derive(seed, Stream::Scheduler, 0))?)
-                .config(config(&warehouse, steps));
-            traces.push(run_traced(harness, &dir)?);
-        }
-    }
+    traces.extend(run_world(
+        &warehouse,
+        &budget,
+        &dir,
+        || Ok(Morpheus::new(layout.clone(), reward.clone())?),
+        ("base-stock", |env: &Morpheus| {
+            Box::new(BaseStockAgent::new(
+                env.config(),
+                BaseStockParams::default(),
+            ))
+        }),
+    )?);
 
     println!();
     let report = evaluate(&traces, &EvalOptions::default())?;
@@ -118,9 +109,39 @@ fn run() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// The PPO families, then random and the world's reference policy.
-fn agents(reference: &'static str) -> impl Iterator<Item = &'static str> {
-    ppo::FAMILIES.into_iter().chain(["random", reference])
+/// Steps per run and how many seeds (0, 1, ...).
+struct Budget {
+    steps: u64,
+    seeds: u64,
+}
+
+/// Runs every PPO family, random and the world's reference policy (`reference`: its name and
+/// how to build it) on `world`, once per seed; returns the trace paths.
+fn run_world<E: Env<Action = usize> + Shiftable>(
+    world: &WorldFile,
+    budget: &Budget,
+    dir: &Path,
+    env: impl Fn() -> Result<E, Box<dyn Error>>,
+    (reference, make_reference): (&str, impl Fn(&E) -> Box<dyn Agent<E>>),
+) -> Result<Vec<PathBuf>, Box<dyn Error>> {
+    let mut traces = Vec::new();
+    for seed in 0..budget.seeds {
+        for name in ppo::FAMILIES.into_iter().chain(["random", reference]) {
+            let env = env()?;
+            let agent: Box<dyn Agent<E>> = if name == reference {
+                make_reference(&env)
+            } else if name == "random" {
+                Box::new(RandomAgent::new(env.spec().action_space.clone(), seed))
+            } else {
+                Box::new(ppo_family(name, &env, seed)?)
+            };
+            let harness = Harness::new(env, agent, seed)
+                .scheduler(world.scheduler(seed::derive(seed, Stream::Scheduler, 0))?)
+                .config(config(world, budget.steps));
+            traces.push(run_traced(harness, dir)?);
+        }
+    }
+    Ok(traces)
 }
 
 fn ppo_family<E: Env>(name: &str, env: &E, seed: u64) -> Result<Ppo, Box<dyn Error>> {
@@ -216,15 +237,14 @@ fn disjoint(a: &Estimate, b: &Estimate) -> bool {
     a.n > 1 && b.n > 1 && (a.ci_high < b.ci_low || b.ci_high < a.ci_low)
 }
 
-fn step_budget() -> Result<u64, Box<dyn Error>> {
-    let text = match std::env::var("PERENNIAL_EXAMPLE_STEPS") {
-        Err(std::env::VarError::NotPresent) => return Ok(DEFAULT_STEPS),
+/// The positive integer in the environment variable `name`, or `default` when it is unset.
+fn from_env(name: &str, default: u64) -> Result<u64, Box<dyn Error>> {
+    let text = match std::env::var(name) {
+        Err(std::env::VarError::NotPresent) => return Ok(default),
         other => other?,
     };
     match text.trim().parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(
-            format!("PERENNIAL_EXAMPLE_STEPS is {text:?}; give a step count of at least 1").into(),
-        ),
+        _ => Err(format!("{name} is {text:?}; give a whole number of at least 1").into()),
     }
 }

@@ -31,6 +31,15 @@ fn quick() -> PpoParams {
 fn family(name: &str, seed: u64) -> Ppo {
     match name {
         "ppo" => Ppo::new(4, 2, quick(), seed),
+        "ppo-scaled-rewards" => Ppo::new(
+            4,
+            2,
+            PpoParams {
+                scale_rewards: true,
+                ..quick()
+            },
+            seed,
+        ),
         "ppo-replay" => Ppo::replay(
             4,
             2,
@@ -143,6 +152,11 @@ fn resume_is_byte_identical(name: &str) {
 #[test]
 fn ppo_resumes_from_a_checkpoint_byte_for_byte() {
     resume_is_byte_identical("ppo");
+}
+
+#[test]
+fn ppo_with_scaled_rewards_resumes_from_a_checkpoint_byte_for_byte() {
+    resume_is_byte_identical("ppo-scaled-rewards");
 }
 
 #[test]

@@ -12,8 +12,9 @@
 //! formulas:
 //!
 //! - [`matmul_acc`] and [`matmul_tn_acc`]: each output starts from what it held and adds the
-//!   products over the shared dimension from first to last. The tiles (4 rows by 16, 8, 4 or
-//!   1 columns) only decide which outputs are computed together, in vector registers;
+//!   products over the shared dimension from first to last. The tiles (4 rows by 16, 8 or 4
+//!   columns; 8 rows by 1 column for the last `n mod 4`) only decide which outputs are
+//!   computed together, in vector registers;
 //! - [`sum_squares`]: eight partial sums (element `k` in lane `k mod 8`, over whole chunks of
 //!   eight), folded pairwise in a fixed order, then the leftover elements in order;
 //! - [`exp`] and [`tanh`]: elementwise, with a polynomial of this module's own (so no
@@ -61,6 +62,25 @@ fn fold8(a: [f32; 8]) -> f32 {
     (s[0] + s[2]) + (s[1] + s[3])
 }
 
+/// Runs `body` on the `R × W` block of `c` (row stride `n`) at `(i, j)`, held in a local
+/// array that the compiler keeps in registers.
+#[inline(always)]
+fn in_registers<const R: usize, const W: usize>(
+    c: &mut [f32],
+    n: usize,
+    (i, j): (usize, usize),
+    body: impl FnOnce(&mut [[f32; W]; R]),
+) {
+    let mut acc = [[0.0f32; W]; R];
+    for r in 0..R {
+        acc[r].copy_from_slice(&c[(i + r) * n + j..(i + r) * n + j + W]);
+    }
+    body(&mut acc);
+    for r in 0..R {
+        c[(i + r) * n + j..(i + r) * n + j + W].copy_from_slice(&acc[r]);
+    }
+}
+
 /// `c[i..i+R][j..j+W] += Σ_k a[i+r][k] · b[k][j..j+W]`, k from first to last, with
 /// `left = (a, k)` and `a` row-major `m × k`.
 #[inline(always)]
@@ -71,25 +91,20 @@ fn nn_tile<const R: usize, const W: usize>(
     n: usize,
     (i, j): (usize, usize),
 ) {
-    let mut acc = [[0.0f32; W]; R];
-    for r in 0..R {
-        acc[r].copy_from_slice(&c[(i + r) * n + j..(i + r) * n + j + W]);
-    }
-    let arows: [&[f32]; R] = std::array::from_fn(|r| &a[(i + r) * k..][..k]);
-    for (kk, brow) in b.chunks_exact(n).take(k).enumerate() {
-        let bv: &[f32; W] = brow[j..j + W]
-            .try_into()
-            .expect("a tile's slice has the tile's width");
-        for r in 0..R {
-            let av = arows[r][kk];
-            for l in 0..W {
-                acc[r][l] += av * bv[l];
+    in_registers(c, n, (i, j), |acc: &mut [[f32; W]; R]| {
+        let arows: [&[f32]; R] = std::array::from_fn(|r| &a[(i + r) * k..][..k]);
+        for (kk, brow) in b.chunks_exact(n).take(k).enumerate() {
+            let bv: &[f32; W] = brow[j..j + W]
+                .try_into()
+                .expect("a tile's slice has the tile's width");
+            for r in 0..R {
+                let av = arows[r][kk];
+                for l in 0..W {
+                    acc[r][l] += av * bv[l];
+                }
             }
         }
-    }
-    for r in 0..R {
-        c[(i + r) * n + j..(i + r) * n + j + W].copy_from_slice(&acc[r]);
-    }
+    });
 }
 
 /// `c[i..i+R][j..j+W] += Σ_m a[m][i+r] · b[m][j..j+W]`, m from first to last, with
@@ -102,75 +117,81 @@ fn tn_tile<const R: usize, const W: usize>(
     n: usize,
     (i, j): (usize, usize),
 ) {
-    let mut acc = [[0.0f32; W]; R];
-    for r in 0..R {
-        acc[r].copy_from_slice(&c[(i + r) * n + j..(i + r) * n + j + W]);
-    }
-    for (arow, brow) in a.chunks_exact(p).zip(b.chunks_exact(n)) {
-        let bv: &[f32; W] = brow[j..j + W]
-            .try_into()
-            .expect("a tile's slice has the tile's width");
-        let av = &arow[i..i + R];
-        for r in 0..R {
-            for l in 0..W {
-                acc[r][l] += av[r] * bv[l];
+    in_registers(c, n, (i, j), |acc: &mut [[f32; W]; R]| {
+        for (arow, brow) in a.chunks_exact(p).zip(b.chunks_exact(n)) {
+            let bv: &[f32; W] = brow[j..j + W]
+                .try_into()
+                .expect("a tile's slice has the tile's width");
+            let av = &arow[i..i + R];
+            for r in 0..R {
+                for l in 0..W {
+                    acc[r][l] += av[r] * bv[l];
+                }
             }
         }
-    }
-    for r in 0..R {
-        c[(i + r) * n + j..(i + r) * n + j + W].copy_from_slice(&acc[r]);
-    }
+    });
 }
 
-/// Walks `rows × n` in tiles of 4 (or 1) rows and 16, 8, 4 (or 1) columns; `$tile` takes
-/// `(left, $b, $c, n, (i, j))`, with `left` the value of `$left` for row block `$i` (four
-/// rows when `$four`).
+/// The tile of `R` rows at column `$j`, as wide as the columns before `$end` (a multiple of
+/// 4 ahead) allow: 16, 8 or 4; evaluates to its width.
+macro_rules! row_tile {
+    ($tile:ident, $r:literal, $left:expr, $b:expr, $c:expr, $n:expr, ($i:expr, $j:expr), $end:expr) => {
+        match $end - $j {
+            16.. => {
+                $tile::<$r, 16>($left, $b, $c, $n, ($i, $j));
+                16
+            }
+            8.. => {
+                $tile::<$r, 8>($left, $b, $c, $n, ($i, $j));
+                8
+            }
+            _ => {
+                $tile::<$r, 4>($left, $b, $c, $n, ($i, $j));
+                4
+            }
+        }
+    };
+}
+
+/// Walks `rows × n`: the columns up to the last multiple of 4 in tiles of 4 (or 1) rows and
+/// 16, 8 or 4 columns, then the last `n mod 4` columns one at a time in tiles of 8 rows (or
+/// 4, or 1), so a narrow output (a policy head of 2, a value head of 1) still has 8
+/// independent sums in flight. `$tile` takes `(left, $b, $c, n, (i, j))`, with `left` the
+/// value of `$left` for the row block starting at `$i`.
 macro_rules! tiles {
-    ($tile:ident, |$i:ident, $four:ident| $left:expr, $b:expr, $c:expr, $rows:expr, $n:expr) => {{
+    ($tile:ident, |$i:ident| $left:expr, $b:expr, $c:expr, $rows:expr, $n:expr) => {{
         let (rows, n) = ($rows, $n);
+        let wide = n - n % 4;
         let mut $i = 0;
-        while $i < rows {
-            let $four = rows - $i >= 4;
+        while $i < rows && wide > 0 {
+            let four = rows - $i >= 4;
             let left = $left;
             let mut j = 0;
-            while j < n {
-                let w = match ($four, n - j) {
-                    (true, 16..) => {
-                        $tile::<4, 16>(left, $b, $c, n, ($i, j));
-                        16
-                    }
-                    (true, 8..) => {
-                        $tile::<4, 8>(left, $b, $c, n, ($i, j));
-                        8
-                    }
-                    (true, 4..) => {
-                        $tile::<4, 4>(left, $b, $c, n, ($i, j));
-                        4
-                    }
-                    (true, _) => {
-                        $tile::<4, 1>(left, $b, $c, n, ($i, j));
-                        1
-                    }
-                    (false, 16..) => {
-                        $tile::<1, 16>(left, $b, $c, n, ($i, j));
-                        16
-                    }
-                    (false, 8..) => {
-                        $tile::<1, 8>(left, $b, $c, n, ($i, j));
-                        8
-                    }
-                    (false, 4..) => {
-                        $tile::<1, 4>(left, $b, $c, n, ($i, j));
-                        4
-                    }
-                    (false, _) => {
-                        $tile::<1, 1>(left, $b, $c, n, ($i, j));
-                        1
-                    }
+            while j < wide {
+                j += if four {
+                    row_tile!($tile, 4, left, $b, $c, n, ($i, j), wide)
+                } else {
+                    row_tile!($tile, 1, left, $b, $c, n, ($i, j), wide)
                 };
-                j += w;
             }
-            $i += if $four { 4 } else { 1 };
+            $i += if four { 4 } else { 1 };
+        }
+        let mut $i = 0;
+        while $i < rows && wide < n {
+            let left = $left;
+            let height = match rows - $i {
+                8.. => 8,
+                4.. => 4,
+                _ => 1,
+            };
+            for j in wide..n {
+                match height {
+                    8 => $tile::<8, 1>(left, $b, $c, n, ($i, j)),
+                    4 => $tile::<4, 1>(left, $b, $c, n, ($i, j)),
+                    _ => $tile::<1, 1>(left, $b, $c, n, ($i, j)),
+                }
+            }
+            $i += height;
         }
     }};
 }
@@ -179,7 +200,7 @@ kernel! {
     /// `c += a · b` for row-major `a` (`m × k`), `b` (`k × n`) and `c` (`m × n`).
     fn matmul_acc / matmul_acc_avx2(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
         let (a, b) = (&a[..m * k], &b[..k * n]);
-        tiles!(nn_tile, |i, _four| (a, k), b, c, m, n);
+        tiles!(nn_tile, |i| (a, k), b, c, m, n);
     }
 }
 
@@ -187,7 +208,7 @@ kernel! {
     /// `c += aᵀ · b` for row-major `a` (`m × p`), `b` (`m × n`) and `c` (`p × n`).
     fn matmul_tn_acc / matmul_tn_acc_avx2(a: &[f32], b: &[f32], c: &mut [f32], m: usize, p: usize, n: usize) {
         let (a, b) = (&a[..m * p], &b[..m * n]);
-        tiles!(tn_tile, |i, _four| (a, p, i), b, c, p, n);
+        tiles!(tn_tile, |i| (a, p, i), b, c, p, n);
     }
 }
 
@@ -323,30 +344,36 @@ mod tests {
 
     #[test]
     fn products_match_their_definitions_at_awkward_sizes() {
-        for (m, k, n) in [(1, 1, 1), (5, 3, 19), (9, 46, 48), (7, 64, 2), (4, 4, 64)] {
+        for (m, k, n) in [
+            (1, 1, 1),
+            (5, 3, 19),
+            (9, 46, 48),
+            (7, 64, 2),
+            (4, 4, 64),
+            (21, 64, 1),
+            (13, 7, 3),
+            (64, 64, 2),
+        ] {
             let (a, b) = (numbers(m * k, 1), numbers(k * n, 2));
-            let mut c = numbers(m * n, 3);
-            let mut expect = c.clone();
-            for i in 0..m {
-                for j in 0..n {
-                    for kk in 0..k {
-                        expect[i * n + j] += a[i * k + kk] * b[kk * n + j];
+            // c[i][j] plus Σ_kk left(i, kk) b[kk][j], kk from first to last.
+            let expect = |seed, left: &dyn Fn(usize, usize) -> f32| {
+                let mut c = numbers(m * n, seed);
+                for i in 0..m {
+                    for j in 0..n {
+                        for kk in 0..k {
+                            c[i * n + j] += left(i, kk) * b[kk * n + j];
+                        }
                     }
                 }
-            }
+                c
+            };
+            let mut c = numbers(m * n, 3);
             matmul_acc(&a, &b, &mut c, m, k, n);
-            assert_eq!(c, expect, "{m}x{k}x{n}");
+            assert_eq!(c, expect(3, &|i, kk| a[i * k + kk]), "{m}x{k}x{n}");
             // aᵀ b with a seen as k × m: c2[i][j] = Σ_kk a[kk][i] b[kk][j].
             let mut c2 = numbers(m * n, 4);
-            let mut expect2 = c2.clone();
-            for i in 0..m {
-                for j in 0..n {
-                    for kk in 0..k {
-                        expect2[i * n + j] += a[kk * m + i] * b[kk * n + j];
-                    }
-                }
-            }
             matmul_tn_acc(&a, &b, &mut c2, k, m, n);
+            let expect2 = expect(4, &|i, kk| a[kk * m + i]);
             assert_eq!(c2, expect2, "tn {m}x{k}x{n}");
         }
     }

@@ -52,7 +52,7 @@ pub use context::ContextParams;
 pub use ewc::{ChangeDetector, EwcParams};
 pub use loss::{PolicyLoss, log_prob, policy_loss, softmax};
 pub use net::{Adam, ForwardWeights, Mlp};
-pub use normalizer::Normalizer;
+pub use normalizer::{Normalizer, ReturnScale};
 pub use plastic::PlasticParams;
 pub use replay::ReplayParams;
 
@@ -91,6 +91,10 @@ pub struct PpoParams {
     pub max_grad_norm: f32,
     /// Normalised observations are clipped to ±this (10).
     pub obs_clip: f32,
+    /// Divide rewards by the running standard deviation of the discounted return before
+    /// computing advantages, clipped to ±10, as Gymnasium's `NormalizeReward` (false: the
+    /// world's rewards as they are).
+    pub scale_rewards: bool,
 }
 
 impl Default for PpoParams {
@@ -106,6 +110,7 @@ impl Default for PpoParams {
             entropy_coef: 0.0,
             max_grad_norm: 0.5,
             obs_clip: 10.0,
+            scale_rewards: false,
         }
     }
 }
@@ -205,6 +210,9 @@ pub struct Ppo {
     policy_opt: Adam,
     value_opt: Adam,
     norm: Normalizer,
+    /// The return statistics for `scale_rewards` (untouched when it is off).
+    #[serde(default)]
+    reward_scale: ReturnScale,
     family: Family,
     rng: ChaCha8Rng,
     stats: UpdateStats,
@@ -244,6 +252,7 @@ impl Ppo {
             policy,
             value,
             norm: Normalizer::new(obs_dim),
+            reward_scale: ReturnScale::default(),
             params,
             obs_dim,
             n_actions,
@@ -395,38 +404,19 @@ impl Ppo {
         options: D,
         seed: u64,
     ) -> Result<Option<Self>, String> {
-        let err = |e: D::Error| e.to_string();
+        fn with<'de, P: Deserialize<'de>, D: Deserializer<'de>>(
+            options: D,
+            make: impl FnOnce(P) -> Result<Ppo, String>,
+        ) -> Result<Ppo, String> {
+            make(P::deserialize(options).map_err(|e| e.to_string())?)
+        }
+        let (o, a) = (obs_dim, n_actions);
         let agent = match name {
-            "ppo" => Self::new(
-                obs_dim,
-                n_actions,
-                PpoParams::deserialize(options).map_err(err)?,
-                seed,
-            ),
-            "ppo-replay" => Self::replay(
-                obs_dim,
-                n_actions,
-                ReplayParams::deserialize(options).map_err(err)?,
-                seed,
-            ),
-            "ppo-ewc" => Self::ewc(
-                obs_dim,
-                n_actions,
-                EwcParams::deserialize(options).map_err(err)?,
-                seed,
-            ),
-            "ppo-context" => Self::context(
-                obs_dim,
-                n_actions,
-                ContextParams::deserialize(options).map_err(err)?,
-                seed,
-            ),
-            "ppo-plastic" => Self::plastic(
-                obs_dim,
-                n_actions,
-                PlasticParams::deserialize(options).map_err(err)?,
-                seed,
-            ),
+            "ppo" => with(options, |p| Self::new(o, a, p, seed)),
+            "ppo-replay" => with(options, |p| Self::replay(o, a, p, seed)),
+            "ppo-ewc" => with(options, |p| Self::ewc(o, a, p, seed)),
+            "ppo-context" => with(options, |p| Self::context(o, a, p, seed)),
+            "ppo-plastic" => with(options, |p| Self::plastic(o, a, p, seed)),
             _ => return Ok(None),
         };
         agent.map(Some)
@@ -642,10 +632,19 @@ impl Ppo {
             bootstrap[i] = cache.output()[0];
         }
         let (gamma, lambda) = (self.params.gamma, self.params.lambda);
+        let mut scaled = Vec::new();
+        let rewards = if self.params.scale_rewards {
+            let ends = |i: usize| window.terminated[i] || window.truncated[i];
+            self.reward_scale
+                .scale(&window.rewards, ends, gamma, &mut scaled);
+            &scaled
+        } else {
+            &window.rewards
+        };
         let mut adv = vec![0.0f32; n];
         let mut gae = 0.0f64;
         for i in (0..n).rev() {
-            let delta = window.rewards[i] + gamma * f64::from(bootstrap[i]) - f64::from(values[i]);
+            let delta = rewards[i] + gamma * f64::from(bootstrap[i]) - f64::from(values[i]);
             let cut = window.terminated[i] || window.truncated[i] || i + 1 == n;
             gae = delta + if cut { 0.0 } else { gamma * lambda * gae };
             adv[i] = gae as f32;
@@ -697,6 +696,7 @@ impl Ppo {
             && self.policy_opt.len() == self.policy.len()
             && self.value_opt.len() == self.value.len()
             && self.norm.dim() == self.obs_dim
+            && self.reward_scale.valid()
             && self.params.check().is_ok()
     }
 

@@ -77,6 +77,65 @@ impl Normalizer {
     }
 }
 
+/// The running variance of the discounted return `G ← γ G + r` (restarted after each
+/// episode), for dividing rewards by its standard deviation, as Gymnasium's
+/// `NormalizeReward` does: the rewards keep their sign and their ratios, and the value
+/// targets stay near unit scale whatever the world's reward units.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReturnScale {
+    count: f64,
+    mean: f64,
+    m2: f64,
+    ret: f64,
+}
+
+/// Scaled rewards are clipped to ±this.
+const REWARD_CLIP: f64 = 10.0;
+
+impl ReturnScale {
+    /// Merges the discounted returns of `rewards` (`ends(i)`: an episode ends at step `i`)
+    /// into the statistics, then writes `rewards / std`, clipped to ±10, into `out`.
+    pub fn scale(
+        &mut self,
+        rewards: &[f64],
+        ends: impl Fn(usize) -> bool,
+        gamma: f64,
+        out: &mut Vec<f64>,
+    ) {
+        for (i, &r) in rewards.iter().enumerate() {
+            self.ret = self.ret * gamma + r;
+            self.count += 1.0;
+            let d = self.ret - self.mean;
+            self.mean += d / self.count;
+            self.m2 += d * (self.ret - self.mean);
+            if ends(i) {
+                self.ret = 0.0;
+            }
+        }
+        let var = if self.count > 1.0 {
+            self.m2 / self.count
+        } else {
+            1.0
+        };
+        let inv = 1.0 / (var + 1e-8).sqrt();
+        out.clear();
+        out.extend(
+            rewards
+                .iter()
+                .map(|r| (r * inv).clamp(-REWARD_CLIP, REWARD_CLIP)),
+        );
+    }
+
+    /// Whether the statistics are numbers a run could have produced.
+    pub fn valid(&self) -> bool {
+        [self.count, self.mean, self.m2, self.ret]
+            .iter()
+            .all(|v| v.is_finite())
+            && self.count >= 0.0
+            && self.m2 >= 0.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +157,24 @@ mod tests {
         let mut out = Vec::new();
         whole.apply(&[24.5, 1.0], 10.0, &mut out);
         assert!(out[0].abs() < 1e-5, "{out:?}");
+    }
+
+    #[test]
+    fn scaled_rewards_keep_their_sign_and_have_a_unit_scale_return() {
+        // Returns of a reward of 100 per step over episodes of 10 steps, γ = 0.9.
+        let rewards = vec![100.0; 1000];
+        let mut scale = ReturnScale::default();
+        let mut out = Vec::new();
+        scale.scale(&rewards, |i| i % 10 == 9, 0.9, &mut out);
+        let returns: Vec<f64> = (0..10)
+            .map(|k| 100.0 * (1.0 - 0.9f64.powi(k + 1)) / 0.1)
+            .collect();
+        let mean = returns.iter().sum::<f64>() / 10.0;
+        let var = returns.iter().map(|g| (g - mean) * (g - mean)).sum::<f64>() / 10.0;
+        assert!((out[0] - 100.0 / var.sqrt()).abs() < 1e-9, "{}", out[0]);
+        assert!(out.iter().all(|&r| r == out[0]));
+        scale.scale(&[-1e12], |_| true, 0.9, &mut out);
+        assert_eq!(out, [-REWARD_CLIP]);
+        assert!(scale.valid());
     }
 }
