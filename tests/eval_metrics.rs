@@ -1,7 +1,5 @@
 //! The six metrics on small hand-built traces, each value worked out by hand in the test.
 
-use std::path::PathBuf;
-
 use perennial::eval::{EvalError, EvalOptions, IntervalReport, Report, RunReport, evaluate};
 use serde_json::{Value, json};
 

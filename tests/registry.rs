@@ -1,7 +1,7 @@
 //! Open registries: a kind defined outside the crate runs through the library's CLI, and
 //! agent names and options are checked against the kind's agents.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use perennial::agents::AgentBuilder;

@@ -1,8 +1,8 @@
 //! A run killed with SIGKILL after a checkpoint and resumed writes the same trace, byte for
 //! byte, as a run that was never interrupted.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 
 mod common;
 use common::{Scratch, path, perennial, wait_for};
@@ -96,7 +96,7 @@ fn cartpole_killed_after_a_checkpoint_resumes_to_the_same_trace() {
 
 #[test]
 fn resume_refuses_a_file_that_is_not_a_checkpoint() {
-    let folder = Folder::new("bogus");
+    let folder = Scratch::new("resume-bogus");
     let bogus = folder.join("bogus.ckpt.json");
     std::fs::write(&bogus, "{\"hello\": 1}").unwrap();
     let out = perennial()
