@@ -47,17 +47,11 @@ const DEFAULT_STEPS: u64 = 48_000;
 const SEED: u64 = 0;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("cartpole_regimes: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    perennial::example::main("cartpole_regimes", run)
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
-    let steps = step_budget()?;
+    let steps = perennial::example::step_budget(DEFAULT_STEPS)?;
     let world =
         WorldFile::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/cartpole-drift.toml"))?;
     let Some(params) = world.params::<CartPoleParams>().cloned() else {
@@ -100,17 +94,4 @@ fn run() -> Result<(), Box<dyn Error>> {
     let report = evaluate(&[path], &EvalOptions::default())?;
     print!("{}", report.to_text());
     Ok(())
-}
-
-fn step_budget() -> Result<u64, Box<dyn Error>> {
-    let text = match std::env::var("PERENNIAL_EXAMPLE_STEPS") {
-        Err(std::env::VarError::NotPresent) => return Ok(DEFAULT_STEPS),
-        other => other?,
-    };
-    match text.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(
-            format!("PERENNIAL_EXAMPLE_STEPS is {text:?}; give a step count of at least 1").into(),
-        ),
-    }
 }

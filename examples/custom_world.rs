@@ -234,17 +234,11 @@ fn main() -> ExitCode {
     if std::env::args_os().len() > 1 {
         return perennial::cli::main_with(registry());
     }
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("custom_world: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    perennial::example::main("custom_world", run)
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
-    let steps = step_budget()?;
+    let steps = perennial::example::step_budget(DEFAULT_STEPS)?;
     check_contract()?;
     let regimes = vec![
         Regime::new("mild", &[]),
@@ -332,17 +326,4 @@ fn run_traced<A: Agent<Thermostat>>(
         path.display()
     );
     Ok(path)
-}
-
-fn step_budget() -> Result<u64, Box<dyn Error>> {
-    let text = match std::env::var("PERENNIAL_EXAMPLE_STEPS") {
-        Err(std::env::VarError::NotPresent) => return Ok(DEFAULT_STEPS),
-        other => other?,
-    };
-    match text.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(
-            format!("PERENNIAL_EXAMPLE_STEPS is {text:?}; give a step count of at least 1").into(),
-        ),
-    }
 }

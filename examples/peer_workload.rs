@@ -30,13 +30,7 @@ use rand_chacha::ChaCha8Rng;
 const SEED: u64 = 0;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("peer_workload: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    perennial::example::main("peer_workload", run)
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
@@ -105,16 +99,8 @@ fn sample(rng: &mut ChaCha8Rng, actions: &mut [usize]) {
 
 /// `CartPoleVec` on one thread.
 fn cartpole_vec(num_envs: usize, batches: u64) -> Result<f64, Box<dyn Error>> {
-    let mut envs = CartPoleVec::new(num_envs, CartPoleParams::default(), AutoresetMode::NextStep);
-    let mut rng = ChaCha8Rng::seed_from_u64(SEED);
-    let mut actions = vec![0; num_envs];
-    envs.reset(SEED);
-    let start = Instant::now();
-    for _ in 0..batches {
-        sample(&mut rng, &mut actions);
-        envs.step(&actions)?;
-    }
-    Ok(start.elapsed().as_secs_f64())
+    let envs = CartPoleVec::new(num_envs, CartPoleParams::default(), AutoresetMode::NextStep);
+    timed(envs, batches)
 }
 
 /// The generic `VecEnv<CartPole>`: one `Env::step` call per copy.
@@ -122,9 +108,13 @@ fn vec_env(num_envs: usize, batches: u64) -> Result<f64, Box<dyn Error>> {
     let copies = (0..num_envs)
         .map(|_| CartPole::new(CartPoleParams::default()))
         .collect();
-    let mut envs = VecEnv::new(copies, AutoresetMode::NextStep)?;
+    timed(VecEnv::new(copies, AutoresetMode::NextStep)?, batches)
+}
+
+/// Seconds `batches` steps of `envs` take, with random actions sampled in the timed loop.
+fn timed(mut envs: impl VectorEnv<Action = usize>, batches: u64) -> Result<f64, Box<dyn Error>> {
     let mut rng = ChaCha8Rng::seed_from_u64(SEED);
-    let mut actions = vec![0; num_envs];
+    let mut actions = vec![0; envs.num_envs()];
     envs.reset(SEED)?;
     let start = Instant::now();
     for _ in 0..batches {

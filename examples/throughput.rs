@@ -50,17 +50,11 @@ const DEFAULT_STEPS: u64 = 20_000_000;
 const SEED: u64 = 0;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("throughput: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    perennial::example::main("throughput", run)
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
-    let steps = step_budget()?;
+    let steps = perennial::example::step_budget(DEFAULT_STEPS)?;
     let traced = (steps / 10).max(1);
     let enterprise = (steps / 100).max(1);
     let enterprise_x10 = (steps / 1000).max(1);
@@ -136,7 +130,7 @@ fn batches(steps: u64, n: u64) -> u64 {
 /// Steps `n` vectorized CartPoles for at least `steps` env-steps with random actions.
 fn vector_loop(n: usize, steps: u64) -> Result<(), Box<dyn Error>> {
     let mut envs = CartPoleVec::new(n, CartPoleParams::default(), AutoresetMode::NextStep);
-    envs.reset(SEED);
+    envs.reset(SEED)?;
     let mut rng = perennial::seed::rng(SEED, perennial::seed::Stream::Agent);
     let mut actions = vec![0usize; n];
     for _ in 0..batches(steps, n as u64) / n as u64 {
@@ -200,17 +194,4 @@ fn cartpole_harness(steps: u64, trace: Option<&std::path::Path>) -> Result<(), B
     }
     black_box(harness.run()?);
     Ok(())
-}
-
-fn step_budget() -> Result<u64, Box<dyn Error>> {
-    let text = match std::env::var("PERENNIAL_EXAMPLE_STEPS") {
-        Err(std::env::VarError::NotPresent) => return Ok(DEFAULT_STEPS),
-        other => other?,
-    };
-    match text.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(
-            format!("PERENNIAL_EXAMPLE_STEPS is {text:?}; give a step count of at least 1").into(),
-        ),
-    }
 }

@@ -66,17 +66,11 @@ const AGENTS: [&str; 4] = [
 ];
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("warehouse_shift: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    perennial::example::main("warehouse_shift", run)
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
-    let steps = step_budget()?;
+    let steps = perennial::example::step_budget(DEFAULT_STEPS)?;
     let world =
         WorldFile::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/warehouse.toml"))?;
     let Some(layout) = world.params::<MorpheusConfig>() else {
@@ -168,17 +162,4 @@ fn run_traced(
         path.display()
     );
     Ok((path, mean))
-}
-
-fn step_budget() -> Result<u64, Box<dyn Error>> {
-    let text = match std::env::var("PERENNIAL_EXAMPLE_STEPS") {
-        Err(std::env::VarError::NotPresent) => return Ok(DEFAULT_STEPS),
-        other => other?,
-    };
-    match text.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(
-            format!("PERENNIAL_EXAMPLE_STEPS is {text:?}; give a step count of at least 1").into(),
-        ),
-    }
 }

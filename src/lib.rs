@@ -9,6 +9,7 @@ pub mod dyn_env;
 pub mod env;
 pub mod episodes;
 pub mod eval;
+pub mod example;
 pub mod harness;
 pub mod limits;
 pub mod morpheus;
@@ -34,4 +35,5 @@ pub mod prelude {
     pub use crate::env::{Action, Env, EnvError, EnvSpec, Observation, Space, Transition};
     pub use crate::regime::{Origin, Plan, Regime, Scheduler, Shiftable};
     pub use crate::reward::{Breakdown, Ceiling, RewardSpec};
+    pub use crate::vector::VectorEnv;
 }

@@ -1,33 +1,18 @@
 //! The `perennial` binary as a user meets it: runs, checks, bad input, a killed run.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use perennial::trace::TraceReader;
 
-fn perennial(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_perennial"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs")
-}
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+mod common;
+use common::{cli, temp, text};
 
 #[test]
 fn run_on_a_shipped_world_prints_a_summary_and_writes_a_readable_trace() {
     let trace = temp("run.jsonl");
-    let out = perennial(&[
+    let out = cli(&[
         "run",
         "worlds/cartpole-drift.toml",
         "--steps",
@@ -56,7 +41,7 @@ fn run_on_a_shipped_world_prints_a_summary_and_writes_a_readable_trace() {
 fn csv_traces_read_back_like_jsonl() {
     let (j, c) = (temp("same.jsonl"), temp("same.csv"));
     for (path, format) in [(&j, "jsonl"), (&c, "csv")] {
-        let out = perennial(&[
+        let out = cli(&[
             "run",
             "worlds/cartpole.toml",
             "--steps",
@@ -79,7 +64,7 @@ fn csv_traces_read_back_like_jsonl() {
 
 #[test]
 fn check_accepts_every_shipped_world_and_worlds_lists_them() {
-    let out = perennial(&["worlds"]);
+    let out = cli(&["worlds"]);
     assert!(out.status.success());
     let listing = text(&out.stdout);
     assert!(!listing.contains("invalid"), "{listing}");
@@ -91,7 +76,7 @@ fn check_accepts_every_shipped_world_and_worlds_lists_them() {
         }
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         assert!(listing.contains(&name), "{name} missing from {listing}");
-        let out = perennial(&["check", path.to_str().unwrap()]);
+        let out = cli(&["check", path.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
 }
@@ -101,7 +86,7 @@ fn a_malformed_world_file_gets_exit_code_2_naming_file_and_line() {
     let bad = temp("bad.toml");
     std::fs::write(&bad, "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\nconditions = { gravity = 1e9 }\n").unwrap();
     for cmd in ["check", "run"] {
-        let out = perennial(&[cmd, bad.to_str().unwrap()]);
+        let out = cli(&[cmd, bad.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(2));
         let err = text(&out.stderr);
         assert!(err.contains(&format!("{}:6:", bad.display())), "{err}");
@@ -111,7 +96,7 @@ fn a_malformed_world_file_gets_exit_code_2_naming_file_and_line() {
         );
     }
     std::fs::write(&bad, "[world\nkind = 1\n").unwrap();
-    let out = perennial(&["check", bad.to_str().unwrap()]);
+    let out = cli(&["check", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains(&format!("{}:1", bad.display())),
@@ -122,10 +107,10 @@ fn a_malformed_world_file_gets_exit_code_2_naming_file_and_line() {
 
 #[test]
 fn bad_flags_get_exit_code_2() {
-    let out = perennial(&["run", "worlds/cartpole.toml", "--agent", "oracle"]);
+    let out = cli(&["run", "worlds/cartpole.toml", "--agent", "oracle"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("unknown agent `oracle`"));
-    let out = perennial(&["run", "worlds/nope.toml"]);
+    let out = cli(&["run", "worlds/nope.toml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("worlds/nope.toml"));
 }
@@ -171,14 +156,14 @@ fn a_run_killed_with_sigkill_leaves_a_readable_trace_of_complete_rows() {
 #[test]
 fn run_without_a_world_file_runs_the_warehouse_and_eval_scores_it() {
     let trace = temp("default.jsonl");
-    let out = perennial(&["run", "--steps", "3000", "--trace", trace.to_str().unwrap()]);
+    let out = cli(&["run", "--steps", "3000", "--trace", trace.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains("(warehouse)") && stdout.contains("peak_season"),
         "{stdout}"
     );
-    let out = perennial(&["eval", trace.to_str().unwrap()]);
+    let out = cli(&["eval", trace.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let table = text(&out.stdout);
     assert!(
@@ -191,7 +176,7 @@ fn run_without_a_world_file_runs_the_warehouse_and_eval_scores_it() {
 fn a_warehouse_run_exports_one_unknown_episode() {
     let trace = temp("episodes.jsonl");
     let episodes = temp("episodes-out.jsonl");
-    let out = perennial(&[
+    let out = cli(&[
         "run",
         "worlds/warehouse.toml",
         "--steps",
@@ -201,7 +186,7 @@ fn a_warehouse_run_exports_one_unknown_episode() {
         trace.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = perennial(&[
+    let out = cli(&[
         "episodes",
         trace.to_str().unwrap(),
         "--out",

@@ -9,27 +9,10 @@ use perennial::prelude::*;
 use perennial::trace::TraceFormat;
 use serde_json::Value;
 
+mod common;
+use common::TempPath;
+
 const LABELS: [&str; 3] = ["calm", "heavy", "light"];
-
-/// A temp file removed when the test is done with it.
-struct Temp(PathBuf);
-
-impl std::ops::Deref for Temp {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn temp_path(name: &str) -> Temp {
-    Temp(std::env::temp_dir().join(format!("perennial-eval-cli-{}-{name}", std::process::id())))
-}
 
 /// A CartPole run with a random agent, auto-reset on, cycling through three gravity regimes
 /// every 300 steps, traced to `path` (CSV if it ends in `.csv`).
@@ -91,7 +74,7 @@ fn assert_balanced(svg: &str) {
 
 #[test]
 fn eval_prints_a_table_json_with_every_design_key_and_an_svg() {
-    let trace = temp_path("cartpole.jsonl");
+    let trace = TempPath::new("cartpole.jsonl");
     cartpole_trace(&trace, 7);
 
     let table = run_cli(&args(vec![trace.to_path_buf()])).unwrap();
@@ -179,7 +162,7 @@ fn eval_prints_a_table_json_with_every_design_key_and_an_svg() {
     assert_eq!(json["groups"][0]["runs"], 1);
     assert_eq!(json["warnings"], serde_json::json!([]));
 
-    let plot = temp_path("cartpole.svg");
+    let plot = TempPath::new("cartpole.svg");
     let mut plot_args = args(vec![trace.to_path_buf()]);
     plot_args.plot = Some(plot.to_path_buf());
     run_cli(&plot_args).unwrap();
@@ -198,9 +181,9 @@ fn eval_prints_a_table_json_with_every_design_key_and_an_svg() {
 #[test]
 fn several_runs_share_a_plot_and_a_group_and_csv_reads_like_jsonl() {
     let (a, b, c) = (
-        temp_path("seed1.jsonl"),
-        temp_path("seed2.jsonl"),
-        temp_path("seed2.csv"),
+        TempPath::new("seed1.jsonl"),
+        TempPath::new("seed2.jsonl"),
+        TempPath::new("seed2.csv"),
     );
     cartpole_trace(&a, 1);
     cartpole_trace(&b, 2);
@@ -222,7 +205,7 @@ fn several_runs_share_a_plot_and_a_group_and_csv_reads_like_jsonl() {
     let from_csv: Value = serde_json::from_str(&run_cli(&json_args).unwrap()).unwrap();
     assert_eq!(from_csv["runs"][0], json["runs"][1]);
 
-    let plot = temp_path("two.svg");
+    let plot = TempPath::new("two.svg");
     let mut plot_args = args(vec![a.to_path_buf(), b.to_path_buf()]);
     plot_args.plot = Some(plot.to_path_buf());
     run_cli(&plot_args).unwrap();
@@ -234,7 +217,7 @@ fn several_runs_share_a_plot_and_a_group_and_csv_reads_like_jsonl() {
 
 #[test]
 fn a_missing_trace_is_an_error_naming_the_file() {
-    let missing = temp_path("nowhere.jsonl");
+    let missing = TempPath::new("nowhere.jsonl");
     let err = run_cli(&args(vec![missing.to_path_buf()])).unwrap_err();
     assert!(err.to_string().contains(&missing.display().to_string()));
 }

@@ -1,37 +1,13 @@
 //! The six metrics on small hand-built traces, each value worked out by hand in the test.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use perennial::eval::{EvalError, EvalOptions, IntervalReport, Report, RunReport, evaluate};
 use serde_json::{Value, json};
 
-static NEXT: AtomicUsize = AtomicUsize::new(0);
+mod common;
+use common::TempPath;
 
-/// A temp file removed when the test is done with it.
-struct Temp(PathBuf);
-
-impl std::ops::Deref for Temp {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// A fresh path in the temp dir, unique per process and call.
-fn temp_path(name: &str) -> PathBuf {
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!("perennial-eval-{}-{n}-{name}", std::process::id()))
-}
-
-fn write(name: &str, text: &str) -> Temp {
-    let path = Temp(temp_path(name));
+fn write(name: &str, text: &str) -> TempPath {
+    let path = TempPath::new(name);
     std::fs::write(&*path, text).unwrap();
     path
 }
@@ -400,7 +376,7 @@ fn a_run_may_span_files_in_step_order() {
     assert_eq!(intervals(&split), intervals(&whole));
 }
 
-fn error_of(name: &str, text: &str) -> (Temp, String) {
+fn error_of(name: &str, text: &str) -> (TempPath, String) {
     let path = write(name, text);
     let err: EvalError = evaluate(std::slice::from_ref(&path), &options(2)).unwrap_err();
     (path, err.to_string())

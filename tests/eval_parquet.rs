@@ -4,18 +4,13 @@
 //! options that change x_t.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn perennial() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perennial"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
-    cmd
-}
+mod common;
+use common::{jsonl_and_parquet, path, perennial, run, temp};
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-eval-parquet-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// The same run (seed 5) traced as JSON Lines and as Parquet.
+fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathBuf) {
+    jsonl_and_parquet(world, steps, "5", extra, name)
 }
 
 /// Removes the traces (and events tables) of the runs named `names`.
@@ -32,45 +27,6 @@ fn clean(names: &[&str]) {
             };
         }
     }
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn run(args: &[&str]) -> Output {
-    let out = perennial().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "perennial {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-/// The same run traced as JSON Lines and as Parquet.
-fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathBuf) {
-    let (jsonl, parquet) = (
-        temp(&format!("{name}.jsonl")),
-        temp(&format!("{name}.parquet")),
-    );
-    for (trace, format) in [(&jsonl, "jsonl"), (&parquet, "parquet")] {
-        let mut args = vec![
-            "run",
-            world,
-            "--steps",
-            steps,
-            "--seed",
-            "5",
-            "--trace",
-            path(trace),
-            "--format",
-            format,
-        ];
-        args.extend(extra);
-        run(&args);
-    }
-    (jsonl, parquet)
 }
 
 fn same_report(jsonl: &Path, parquet: &Path, options: &[&str]) {

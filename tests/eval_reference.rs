@@ -3,42 +3,18 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use perennial::eval::{
     ConfigurationAgainst, EvalOptions, IntervalAgainst, IntervalReport, Report, RunReport, evaluate,
 };
 use serde_json::{Value, json};
 
-static NEXT: AtomicUsize = AtomicUsize::new(0);
-
-/// A temp file removed when the test is done with it.
-struct Temp(PathBuf);
-
-impl std::ops::Deref for Temp {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn temp(name: &str) -> Temp {
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    Temp(std::env::temp_dir().join(format!(
-        "perennial-eval-ref-{}-{n}-{name}",
-        std::process::id()
-    )))
-}
+mod common;
+use common::{TempPath, cli, run};
 
 /// One run from step 0: consecutive intervals, each a label and its rewards.
-fn trace(run: &str, algorithm: &str, seed: u64, intervals: &[(&str, &[f64])]) -> Temp {
-    let path = temp(&format!("{run}.jsonl"));
+fn trace(run: &str, algorithm: &str, seed: u64, intervals: &[(&str, &[f64])]) -> TempPath {
+    let path = TempPath::new(&format!("{run}.jsonl"));
     let mut text = String::new();
     let mut step = 0u64;
     for (label, rewards) in intervals {
@@ -58,7 +34,7 @@ fn trace(run: &str, algorithm: &str, seed: u64, intervals: &[(&str, &[f64])]) ->
     path
 }
 
-fn options(references: &[&Temp], floors: &[&Temp]) -> EvalOptions {
+fn options(references: &[&TempPath], floors: &[&TempPath]) -> EvalOptions {
     EvalOptions {
         window: 2,
         references: references.iter().map(|p| p.to_path_buf()).collect(),
@@ -78,13 +54,13 @@ fn label(run: &RunReport, label: &str) -> ConfigurationAgainst {
         .expect("references were given")
 }
 
-fn eval(agent: &Temp, references: &[&Temp], floors: &[&Temp]) -> Report {
+fn eval(agent: &TempPath, references: &[&TempPath], floors: &[&TempPath]) -> Report {
     evaluate(&[agent.to_path_buf()], &options(references, floors)).unwrap()
 }
 
 /// W = 2. The agent: calm [1 1 1 1], storm [0 0 2 2], calm [0 0 3 3]. Its second calm has
 /// head 0 against the first calm's tail 1: F = 1.
-fn agent() -> Temp {
+fn agent() -> TempPath {
     trace(
         "agent",
         "learner",
@@ -98,7 +74,7 @@ fn agent() -> Temp {
 }
 
 /// The reference: calm [2 2 2 2], storm [1 1 3 3], calm [1 2 2 2] (head 1.5, F = 0.5).
-fn reference(seed: u64) -> Temp {
+fn reference(seed: u64) -> TempPath {
     trace(
         "oracle",
         "oracle",
@@ -112,7 +88,7 @@ fn reference(seed: u64) -> Temp {
 }
 
 /// The floor: 0 throughout.
-fn floor() -> Temp {
+fn floor() -> TempPath {
     trace(
         "random",
         "random",
@@ -292,15 +268,8 @@ fn two_reference_runs_of_one_task_and_seed_are_an_error() {
     );
 }
 
-fn perennial(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_perennial"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn run_warehouse(agent: &str, trace: &Path) {
-    let out = perennial(&[
+    run(&[
         "run",
         "worlds/warehouse.toml",
         "--agent",
@@ -312,17 +281,12 @@ fn run_warehouse(agent: &str, trace: &Path) {
         "--trace",
         trace.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn eval_json(args: &[&str]) -> Value {
     let mut all = vec!["eval", "--json", "--window", "50"];
     all.extend(args);
-    let out = perennial(&all);
+    let out = cli(&all);
     assert!(
         out.status.success(),
         "{}",
@@ -333,8 +297,8 @@ fn eval_json(args: &[&str]) -> Value {
 
 #[test]
 fn base_stock_against_itself_has_regret_zero_and_against_random_differs() {
-    let base = temp("base-stock.jsonl");
-    let random = temp("random.jsonl");
+    let base = TempPath::new("base-stock.jsonl");
+    let random = TempPath::new("random.jsonl");
     run_warehouse("base-stock", &base);
     run_warehouse("random", &random);
     let b = base.to_str().unwrap();
@@ -362,8 +326,8 @@ fn base_stock_against_itself_has_regret_zero_and_against_random_differs() {
 #[test]
 fn a_missing_reference_file_exits_2_naming_it_and_profiles_draw_as_svg() {
     let a = agent();
-    let missing = temp("missing.jsonl");
-    let out = perennial(&[
+    let missing = TempPath::new("missing.jsonl");
+    let out = cli(&[
         "eval",
         a.to_str().unwrap(),
         "--reference",
@@ -374,8 +338,8 @@ fn a_missing_reference_file_exits_2_naming_it_and_profiles_draw_as_svg() {
     assert!(stderr.contains(missing.to_str().unwrap()), "{stderr}");
 
     let (r, f) = (reference(1), floor());
-    let svg = temp("profile.svg");
-    let out = perennial(&[
+    let svg = TempPath::new("profile.svg");
+    run(&[
         "eval",
         a.to_str().unwrap(),
         "--reference",
@@ -387,11 +351,6 @@ fn a_missing_reference_file_exits_2_naming_it_and_profiles_draw_as_svg() {
         "--profile-plot",
         svg.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let text = std::fs::read_to_string(&*svg).unwrap();
     assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
     assert!(text.contains("normalized_score") && text.contains("learner"));

@@ -5,37 +5,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use perennial::trace::{EventReader, EventRow, TraceReader, TraceRow, events_path};
 use perennial::trace::{TraceFormat, is_events_table};
 
-fn perennial() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perennial"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("PERENNIAL_BIN");
-    cmd
-}
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-events-t-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn run(args: &[&str]) -> Output {
-    let out = perennial().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "perennial {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+mod common;
+use common::{listing, path, perennial, run, temp, wait_for};
 
 fn rows(trace: &Path) -> Vec<TraceRow> {
     TraceReader::open(&[trace])
@@ -190,14 +166,7 @@ fn kill_and_resume(trace: &Path, format: &str) {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while !ckpt.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no checkpoint"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    wait_for(&ckpt, "no checkpoint");
     // Past the checkpoint, so the events file holds events the resume must cut.
     std::thread::sleep(Duration::from_millis(300));
     child.kill().unwrap();
@@ -242,11 +211,7 @@ fn a_shortened_parquet_events_table_refuses_the_resume_before_the_trace_is_cut()
         path(&ckpt),
     ]);
     let table = events_path(&trace, TraceFormat::Parquet);
-    let mut parts: Vec<PathBuf> = std::fs::read_dir(&table)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    parts.sort();
+    let parts = listing(&table);
     assert!(
         parts.len() >= 3,
         "one events part per checkpoint: {parts:?}"
@@ -385,11 +350,7 @@ fn a_torn_or_hostile_events_table_is_reported_not_fatal() {
         path(&ckpt),
     ]);
     let table = events_path(&pq, TraceFormat::Parquet);
-    let mut parts: Vec<PathBuf> = std::fs::read_dir(&table)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    parts.sort();
+    let parts = listing(&table);
     assert_eq!(parts.len(), 3, "one part per checkpoint: {parts:?}");
     let last = parts.last().unwrap();
     let bytes = std::fs::read(last).unwrap();

@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+mod common;
+use common::text;
+
 const EXAMPLES: [&str; 7] = [
     "cartpole_regimes",
     "warehouse_shift",
@@ -71,10 +74,6 @@ fn example(name: &str, steps: &str) -> Output {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("the example runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// The example's stdout, after checking that it succeeded.

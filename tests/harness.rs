@@ -9,11 +9,8 @@ use perennial::prelude::*;
 use perennial::seed::{self, Stream};
 use perennial::trace::{TraceFormat, TraceReader, TraceRow};
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-harness-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+mod common;
+use common::temp;
 
 fn gravity_cycle(every: u64) -> Scheduler {
     let regimes = vec![

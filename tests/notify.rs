@@ -13,6 +13,9 @@ use perennial::regime::{Change, Notification, NotifyLevel};
 use perennial::trace::{TraceFormat, TraceReader};
 use serde::{Deserialize, Serialize};
 
+mod common;
+use common::{cli, temp};
+
 /// Balances the pole and records every notification with the number of actions it had
 /// taken when the notification came.
 #[derive(Default, Serialize, Deserialize)]
@@ -36,12 +39,6 @@ impl Agent<CartPole> for Recorder {
     }
 
     perennial::serde_agent_state!();
-}
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-notify-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
 }
 
 /// earth (initial) -> heavy at 100 -> earth at 200 -> heavy at 300, over 400 steps.
@@ -286,14 +283,6 @@ fn eval_groups_the_notify_settings_of_one_agent_side_by_side() {
     assert_eq!(json["groups"][2]["notify"], "label");
 }
 
-fn perennial(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_perennial"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
-
 fn world_with_notify(level: &str) -> PathBuf {
     let path = temp(&format!("world-{level}.toml"));
     std::fs::write(
@@ -320,7 +309,7 @@ fn the_world_file_sets_the_level_and_the_command_line_overrides_it() {
     let world = world_with_notify("flag");
     let world = world.to_str().unwrap();
     let from_file = temp("cli-file.jsonl");
-    let out = perennial(&[
+    common::run(&[
         "run",
         world,
         "--steps",
@@ -329,15 +318,10 @@ fn the_world_file_sets_the_level_and_the_command_line_overrides_it() {
         "--trace",
         from_file.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(first_line(&from_file).contains(r#""task":"cartpole","notify":"flag","step":0"#));
 
     let overridden = temp("cli-override.jsonl");
-    let out = perennial(&[
+    common::run(&[
         "run",
         world,
         "--steps",
@@ -348,15 +332,10 @@ fn the_world_file_sets_the_level_and_the_command_line_overrides_it() {
         "--trace",
         overridden.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(!first_line(&overridden).contains("notify"));
 
     let bad = world_with_notify("loud");
-    let out = perennial(&["check", bad.to_str().unwrap()]);
+    let out = cli(&["check", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let msg = String::from_utf8_lossy(&out.stderr);
     assert!(

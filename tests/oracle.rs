@@ -3,18 +3,13 @@
 //! and, as the reference of `perennial eval`, shows base-stock's regret.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use perennial::world_file::WorldFile;
 use serde_json::Value;
 
-fn perennial(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_perennial"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
+mod common;
+use common::{cli, path, temp};
 
 fn ok(out: &Output) {
     assert!(
@@ -24,16 +19,6 @@ fn ok(out: &Output) {
     );
 }
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-oracle-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 fn shipped(world: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(world)).unwrap()
 }
@@ -41,7 +26,7 @@ fn shipped(world: &str) -> String {
 /// Runs `agent` on `world` for `steps` steps with `seed` and returns the trace's path.
 fn run(world: &str, agent: &str, steps: u64, seed: u64, name: &str) -> PathBuf {
     let trace = temp(name);
-    ok(&perennial(&[
+    ok(&cli(&[
         "run",
         world,
         "--agent",
@@ -81,7 +66,7 @@ fn the_oracle_runs_on_both_shipped_worlds_and_every_shipped_world_checks() {
                 regime.label
             );
         }
-        ok(&perennial(&["check", world]));
+        ok(&cli(&["check", world]));
     }
     for world in ["worlds/warehouse.toml", "worlds/logistics.toml"] {
         let name = world.trim_start_matches("worlds/");
@@ -169,7 +154,7 @@ fn a_bad_oracle_table_is_a_load_error_naming_the_line_and_field() {
     // The command line says the same, with exit code 2.
     let file = temp("cli.toml");
     std::fs::write(&file, &text).unwrap();
-    let out = perennial(&["check", path(&file)]);
+    let out = cli(&["check", path(&file)]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -211,7 +196,7 @@ fn a_regime_without_a_table_plays_the_base_stock_defaults() {
 fn eval_json(args: &[&str]) -> Value {
     let mut all = vec!["eval", "--json", "--window", "100"];
     all.extend(args);
-    let out = perennial(&all);
+    let out = cli(&all);
     ok(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }

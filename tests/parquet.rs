@@ -3,34 +3,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use perennial::trace::{Manifest, TraceReader, TraceRow};
 
-fn perennial() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perennial"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
-    cmd
-}
+mod common;
+use common::{jsonl_and_parquet, listing, path, perennial, run, temp, wait_for};
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-parquet-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn run(args: &[&str]) -> Output {
-    let out = perennial().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "perennial {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+/// The same run (seed 3) traced as JSON Lines and as Parquet.
+fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathBuf) {
+    jsonl_and_parquet(world, steps, "3", extra, name)
 }
 
 fn rows(paths: &[&Path]) -> Vec<TraceRow> {
@@ -38,38 +19,9 @@ fn rows(paths: &[&Path]) -> Vec<TraceRow> {
 }
 
 fn parts(dir: &Path) -> Vec<PathBuf> {
-    let mut p: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
-        .collect();
-    p.sort();
+    let mut p = listing(dir);
+    p.retain(|p| p.extension().is_some_and(|x| x == "parquet"));
     p
-}
-
-/// The same run traced as JSON Lines and as Parquet.
-fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathBuf) {
-    let (jsonl, parquet) = (
-        temp(&format!("{name}.jsonl")),
-        temp(&format!("{name}.parquet")),
-    );
-    for (trace, format) in [(&jsonl, "jsonl"), (&parquet, "parquet")] {
-        let mut args = vec![
-            "run",
-            world,
-            "--steps",
-            steps,
-            "--seed",
-            "3",
-            "--trace",
-            path(trace),
-            "--format",
-            format,
-        ];
-        args.extend(extra);
-        run(&args);
-    }
-    (jsonl, parquet)
 }
 
 #[test]
@@ -245,14 +197,7 @@ fn sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while !ckpt.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no checkpoint appeared"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    wait_for(&ckpt, "no checkpoint appeared");
     child.kill().unwrap();
     child.wait().unwrap();
     let cut_rows = rows(&[&cut]).len();

@@ -13,6 +13,9 @@ use perennial::trace::TraceReader;
 use perennial::world_file::WorldFile;
 use proptest::prelude::*;
 
+mod common;
+use common::temp;
+
 fn cases(default: u32) -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
@@ -32,12 +35,6 @@ fn shipped(name: &str) -> String {
             .join(name),
     )
     .unwrap()
-}
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-props-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
 }
 
 /// A small edit of a text: delete, insert or replace a short span.

@@ -1,7 +1,7 @@
 //! Open registries: a kind defined outside the crate runs through the library's CLI, and
 //! agent names and options are checked against the kind's agents.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use perennial::agents::AgentBuilder;
@@ -10,30 +10,8 @@ use perennial::prelude::*;
 use perennial::registry::{ParamError, Registry, WorldKind};
 use perennial::world_file::WorldFile;
 
-/// A temp directory removed when the test is done with it.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("perennial-registry-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::Scratch;
 
 /// CartPole under a kind name the crate does not know, with an agent of its own.
 struct Pole;
@@ -75,9 +53,9 @@ const POLE: &str =
 
 #[test]
 fn a_kind_registered_outside_the_crate_runs_through_the_cli() {
-    let dir = TempDir::new("outside");
+    let dir = Scratch::new("registry-outside");
     let world = dir.write("pole.toml", POLE);
-    let trace = dir.0.join("pole.jsonl");
+    let trace = dir.join("pole.jsonl");
     let code = cli(
         &registry(),
         &[
@@ -103,7 +81,7 @@ fn a_kind_registered_outside_the_crate_runs_through_the_cli() {
 
 #[test]
 fn the_builtin_registry_does_not_know_an_outside_kind() {
-    let dir = TempDir::new("unknown-kind");
+    let dir = Scratch::new("registry-unknown-kind");
     let world = dir.write("pole.toml", POLE);
     let err = WorldFile::load(&world).unwrap_err();
     assert_eq!(err.line, Some(2), "{err}");
@@ -116,7 +94,7 @@ fn the_builtin_registry_does_not_know_an_outside_kind() {
 
 #[test]
 fn a_kind_rejects_its_own_params_with_file_line_and_field() {
-    let dir = TempDir::new("params");
+    let dir = Scratch::new("registry-params");
     let world = dir.write("pole.toml", &POLE.replace("9.8", "200.0"));
     let err = WorldFile::load_with(&world, &registry()).unwrap_err();
     assert_eq!(err.line, Some(4), "{err}");
@@ -126,7 +104,7 @@ fn a_kind_rejects_its_own_params_with_file_line_and_field() {
 
 #[test]
 fn an_agent_the_kind_does_not_have_is_an_error_at_load() {
-    let dir = TempDir::new("agent-name");
+    let dir = Scratch::new("registry-agent-name");
     let world = dir.write(
         "w.toml",
         "[world]\nkind = \"cartpole\"\n[harness]\nagent = \"base-stock\"\n",
@@ -149,7 +127,7 @@ fn an_agent_the_kind_does_not_have_is_an_error_at_load() {
 
 #[test]
 fn agent_options_come_from_the_world_file_and_the_command_line() {
-    let dir = TempDir::new("options");
+    let dir = Scratch::new("registry-options");
     let good = "[world]\nkind = \"cartpole\"\n[harness]\nagent = \"actor-critic\"\n[agent.actor-critic]\nactor_lr = 0.01\n";
     let world = dir.write("good.toml", good);
     let reg = Registry::builtin();
@@ -163,7 +141,7 @@ fn agent_options_come_from_the_world_file_and_the_command_line() {
         ExitCode::from(2)
     );
 
-    let trace = dir.0.join("t.jsonl");
+    let trace = dir.join("t.jsonl");
     let run = |opt: &str| {
         cli(
             &reg,

@@ -6,13 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn perennial(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_perennial"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
+mod common;
+use common::{cli, fails_with};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
@@ -38,7 +33,7 @@ const CARTPOLE: &str = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a
 fn checkpointed_run(d: &Path, steps: u64, every: u64) -> (PathBuf, PathBuf, PathBuf) {
     let (world, trace, ckpt) = (d.join("w.toml"), d.join("t.jsonl"), d.join("c.ckpt.json"));
     std::fs::write(&world, CARTPOLE).unwrap();
-    let out = perennial(&[
+    let out = cli(&[
         "run",
         s(&world),
         "--steps",
@@ -60,12 +55,10 @@ fn a_trace_equal_to_the_world_file_is_refused_and_the_world_file_kept() {
     let world = d.join("w.toml");
     std::fs::write(&world, CARTPOLE).unwrap();
     let aliased = d.join(".").join("w.toml");
-    let out = perennial(&["run", s(&world), "--steps", "5", "--trace", s(&aliased)]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("same file as the world file"),
-        "{}",
-        stderr(&out)
+    fails_with(
+        &["run", s(&world), "--steps", "5", "--trace", s(&aliased)],
+        2,
+        "same file as the world file",
     );
     assert_eq!(std::fs::read_to_string(&world).unwrap(), CARTPOLE);
 }
@@ -77,46 +70,52 @@ fn outputs_that_are_symlinks_or_devices_are_refused_and_left_alone() {
     std::fs::write(&target, "keep me").unwrap();
     let link = d.join("t.jsonl");
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let out = perennial(&[
-        "run",
-        "worlds/cartpole.toml",
-        "--steps",
-        "5",
-        "--trace",
-        s(&link),
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("a symlink"), "{}", stderr(&out));
+    fails_with(
+        &[
+            "run",
+            "worlds/cartpole.toml",
+            "--steps",
+            "5",
+            "--trace",
+            s(&link),
+        ],
+        2,
+        "a symlink",
+    );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
 
-    let out = perennial(&[
-        "run",
-        "worlds/cartpole.toml",
-        "--steps",
-        "5",
-        "--no-trace",
-        "--checkpoint-every",
-        "2",
-        "--checkpoint",
-        "/dev/null",
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("a device"), "{}", stderr(&out));
+    fails_with(
+        &[
+            "run",
+            "worlds/cartpole.toml",
+            "--steps",
+            "5",
+            "--no-trace",
+            "--checkpoint-every",
+            "2",
+            "--checkpoint",
+            "/dev/null",
+        ],
+        2,
+        "a device",
+    );
     let dir_ckpt = d.join("a-folder");
     std::fs::create_dir(&dir_ckpt).unwrap();
-    let out = perennial(&[
-        "run",
-        "worlds/cartpole.toml",
-        "--steps",
-        "5",
-        "--no-trace",
-        "--checkpoint-every",
-        "1000",
-        "--checkpoint",
-        s(&dir_ckpt),
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("a directory"), "{}", stderr(&out));
+    fails_with(
+        &[
+            "run",
+            "worlds/cartpole.toml",
+            "--steps",
+            "5",
+            "--no-trace",
+            "--checkpoint-every",
+            "1000",
+            "--checkpoint",
+            s(&dir_ckpt),
+        ],
+        2,
+        "a directory",
+    );
 }
 
 #[test]
@@ -125,15 +124,9 @@ fn resuming_against_an_edited_world_file_is_refused_and_the_trace_kept() {
     let (world, trace, ckpt) = checkpointed_run(&d, 300, 100);
     let before = std::fs::read(&trace).unwrap();
     std::fs::write(&world, CARTPOLE.replace("12.0", "13.0")).unwrap();
-    let out = perennial(&["run", "--resume", s(&ckpt)]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("--allow-world-change"),
-        "{}",
-        stderr(&out)
-    );
+    fails_with(&["run", "--resume", s(&ckpt)], 2, "--allow-world-change");
     assert_eq!(std::fs::read(&trace).unwrap(), before);
-    let out = perennial(&["run", "--resume", s(&ckpt), "--allow-world-change"]);
+    let out = cli(&["run", "--resume", s(&ckpt), "--allow-world-change"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
@@ -141,7 +134,7 @@ fn resuming_against_an_edited_world_file_is_refused_and_the_trace_kept() {
 fn resuming_into_a_replaced_trace_is_refused_and_the_trace_kept() {
     let d = dir("replaced");
     let (_, trace, ckpt) = checkpointed_run(&d, 300, 100);
-    let other = perennial(&[
+    let other = cli(&[
         "run",
         "worlds/cartpole.toml",
         "--steps",
@@ -154,7 +147,7 @@ fn resuming_into_a_replaced_trace_is_refused_and_the_trace_kept() {
     ]);
     assert!(other.status.success(), "{}", stderr(&other));
     let before = std::fs::read(&trace).unwrap();
-    let out = perennial(&["run", "--resume", s(&ckpt)]);
+    let out = cli(&["run", "--resume", s(&ckpt)]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     // The other run replaced the trace and the events table beside it; either is named.
     let err = stderr(&out);
@@ -183,10 +176,8 @@ fn tampered_checkpoint_fields_are_refused_and_no_row_is_deleted() {
         let mut v = valid.clone();
         edit(&mut v);
         std::fs::write(&ckpt, serde_json::to_vec(&v).unwrap()).unwrap();
-        let out = perennial(&["run", "--resume", s(&ckpt)]);
-        assert_eq!(out.status.code(), Some(2), "{field}: {}", stderr(&out));
-        assert!(stderr(&out).contains(field), "{field}: {}", stderr(&out));
-        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+        let err = fails_with(&["run", "--resume", s(&ckpt)], 2, field);
+        assert!(!err.contains("panicked"), "{err}");
         assert_eq!(std::fs::read(&trace).unwrap(), before, "{field}");
     }
 }
@@ -197,19 +188,17 @@ fn a_locked_trace_is_refused_with_the_holder_pid() {
     let trace = d.join("t.jsonl");
     std::fs::write(&trace, "keep\n").unwrap();
     let held = perennial::output::open_locked(&trace).unwrap();
-    let out = perennial(&[
-        "run",
-        "worlds/cartpole.toml",
-        "--steps",
-        "5",
-        "--trace",
-        s(&trace),
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains(&format!("pid {}", std::process::id())),
-        "{}",
-        stderr(&out)
+    fails_with(
+        &[
+            "run",
+            "worlds/cartpole.toml",
+            "--steps",
+            "5",
+            "--trace",
+            s(&trace),
+        ],
+        2,
+        &format!("pid {}", std::process::id()),
     );
     assert_eq!(std::fs::read_to_string(&trace).unwrap(), "keep\n");
     drop(held);
@@ -222,7 +211,7 @@ fn two_world_files_of_one_task_get_distinct_default_run_ids() {
     std::fs::write(&a, CARTPOLE).unwrap();
     std::fs::write(&b, CARTPOLE.replace("12.0", "15.0")).unwrap();
     let id = |w: &Path| {
-        let out = perennial(&["run", s(w), "--steps", "3", "--no-trace"]);
+        let out = cli(&["run", s(w), "--steps", "3", "--no-trace"]);
         assert!(out.status.success(), "{}", stderr(&out));
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.lines()
@@ -242,7 +231,7 @@ fn two_world_files_of_one_task_get_distinct_default_run_ids() {
 fn the_summary_announces_no_checkpoint_that_was_never_written() {
     let d = dir("announce");
     let ckpt = d.join("c.json");
-    let out = perennial(&[
+    let out = cli(&[
         "run",
         "worlds/cartpole.toml",
         "--steps",
@@ -262,16 +251,18 @@ fn the_summary_announces_no_checkpoint_that_was_never_written() {
 #[test]
 fn run_ids_that_escape_or_hide_are_refused() {
     for id in ["../../x", "", ".hidden", "a\nb"] {
-        let out = perennial(&[
-            "run",
-            "worlds/cartpole.toml",
-            "--steps",
-            "3",
+        fails_with(
+            &[
+                "run",
+                "worlds/cartpole.toml",
+                "--steps",
+                "3",
+                "--run-id",
+                id,
+            ],
+            2,
             "--run-id",
-            id,
-        ]);
-        assert_eq!(out.status.code(), Some(2), "{id:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains("--run-id"), "{}", stderr(&out));
+        );
     }
 }
 
@@ -326,10 +317,10 @@ fn sigterm_writes_a_checkpoint_and_the_resumed_trace_is_byte_identical() {
         "the checkpoint is at the last row written"
     );
 
-    let resumed = perennial(&["run", "--resume", s(&ckpt)]);
+    let resumed = cli(&["run", "--resume", s(&ckpt)]);
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     let whole = d.join("whole.jsonl");
-    let straight = perennial(&[
+    let straight = cli(&[
         "run",
         "worlds/warehouse.toml",
         "--steps",

@@ -1,46 +1,11 @@
 //! A run killed with SIGKILL after a checkpoint and resumed writes the same trace, byte for
 //! byte, as a run that was never interrupted.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Stdio;
 
-fn perennial() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perennial"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(Stdio::null());
-    cmd
-}
-
-/// A folder of the test's own under the target's temp dir, removed when the test passes
-/// (a failing test leaves it to look at).
-struct Folder(PathBuf);
-
-impl Folder {
-    fn new(test: &str) -> Self {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("resume-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Folder(dir)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Folder {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+mod common;
+use common::{Scratch, path, perennial, wait_for};
 
 /// Runs `world` uninterrupted and again killed after its first checkpoint then resumed,
 /// and compares the two traces.
@@ -49,7 +14,7 @@ fn killed_and_resumed_matches_uninterrupted(world: &str, agent: &str, steps: u64
         .trim_start_matches("worlds/")
         .trim_end_matches(".toml");
     let name = format!("{world_name}-{agent}");
-    let folder = Folder::new(&name);
+    let folder = Scratch::new(&format!("resume-{name}"));
     let (whole, cut, ckpt) = (
         folder.join(&format!("{name}-whole.jsonl")),
         folder.join(&format!("{name}-cut.jsonl")),
@@ -60,6 +25,7 @@ fn killed_and_resumed_matches_uninterrupted(world: &str, agent: &str, steps: u64
         "run", world, "--agent", agent, "--steps", &steps_arg, "--seed", "5",
     ];
     let status = perennial()
+        .stdout(Stdio::null())
         .args(common)
         .args(["--trace", path(&whole)])
         .status()
@@ -73,6 +39,7 @@ fn killed_and_resumed_matches_uninterrupted(world: &str, agent: &str, steps: u64
         let _ = std::fs::remove_file(&cut);
         let _ = std::fs::remove_file(&ckpt);
         let mut child = perennial()
+            .stdout(Stdio::null())
             .args(common)
             .args([
                 "--trace",
@@ -84,14 +51,7 @@ fn killed_and_resumed_matches_uninterrupted(world: &str, agent: &str, steps: u64
             ])
             .spawn()
             .unwrap();
-        let started = Instant::now();
-        while !ckpt.exists() {
-            assert!(
-                started.elapsed() < Duration::from_secs(120),
-                "no checkpoint appeared"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        wait_for(&ckpt, "no checkpoint appeared");
         let finished_first = child.try_wait().unwrap().is_some();
         child.kill().unwrap();
         child.wait().unwrap();
@@ -108,6 +68,7 @@ fn killed_and_resumed_matches_uninterrupted(world: &str, agent: &str, steps: u64
     );
 
     let out = perennial()
+        .stdout(Stdio::null())
         .args(["run", "--resume", path(&ckpt)])
         .stdout(Stdio::piped())
         .output()
@@ -135,10 +96,11 @@ fn cartpole_killed_after_a_checkpoint_resumes_to_the_same_trace() {
 
 #[test]
 fn resume_refuses_a_file_that_is_not_a_checkpoint() {
-    let folder = Folder::new("bogus");
+    let folder = Scratch::new("resume-bogus");
     let bogus = folder.join("bogus.ckpt.json");
     std::fs::write(&bogus, "{\"hello\": 1}").unwrap();
     let out = perennial()
+        .stdout(Stdio::null())
         .args(["run", "--resume", path(&bogus)])
         .output()
         .unwrap();

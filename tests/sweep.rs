@@ -4,16 +4,11 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn perennial(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_perennial"))
-        .args(args)
-        .env_remove("PERENNIAL_BIN")
-        .output()
-        .unwrap()
-}
+mod common;
+use common::{cli, path, run};
 
 /// A fresh folder for one test, removed by `cleanup`.
 fn tmp(name: &str) -> PathBuf {
@@ -77,19 +72,7 @@ fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
     let dir = tmp("lone");
     let file = sweep_file(&dir, 1500, 400, "\"random\", \"actor-critic\"");
     let out_dir = dir.join("out");
-    let out = perennial(&[
-        "sweep",
-        file.to_str().unwrap(),
-        "--jobs",
-        "2",
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run(&["sweep", path(&file), "--jobs", "2", "--out", path(&out_dir)]);
     assert_eq!(statuses(&out_dir), vec!["done"; 8]);
 
     let m = manifest(&out_dir);
@@ -107,7 +90,7 @@ fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
         };
         let (agent, seed) = rest.rsplit_once("-seed").unwrap();
         let lone = dir.join(format!("{id}.jsonl"));
-        let alone = perennial(&[
+        common::run(&[
             "run",
             world,
             "--agent",
@@ -121,11 +104,6 @@ fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
             "--trace",
             lone.to_str().unwrap(),
         ]);
-        assert!(
-            alone.status.success(),
-            "{}",
-            String::from_utf8_lossy(&alone.stderr)
-        );
         let swept = std::fs::read(run["trace"].as_str().unwrap()).unwrap();
         assert!(
             swept == std::fs::read(&lone).unwrap(),
@@ -182,7 +160,7 @@ fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
 
     // Rerunning a finished sweep runs nothing and changes no trace.
     let before = traces(&out_dir);
-    let again = perennial(&[
+    let again = cli(&[
         "sweep",
         file.to_str().unwrap(),
         "--out",
@@ -208,19 +186,7 @@ fn a_sigkilled_sweep_rerun_finishes_with_the_traces_of_an_uninterrupted_one() {
     // is still running when the kill lands a poll later.
     let file = sweep_file(&dir, 60_000, 500, "\"random\", \"actor-critic\"");
     let whole = dir.join("whole");
-    let out = perennial(&[
-        "sweep",
-        file.to_str().unwrap(),
-        "--jobs",
-        "2",
-        "--out",
-        whole.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run(&["sweep", path(&file), "--jobs", "2", "--out", path(&whole)]);
 
     // The kill must land while a run is under way; a run can end between the manifest read
     // and the kill on a quick machine, so try again (each try in a fresh directory) until
@@ -274,19 +240,7 @@ fn a_sigkilled_sweep_rerun_finishes_with_the_traces_of_an_uninterrupted_one() {
         }
 
         // The kernel dropped the dead sweep's lock: the rerun takes the directory.
-        let rerun = perennial(&[
-            "sweep",
-            file.to_str().unwrap(),
-            "--jobs",
-            "2",
-            "--out",
-            cut.to_str().unwrap(),
-        ]);
-        assert!(
-            rerun.status.success(),
-            "{}",
-            String::from_utf8_lossy(&rerun.stderr)
-        );
+        run(&["sweep", path(&file), "--jobs", "2", "--out", path(&cut)]);
         assert_eq!(statuses(&cut), vec!["done"; 8]);
         // Every run's trace and the events table beside it.
         let (a, b) = (traces(&whole), traces(&cut));
@@ -326,7 +280,7 @@ fn a_second_sweep_on_a_held_directory_is_refused_naming_the_holder() {
     let file = sweep_file(&dir, 100, 50, "\"random\"");
     let out_dir = dir.join("out");
     let held = perennial::sweep::DirLock::acquire(&out_dir).unwrap();
-    let out = perennial(&[
+    let out = cli(&[
         "sweep",
         file.to_str().unwrap(),
         "--out",
@@ -400,40 +354,35 @@ fn a_failed_run_is_retried_once_then_reported_without_stopping_the_others() {
 
 #[test]
 fn an_agent_a_world_cannot_run_is_refused_at_load() {
-    let dir = tmp("agent");
-    let file = sweep_file(&dir, 100, 50, "\"random\", \"base-stock\"");
-    let out = perennial(&[
-        "sweep",
-        file.to_str().unwrap(),
-        "--out",
-        dir.join("out").to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused("agent", 100, 50, "\"random\", \"base-stock\"");
     assert!(
         err.contains("small.toml:4: field `sweep.agents[1]`")
             && err.contains("cartpole-drift.toml"),
         "{err}"
     );
-    assert!(!dir.join("out").exists());
-    cleanup(&dir);
 }
 
-#[test]
-fn a_bad_sweep_file_is_refused_with_its_line_and_field() {
-    let dir = tmp("bad");
-    let file = sweep_file(&dir, 0, 50, "\"random\"");
-    let out = perennial(&[
+/// Runs `sweep` on a sweep file made by [`sweep_file`] that must be refused: exit code 2
+/// and no output folder. Returns the stderr.
+fn refused(name: &str, steps: u64, every: u64, agents: &str) -> String {
+    let dir = tmp(name);
+    let file = sweep_file(&dir, steps, every, agents);
+    let out = cli(&[
         "sweep",
         file.to_str().unwrap(),
         "--out",
         dir.join("out").to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("small.toml:6: field `sweep.steps`"), "{err}");
     assert!(!dir.join("out").exists());
     cleanup(&dir);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_bad_sweep_file_is_refused_with_its_line_and_field() {
+    let err = refused("bad", 0, 50, "\"random\"");
+    assert!(err.contains("small.toml:6: field `sweep.steps`"), "{err}");
 }
 
 #[test]
@@ -441,7 +390,7 @@ fn runs_made_from_the_plan_are_collected_into_the_manifest_and_eval() {
     let dir = tmp("collect");
     let file = sweep_file(&dir, 200, 100, "\"random\"");
     let out_dir = dir.join("out");
-    let plan = perennial(&[
+    let plan = cli(&[
         "sweep",
         file.to_str().unwrap(),
         "--out",
@@ -464,7 +413,7 @@ fn runs_made_from_the_plan_are_collected_into_the_manifest_and_eval() {
         for p in ["trace", "checkpoint"] {
             std::fs::create_dir_all(Path::new(run[p].as_str().unwrap()).parent().unwrap()).unwrap();
         }
-        let code = perennial(&argv).status.code();
+        let code = cli(&argv).status.code();
         results.insert(
             run["run_id"].as_str().unwrap().into(),
             serde_json::json!({"exit_code": code, "attempts": 1}),
@@ -472,7 +421,7 @@ fn runs_made_from_the_plan_are_collected_into_the_manifest_and_eval() {
     }
     let results_path = dir.join("results.json");
     std::fs::write(&results_path, serde_json::to_string(&results).unwrap()).unwrap();
-    let out = perennial(&[
+    run(&[
         "sweep",
         file.to_str().unwrap(),
         "--out",
@@ -480,11 +429,6 @@ fn runs_made_from_the_plan_are_collected_into_the_manifest_and_eval() {
         "--collect",
         results_path.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(statuses(&out_dir), vec!["done"; 4]);
     assert!(out_dir.join("eval.json").is_file());
     cleanup(&dir);

@@ -2,6 +2,7 @@
 //! semantics, errors that name the copy and step nothing, per-copy regime shifts.
 
 use perennial::prelude::*;
+use perennial::regime::apply_over_baseline;
 use perennial::vector::{AutoresetMode, CartPoleVec, VecEnv, VecError, VecStep, episode_seed};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -107,13 +108,11 @@ fn assert_matches(step: &VecStep, refs: &[Expected], t: usize) {
 /// Steps a vector and independent references with the same random actions for `steps`
 /// steps, comparing every output bit. Under `Disabled`, ended copies are reset by hand on
 /// both sides. Returns the number of episode ends seen.
-fn compare<V>(
+fn compare(
     mode: AutoresetMode,
     params: &[CartPoleParams],
     steps: usize,
-    vector: &mut V,
-    mut step: impl FnMut(&mut V, &[usize]) -> VecStep,
-    mut reset_copy: impl FnMut(&mut V, usize) -> Vec<f32>,
+    vector: &mut impl VectorEnv<Action = usize>,
 ) -> usize {
     let n = params.len();
     let mut refs: Vec<Reference> = params
@@ -125,7 +124,7 @@ fn compare<V>(
     let mut ends = 0;
     for t in 0..steps {
         let actions: Vec<usize> = (0..n).map(|_| rng.random_range(0..2)).collect();
-        let out = step(vector, &actions);
+        let out = vector.step(&actions).expect("valid batch").clone();
         let expected: Vec<Expected> = refs
             .iter_mut()
             .zip(&actions)
@@ -136,7 +135,8 @@ fn compare<V>(
             if out.done(i) {
                 ends += 1;
                 if mode == AutoresetMode::Disabled {
-                    assert_eq!(bits(&reset_copy(vector, i)), bits(&r.next_episode()));
+                    let first = vector.reset_copy(i).expect("copy exists");
+                    assert_eq!(bits(first), bits(&r.next_episode()));
                 }
             }
         }
@@ -149,33 +149,19 @@ fn cartpole_vec_is_bit_identical_to_independent_cartpoles_in_every_mode() {
     for mode in MODES {
         let params = varied_params(12);
         let mut v = CartPoleVec::per_copy(params.clone(), mode);
-        v.reset(SEED);
-        let ends = compare(
-            mode,
-            &params,
-            2000,
-            &mut v,
-            |v, a| v.step(a).expect("valid batch").clone(),
-            |v, i| v.reset_copy(i).expect("copy exists").to_vec(),
-        );
+        v.reset(SEED).unwrap();
+        let ends = compare(mode, &params, 2000, &mut v);
         assert!(ends > 500, "{mode:?}: only {ends} episode ends");
     }
 }
 
 #[test]
-fn cartpole_vec_with_shared_params_and_threads_is_bit_identical() {
+fn cartpole_vec_with_shared_params_is_bit_identical() {
     for mode in MODES {
         let params = vec![CartPoleParams::default(); 9];
-        let mut v = CartPoleVec::new(9, CartPoleParams::default(), mode).with_threads(3);
-        v.reset(SEED);
-        compare(
-            mode,
-            &params,
-            2000,
-            &mut v,
-            |v, a| v.step(a).expect("valid batch").clone(),
-            |v, i| v.reset_copy(i).expect("copy exists").to_vec(),
-        );
+        let mut v = CartPoleVec::new(9, CartPoleParams::default(), mode);
+        v.reset(SEED).unwrap();
+        compare(mode, &params, 2000, &mut v);
     }
 }
 
@@ -186,14 +172,7 @@ fn generic_vec_env_is_bit_identical_to_independent_cartpoles_in_every_mode() {
         let envs = params.iter().cloned().map(CartPole::new).collect();
         let mut v = VecEnv::new(envs, mode).expect("six cartpoles");
         v.reset(SEED).expect("no regimes to apply");
-        compare(
-            mode,
-            &params,
-            2000,
-            &mut v,
-            |v, a| v.step(a).expect("valid batch").clone(),
-            |v, i| v.reset_copy(i).expect("copy exists").to_vec(),
-        );
+        compare(mode, &params, 2000, &mut v);
     }
 }
 
@@ -205,7 +184,7 @@ fn falling() -> [f64; 4] {
 fn next_step_returns_the_reset_obs_with_zero_reward_and_ignores_the_action() {
     let run = |action: usize| {
         let mut v = CartPoleVec::new(3, CartPoleParams::default(), AutoresetMode::NextStep);
-        v.reset(SEED);
+        v.reset(SEED).unwrap();
         v.set_state(1, falling());
         let ending = v.step(&[0, 1, 0]).unwrap();
         assert!(ending.terminated()[1] && !ending.truncated()[1]);
@@ -229,7 +208,7 @@ fn next_step_returns_the_reset_obs_with_zero_reward_and_ignores_the_action() {
 #[test]
 fn same_step_keeps_the_final_obs_apart_and_returns_the_new_first_obs() {
     let mut v = CartPoleVec::new(2, CartPoleParams::default(), AutoresetMode::SameStep);
-    v.reset(SEED);
+    v.reset(SEED).unwrap();
     v.set_state(0, falling());
     let mut single = CartPole::new(CartPoleParams::default());
     single.reset(0);
@@ -252,7 +231,7 @@ fn same_step_keeps_the_final_obs_apart_and_returns_the_new_first_obs() {
 #[test]
 fn disabled_refuses_to_step_an_ended_copy_and_names_it() {
     let mut v = CartPoleVec::new(4, CartPoleParams::default(), AutoresetMode::Disabled);
-    v.reset(SEED);
+    v.reset(SEED).unwrap();
     v.set_state(2, falling());
     assert!(v.step(&[0; 4]).unwrap().terminated()[2]);
     let before: Vec<[f64; 4]> = (0..4).map(|i| v.state(i)).collect();
@@ -298,7 +277,7 @@ fn disabled_generic_vector_names_the_ended_copy() {
 #[test]
 fn an_invalid_action_names_the_copy_and_steps_nothing() {
     let mut v = CartPoleVec::new(4, CartPoleParams::default(), AutoresetMode::NextStep);
-    v.reset(SEED);
+    v.reset(SEED).unwrap();
     let before = v.last().clone();
     let states: Vec<[f64; 4]> = (0..4).map(|i| v.state(i)).collect();
     let err = v.step(&[0, 1, 2, 0]).unwrap_err();
@@ -435,7 +414,7 @@ fn a_scheduler_naming_an_unknown_parameter_is_refused_when_attached() {
 #[test]
 fn observations_lie_in_one_contiguous_buffer_copy_by_copy() {
     let mut v = CartPoleVec::new(5, CartPoleParams::default(), AutoresetMode::NextStep);
-    v.reset(SEED);
+    v.reset(SEED).unwrap();
     let s = v.step(&[1, 0, 1, 0, 1]).unwrap().clone();
     assert_eq!((s.num_envs(), s.obs_len(), s.obs().len()), (5, 4, 20));
     for i in 0..5 {
@@ -461,11 +440,196 @@ fn observations_lie_in_one_contiguous_buffer_copy_by_copy() {
 fn a_copys_worlds_do_not_depend_on_the_number_of_copies() {
     let mut small = CartPoleVec::new(2, CartPoleParams::default(), AutoresetMode::SameStep);
     let mut large = CartPoleVec::new(7, CartPoleParams::default(), AutoresetMode::SameStep);
-    small.reset(SEED);
-    large.reset(SEED);
+    small.reset(SEED).unwrap();
+    large.reset(SEED).unwrap();
     for t in 0..300 {
         let a = t % 2;
         let s = small.step(&[a; 2]).unwrap().obs_of(1).to_vec();
         assert_eq!(bits(&s), bits(large.step(&[a; 7]).unwrap().obs_of(1)));
     }
+}
+
+/// Cycling physics that make CartPole fall at different rates, so runs cross episode ends.
+fn cycling_scheduler(every: u64) -> Scheduler {
+    let regimes = vec![
+        Regime::new("earth", &[]),
+        Regime::new("heavy", &[("gravity", 19.6), ("length", 0.8)]),
+        Regime::new("light", &[("masscart", 0.5), ("force_mag", 6.0)]),
+    ];
+    let plan = Plan::Cycle {
+        labels: vec!["earth".into(), "heavy".into(), "light".into()],
+        every,
+    };
+    Scheduler::new(regimes, plan, 0).unwrap()
+}
+
+#[test]
+fn a_cartpole_vec_copy_with_a_scheduler_is_the_cartpole_that_scheduler_drives() {
+    let mut v = CartPoleVec::new(3, CartPoleParams::default(), AutoresetMode::NextStep)
+        .scheduler(1, cycling_scheduler(7))
+        .unwrap();
+    v.reset(SEED).unwrap();
+    // Copy 1 by hand: a CartPole asking the same scheduler before each of its env steps.
+    let mut scheduler = cycling_scheduler(7);
+    let mut single = CartPole::new(CartPoleParams::default());
+    let baseline = single.snapshot();
+    apply_over_baseline(&mut single, &baseline, scheduler.regime()).unwrap();
+    single.reset(episode_seed(SEED, 1, 0));
+    let (mut env_steps, mut episode, mut pending, mut ends) = (0u64, 0u64, false, 0);
+    let mut rng = ChaCha8Rng::seed_from_u64(SEED);
+    for t in 0..1500 {
+        let actions: Vec<usize> = (0..3).map(|_| rng.random_range(0..2)).collect();
+        let s = v.step(&actions).unwrap().clone();
+        let (obs, reward, terminated, truncated) = if pending {
+            pending = false;
+            episode += 1;
+            (
+                single.reset(episode_seed(SEED, 1, episode)),
+                0.0,
+                false,
+                false,
+            )
+        } else {
+            if scheduler.next_shift_due(env_steps) && scheduler.before_step(env_steps).is_some() {
+                apply_over_baseline(&mut single, &baseline, scheduler.regime()).unwrap();
+            }
+            env_steps += 1;
+            let tr = single.step(&actions[1]).unwrap();
+            pending = tr.done();
+            ends += usize::from(tr.done());
+            (tr.observation, tr.reward, tr.terminated, tr.truncated)
+        };
+        let at = format!("step {t}");
+        assert_eq!(bits(s.obs_of(1)), bits(&obs), "obs, {at}");
+        assert_eq!(s.rewards()[1].to_bits(), reward.to_bits(), "reward, {at}");
+        assert_eq!(
+            (s.terminated()[1], s.truncated()[1]),
+            (terminated, truncated),
+            "flags, {at}"
+        );
+        assert_eq!(v.params(1), single.params(), "parameters, {at}");
+        assert_eq!(
+            v.scheduler_of(1).unwrap().label(),
+            scheduler.label(),
+            "{at}"
+        );
+    }
+    assert!(ends > 10, "the run must cross episode ends, saw {ends}");
+    assert_eq!(
+        v.params(0),
+        &CartPoleParams::default(),
+        "copy 0 has no scheduler"
+    );
+    assert!(v.scheduler_of(0).is_none());
+}
+
+#[test]
+fn cartpole_vec_and_vec_env_with_the_same_schedulers_agree_in_every_mode() {
+    for mode in MODES {
+        let params = varied_params(4);
+        let mut soa = CartPoleVec::per_copy(params.clone(), mode);
+        let envs = params.iter().cloned().map(CartPole::new).collect();
+        let mut generic = VecEnv::new(envs, mode).unwrap();
+        for (i, every) in [(0, 3), (2, 11), (3, 50)] {
+            soa = soa.scheduler(i, cycling_scheduler(every)).unwrap();
+            generic = generic.scheduler(i, cycling_scheduler(every)).unwrap();
+        }
+        for run in 0..2 {
+            let seeds = [run, run + 1, run + 2, run + 3];
+            assert_eq!(
+                soa.reset_runs(&seeds).unwrap(),
+                generic.reset_runs(&seeds).unwrap()
+            );
+            let mut rng = ChaCha8Rng::seed_from_u64(run);
+            for t in 0..600 {
+                let actions: Vec<usize> = (0..4).map(|_| rng.random_range(0..2)).collect();
+                let a = soa.step(&actions).unwrap().clone();
+                assert_eq!(&a, generic.step(&actions).unwrap(), "{mode:?}, step {t}");
+                for i in 0..4 {
+                    assert_eq!(soa.params(i), generic.env(i).params(), "copy {i}");
+                    if mode == AutoresetMode::Disabled && a.done(i) {
+                        assert_eq!(soa.reset_copy(i).unwrap(), generic.reset_copy(i).unwrap());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The errors every [`VectorEnv`] gives, checked on a vector of 3 copies.
+fn assert_vector_errors(v: &mut impl VectorEnv<Action = usize>) {
+    assert_eq!(v.step(&[0; 3]).unwrap_err(), VecError::NotReset);
+    assert_eq!(v.reset_copy(0).unwrap_err(), VecError::NotReset);
+    assert_eq!(
+        v.reset_runs(&[1, 2]).unwrap_err(),
+        VecError::ActionCount {
+            expected: 3,
+            got: 2
+        }
+    );
+    v.reset(SEED).unwrap();
+    let before = v.last().clone();
+    for actions in [&[0, 1][..], &[0, 1, 0, 1][..]] {
+        assert_eq!(
+            v.step(actions).unwrap_err(),
+            VecError::ActionCount {
+                expected: 3,
+                got: actions.len()
+            }
+        );
+    }
+    let err = v.step(&[0, 7, 9]).unwrap_err();
+    assert_eq!(
+        err,
+        VecError::Copy {
+            index: 1,
+            source: EnvError::InvalidAction {
+                action: "7".into(),
+                space: "Discrete(2)".into()
+            }
+        }
+    );
+    let err = v.reset_copy(3).unwrap_err();
+    assert_eq!(
+        err,
+        VecError::Build("no copy 3: the vector has 3 copies".into())
+    );
+    assert!(err.to_string().contains("no copy 3"), "{err}");
+    assert_eq!(v.last(), &before, "refused calls change nothing");
+    assert_eq!((v.num_envs(), v.obs_len()), (3, 4));
+    assert_eq!(v.mode(), AutoresetMode::Disabled);
+    assert_eq!(v.episode(2), 0);
+    assert!(v.scheduler_of(0).is_none());
+}
+
+#[test]
+fn both_vectors_give_the_same_errors_through_the_trait() {
+    let mut soa = CartPoleVec::new(3, CartPoleParams::default(), AutoresetMode::Disabled);
+    assert_vector_errors(&mut soa);
+    let envs = vec![CartPole::new(CartPoleParams::default()); 3];
+    let mut generic = VecEnv::new(envs, AutoresetMode::Disabled).unwrap();
+    assert_vector_errors(&mut generic);
+    for err in [
+        CartPoleVec::new(2, CartPoleParams::default(), AutoresetMode::NextStep)
+            .scheduler(2, cycling_scheduler(5))
+            .err(),
+        VecEnv::new(
+            vec![CartPole::new(CartPoleParams::default()); 2],
+            AutoresetMode::NextStep,
+        )
+        .unwrap()
+        .scheduler(2, cycling_scheduler(5))
+        .err(),
+    ] {
+        assert_eq!(
+            err,
+            Some(VecError::Build("no copy 2: the vector has 2 copies".into()))
+        );
+    }
+    let odd = || Scheduler::new(vec![Regime::new("odd", &[("wind", 3.0)])], Plan::Manual, 0);
+    let err = CartPoleVec::new(1, CartPoleParams::default(), AutoresetMode::NextStep)
+        .scheduler(0, odd().unwrap())
+        .err()
+        .expect("wind is not a CartPole parameter");
+    assert!(matches!(err, VecError::Regime { index: 0, .. }), "{err:?}");
 }

@@ -8,19 +8,15 @@ use perennial::cartpole::{CartPole, CartPoleParams};
 use perennial::env::Env;
 use perennial::regime::apply_conditions;
 use perennial::seed::{self, Stream};
-use perennial::vector::{AutoresetMode, CartPoleVec, VecEnv, VecError, VecStep};
+use perennial::vector::{AutoresetMode, CartPoleVec, VecEnv, VecError, VecStep, VectorEnv};
 use perennial::world_file::WorldFile;
 
 use crate::world::World;
 use crate::{guarded, load_world};
 
-/// The vector behind a `make_vec` env.
-enum Backend {
-    /// A stationary CartPole: the structure-of-arrays vector.
-    CartPole(Box<CartPoleVec>),
-    /// Any other world, each copy with its own scheduler.
-    Generic(Box<VecEnv<World>>),
-}
+/// The vector behind a `make_vec` env: the structure-of-arrays [`CartPoleVec`] for a
+/// stationary CartPole, else a [`VecEnv`] of worlds, each copy with its own scheduler.
+type Backend = Box<dyn VectorEnv<Action = usize>>;
 
 /// N copies of one world file. The Python `PerennialVectorEnv` wraps it.
 ///
@@ -54,11 +50,11 @@ impl Vector {
             let mut scratch = CartPole::new(params.clone());
             apply_conditions(&mut scratch, &only.conditions)
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
-            return Ok(Backend::CartPole(Box::new(CartPoleVec::new(
+            return Ok(Box::new(CartPoleVec::new(
                 self.num_envs,
                 scratch.params().clone(),
                 self.mode,
-            ))));
+            )));
         }
         let envs = (0..self.num_envs)
             .map(|_| World::build(&self.file))
@@ -72,13 +68,12 @@ impl Vector {
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
             v = v.scheduler(i, scheduler).map_err(vec_err)?;
         }
-        Ok(Backend::Generic(Box::new(v)))
+        Ok(Box::new(v))
     }
 
     fn last(&self) -> PyResult<&VecStep> {
         match &self.backend {
-            Some(Backend::CartPole(v)) => Ok(v.last()),
-            Some(Backend::Generic(v)) => Ok(v.last()),
+            Some(v) => Ok(v.last()),
             None => Err(PyValueError::new_err(
                 "step called before reset; call reset(seed=...) first",
             )),
@@ -149,11 +144,7 @@ impl Vector {
             match (seed, self.backend.as_mut()) {
                 (None, Some(backend)) => {
                     for i in 0..self.num_envs {
-                        match backend {
-                            Backend::CartPole(v) => v.reset_copy(i).map(|_| ()),
-                            Backend::Generic(v) => v.reset_copy(i).map(|_| ()),
-                        }
-                        .map_err(vec_err)?;
+                        backend.reset_copy(i).map_err(vec_err)?;
                     }
                 }
                 (seed, _) => {
@@ -163,14 +154,10 @@ impl Vector {
                         .collect();
                     let mut backend = match self.backend.take() {
                         // The CartPole vector has no schedulers: it is reused as it is.
-                        Some(Backend::CartPole(v)) => Backend::CartPole(v),
+                        Some(v) if self.is_cartpole_vec() => v,
                         _ => self.build(&seeds)?,
                     };
-                    match &mut backend {
-                        Backend::CartPole(v) => v.reset_runs(&seeds).map(|_| ()),
-                        Backend::Generic(v) => v.reset_runs(&seeds).map(|_| ()),
-                    }
-                    .map_err(vec_err)?;
+                    backend.reset_runs(&seeds).map_err(vec_err)?;
                     self.backend = Some(backend);
                 }
             }
@@ -202,11 +189,7 @@ impl Vector {
                 ));
             };
             for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
-                match backend {
-                    Backend::CartPole(v) => v.reset_copy(i).map(|_| ()),
-                    Backend::Generic(v) => v.reset_copy(i).map(|_| ()),
-                }
-                .map_err(vec_err)?;
+                backend.reset_copy(i).map_err(vec_err)?;
             }
             obs_array(py, self.num_envs, self.obs_len, self.last()?.obs())
         })
@@ -249,8 +232,7 @@ impl Vector {
                 })?;
             }
             let out = match self.backend.as_mut() {
-                Some(Backend::CartPole(v)) => v.step(&self.actions),
-                Some(Backend::Generic(v)) => v.step(&self.actions),
+                Some(v) => v.step(&self.actions),
                 None => Err(VecError::NotReset),
             }
             .map_err(vec_err)?;
@@ -269,21 +251,23 @@ impl Vector {
 
     /// Copy `i`'s regime label (the stationary label for the CartPole vector).
     fn regime(&self, i: usize) -> PyResult<String> {
-        guarded(|| match &self.backend {
-            Some(Backend::Generic(v)) if i < self.num_envs => Ok(v
-                .scheduler_of(i)
-                .map(|s| s.label().to_string())
-                .unwrap_or_default()),
-            _ if i < self.num_envs => Ok(self
-                .file
-                .regimes
-                .first()
-                .map(|r| r.label.clone())
-                .unwrap_or_default()),
-            _ => Err(PyValueError::new_err(format!(
-                "no copy {i}: the vector has {} copies",
-                self.num_envs
-            ))),
+        guarded(|| {
+            if i >= self.num_envs {
+                return Err(PyValueError::new_err(format!(
+                    "no copy {i}: the vector has {} copies",
+                    self.num_envs
+                )));
+            }
+            let scheduler = self.backend.as_ref().and_then(|v| v.scheduler_of(i));
+            Ok(match scheduler {
+                Some(s) => s.label().to_string(),
+                None => self
+                    .file
+                    .regimes
+                    .first()
+                    .map(|r| r.label.clone())
+                    .unwrap_or_default(),
+            })
         })
     }
 }

@@ -16,7 +16,7 @@ use perennial::env::{Env, EnvError, EnvSpec, Transition, WorldEvent, check_step}
 use perennial::morpheus::{Morpheus, MorpheusConfig};
 use perennial::regime::{
     Conditions, Notification, NotifyLevel, Origin, ParamInfo, Plan, RegimeError, Scheduler,
-    Shiftable, apply_conditions,
+    Shiftable, apply_over_baseline,
 };
 use perennial::reward::{Breakdown, Ceiling};
 use perennial::seed::{self, Stream};
@@ -407,15 +407,7 @@ impl Run {
     }
 
     fn apply(&mut self, step: u64) -> Result<(), RunError> {
-        let mut merged = self.baseline.clone();
-        merged.extend(
-            self.scheduler
-                .regime()
-                .conditions
-                .iter()
-                .map(|(k, v)| (k.clone(), *v)),
-        );
-        apply_conditions(&mut self.world, &merged)
+        apply_over_baseline(&mut self.world, &self.baseline, self.scheduler.regime())
             .map_err(|e| RunError::Failed(format!("step {step}: {e}")))
     }
 

@@ -26,7 +26,8 @@ pub use notify::{Change, Notification, NotifyLevel};
 pub use probe::RegimeProbe;
 pub use scheduler::{Plan, Scheduler};
 pub use shiftable::{
-    ParamInfo, ParamValue, Shiftable, apply_conditions, check_parameter, validate_conditions,
+    ParamInfo, ParamValue, Shiftable, apply_conditions, apply_over_baseline, check_parameter,
+    validate_conditions,
 };
 
 /// Named parameter values, ordered by name.

@@ -276,3 +276,20 @@ pub fn apply_conditions<W: Shiftable + ?Sized>(
     }
     Ok(())
 }
+
+/// Puts `regime` in force on `world`: the `baseline` conditions (the world's parameters when
+/// its scheduler was attached), overridden by the regime's own conditions, so every
+/// parameter the regime does not name returns to its baseline value.
+///
+/// # Errors
+///
+/// As [`apply_conditions`]; the world is then unchanged.
+pub fn apply_over_baseline<W: Shiftable + ?Sized>(
+    world: &mut W,
+    baseline: &Conditions,
+    regime: &super::Regime,
+) -> Result<(), RegimeError> {
+    let mut merged = baseline.clone();
+    merged.extend(regime.conditions.iter().map(|(k, v)| (k.clone(), *v)));
+    apply_conditions(world, &merged)
+}

@@ -5,8 +5,12 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::cartpole::{CartPoleParams, Integrator};
 use crate::env::{EnvError, Space};
+use crate::regime::{ParamInfo, RegimeError, Scheduler, Shiftable};
 
-use super::{AutoresetMode, VecError, VecStep, copy_seeds};
+use super::{
+    AutoresetMode, CopyRegime, VecError, VecStep, VectorEnv, check_batch, check_copy, check_count,
+    copy_seeds, no_copy,
+};
 
 /// N Gymnasium CartPole-v1 copies in one structure-of-arrays state, stepped in one loop.
 ///
@@ -14,23 +18,22 @@ use super::{AutoresetMode, VecError, VecStep, copy_seeds};
 /// episode `e` starts as `CartPole::reset(episode_seed(seed, i, e))` does, and each step
 /// performs CartPole's floating-point operations in CartPole's order (no fused
 /// multiply-adds, no reciprocals), so every observation, reward and flag agrees to the
-/// bit. Parameters are shared by all copies or set per copy. The autoreset modes and rules
-/// are those of the [module docs](super).
+/// bit. Parameters are shared by all copies or set per copy, and each copy may have its own
+/// regime [`Scheduler`] ([`CartPoleVec::scheduler`]), applied as [`VecEnv`](super::VecEnv)
+/// applies it, so a copy with a scheduler is the CartPole that scheduler drives. The
+/// autoreset modes and rules are those of the [module docs](super).
 ///
-/// With [`CartPoleVec::with_threads`] a step splits the copies into contiguous chunks, one
-/// per thread; results do not depend on the thread count. The threads are scoped and
-/// spawned on every step, so they pay only for many thousands of copies on idle cores: on
-/// a busy two-core machine, 4096 copies ran about 3.7 times slower on two threads than on
-/// one (`BENCHMARKS.md`).
+/// A step runs on the calling thread. (Splitting it over threads spawned per step made
+/// 4,096 copies about 3.7 times slower on two busy cores, so the option was removed.)
 ///
 /// # Examples
 ///
 /// ```
 /// use perennial::prelude::*;
-/// use perennial::vector::{AutoresetMode, CartPoleVec};
+/// use perennial::vector::{AutoresetMode, CartPoleVec, VectorEnv};
 ///
 /// let mut envs = CartPoleVec::new(2, CartPoleParams::default(), AutoresetMode::NextStep);
-/// envs.reset(0);
+/// envs.reset(0).unwrap();
 /// envs.set_state(1, [0.0, 0.0, 0.2094, 5.0]);
 /// let step = envs.step(&[0, 1]).unwrap();
 /// assert_eq!(step.terminated(), &[false, true]);
@@ -43,9 +46,30 @@ pub struct CartPoleVec {
     params: ParamSet,
     state: State,
     mode: AutoresetMode,
-    threads: usize,
     started: bool,
     out: VecStep,
+    /// Copy `i`'s scheduler, if it has one.
+    regimes: Vec<Option<CopyRegime>>,
+    /// Env steps of each copy since `reset(seed)`: the schedulers' step axis.
+    steps: Vec<u64>,
+}
+
+/// A copy's parameters as a [`Shiftable`] world, so that regimes apply to them as they
+/// apply to a [`CartPole`](crate::cartpole::CartPole).
+struct ParamsWorld(CartPoleParams);
+
+impl Shiftable for ParamsWorld {
+    fn parameters(&self) -> Vec<ParamInfo> {
+        CartPoleParams::PARAMETERS.to_vec()
+    }
+
+    fn get(&self, name: &str) -> Option<f64> {
+        self.0.get(name)
+    }
+
+    fn set(&mut self, name: &str, value: f64) -> Result<(), RegimeError> {
+        self.0.set(name, value)
+    }
 }
 
 /// Parameters with CartPole's derived quantities, computed as CartPole computes them.
@@ -98,7 +122,7 @@ struct State {
 }
 
 impl CartPoleVec {
-    /// `num_envs` copies sharing `params`. Call [`CartPoleVec::reset`] before the first step.
+    /// `num_envs` copies sharing `params`. Call [`VectorEnv::reset`] before the first step.
     pub fn new(num_envs: usize, params: CartPoleParams, mode: AutoresetMode) -> Self {
         Self::build(num_envs, ParamSet::Shared(Physics::new(params)), mode)
     }
@@ -127,31 +151,30 @@ impl CartPoleVec {
                 seeds: Vec::new(),
             },
             mode,
-            threads: 1,
             started: false,
             out: VecStep::new(n, 4, mode),
+            regimes: vec![None; n],
+            steps: vec![0; n],
         }
     }
 
-    /// Splits each step over `threads` threads (at least 1; default 1).
-    pub fn with_threads(mut self, threads: usize) -> Self {
-        self.threads = threads.max(1);
-        self
-    }
-
-    /// Number of copies.
-    pub fn num_envs(&self) -> usize {
-        self.state.x.len()
-    }
-
-    /// The autoreset mode.
-    pub fn mode(&self) -> AutoresetMode {
-        self.mode
-    }
-
-    /// Threads a step is split over.
-    pub fn threads(&self) -> usize {
-        self.threads
+    /// Attaches `scheduler` to copy `i`, as [`VecEnv::scheduler`](super::VecEnv::scheduler)
+    /// does: its regimes are checked against CartPole's parameters now, the copy's current
+    /// parameters become its baseline, and it comes into force at the next
+    /// [`VectorEnv::reset`]. It is asked before each of the copy's env steps, on the copy's
+    /// own step count, and a shift sets the copy's parameters ([`CartPoleVec::set_params`]).
+    ///
+    /// # Errors
+    ///
+    /// [`VecError::Build`] for a copy that does not exist, [`VecError::Regime`] for a regime
+    /// naming an unknown parameter or an out-of-range value.
+    pub fn scheduler(mut self, i: usize, scheduler: Scheduler) -> Result<Self, VecError> {
+        if i >= self.num_envs() {
+            return Err(no_copy(i, self.num_envs()));
+        }
+        let world = ParamsWorld(self.params(i).clone());
+        self.regimes[i] = Some(CopyRegime::attach(i, &world, scheduler)?);
+        Ok(self)
     }
 
     /// Copy `i`'s parameters. Panics when `i >= num_envs()`.
@@ -201,144 +224,115 @@ impl CartPoleVec {
         s.ended[i] = false;
     }
 
-    /// Copy `i`'s episode index (0 after `reset(seed)`). Panics when `i >= num_envs()`.
-    pub fn episode(&self, i: usize) -> u64 {
-        self.state.episode[i]
-    }
-
     /// Steps taken in copy `i`'s current episode. Panics when `i >= num_envs()`.
     pub fn episode_step(&self, i: usize) -> u64 {
         self.state.episode_step[i]
     }
 
-    /// The buffers as the last step or reset left them.
-    pub fn last(&self) -> &VecStep {
-        &self.out
-    }
-
-    /// Destroys every copy's world and builds episode 0 of copy `i` from
-    /// `episode_seed(seed, i, 0)`. Returns the first observations; rewards and flags are
-    /// cleared.
-    pub fn reset(&mut self, seed: u64) -> &[f32] {
-        let n = self.num_envs();
-        self.state.seeds = (0..n).map(|i| copy_seeds(seed, i)).collect();
-        self.start_all()
-    }
-
-    /// Like [`CartPoleVec::reset`], but copy `i` is seeded as a single run with seed
-    /// `seeds[i]`: its episode `e` starts from
-    /// [`seed::derive`](crate::seed::derive)`(seeds[i], Stream::World, e)`, exactly as the
-    /// harness (or a single env reset with that seed) builds a run's episodes. This is how a
-    /// vector matches N single envs reset with seeds `s, s + 1, ...`, as Gymnasium seeds
-    /// its vector envs.
-    ///
-    /// # Errors
-    ///
-    /// [`VecError::ActionCount`] when `seeds` does not hold one seed per copy; nothing is
-    /// reset then.
-    pub fn reset_runs(&mut self, seeds: &[u64]) -> Result<&[f32], VecError> {
-        if seeds.len() != self.num_envs() {
-            return Err(VecError::ActionCount {
-                expected: self.num_envs(),
-                got: seeds.len(),
-            });
+    fn start_all(&mut self) -> Result<&[f32], VecError> {
+        self.started = false;
+        for i in 0..self.num_envs() {
+            if let Some(mut r) = self.regimes[i].take() {
+                let mut world = ParamsWorld(self.params(i).clone());
+                let applied = r.restart(i, &mut world);
+                self.regimes[i] = Some(r);
+                applied?;
+                self.set_params(i, world.0);
+            }
         }
-        self.state.seeds = seeds
-            .iter()
-            .map(|&s| crate::seed::rng(s, crate::seed::Stream::World))
-            .collect();
-        Ok(self.start_all())
-    }
-
-    fn start_all(&mut self) -> &[f32] {
-        let n = self.num_envs();
+        self.steps.fill(0);
         let mut lanes = Lanes::of(&mut self.state, &mut self.out);
-        for i in 0..n {
+        for i in 0..lanes.x.len() {
             lanes.episode[i] = 0;
             lanes.start_episode(i);
         }
         self.out.clear_results();
         self.started = true;
-        &self.out.obs
+        Ok(&self.out.obs)
     }
 
-    /// Destroys copy `i`'s world and builds its next episode (the only way on from an ended
-    /// episode under `Disabled`). Its reward and flags in [`CartPoleVec::last`] are cleared
-    /// and its observation row holds the new first observation, which is also returned.
-    ///
-    /// # Errors
-    ///
-    /// [`VecError::NotReset`] before `reset(seed)`, [`VecError::Build`] for a copy that does
-    /// not exist.
-    pub fn reset_copy(&mut self, i: usize) -> Result<&[f32], VecError> {
-        if !self.started {
-            return Err(VecError::NotReset);
+    /// Consults every scheduler before its copy's env step (copies due for a `NextStep`
+    /// reset take none) and puts the regime of a shift in force.
+    fn advance_schedulers(&mut self) -> Result<(), VecError> {
+        for i in 0..self.num_envs() {
+            if self.state.ended[i] {
+                continue;
+            }
+            if let Some(mut r) = self.regimes[i].take() {
+                let mut world = ParamsWorld(self.params(i).clone());
+                let shifted = r.before_step(i, self.steps[i], &mut world);
+                self.regimes[i] = Some(r);
+                if shifted? {
+                    self.set_params(i, world.0);
+                }
+            }
+            self.steps[i] += 1;
         }
-        if i >= self.num_envs() {
-            return Err(VecError::Build(format!(
-                "no copy {i}: the vector has {} copies",
-                self.num_envs()
-            )));
-        }
+        Ok(())
+    }
+}
+
+impl VectorEnv for CartPoleVec {
+    /// 0 pushes the cart left, 1 right.
+    type Action = usize;
+
+    fn reset(&mut self, seed: u64) -> Result<&[f32], VecError> {
+        let n = self.num_envs();
+        self.state.seeds = (0..n).map(|i| copy_seeds(seed, i)).collect();
+        self.start_all()
+    }
+
+    fn reset_runs(&mut self, seeds: &[u64]) -> Result<&[f32], VecError> {
+        check_count(self.num_envs(), seeds.len())?;
+        self.state.seeds = seeds
+            .iter()
+            .map(|&s| crate::seed::rng(s, crate::seed::Stream::World))
+            .collect();
+        self.start_all()
+    }
+
+    fn reset_copy(&mut self, i: usize) -> Result<&[f32], VecError> {
+        check_copy(self.started, i, self.num_envs())?;
         let mut lanes = Lanes::of(&mut self.state, &mut self.out);
         lanes.episode[i] += 1;
         lanes.start_episode(i);
         Ok(self.out.obs_of(i))
     }
 
-    /// Steps every copy once, action `actions[i]` (0 pushes left, 1 right) for copy `i`,
-    /// autoresetting as the mode says.
-    ///
-    /// # Errors
-    ///
-    /// Before anything moves: [`VecError::NotReset`], [`VecError::ActionCount`], and
-    /// [`VecError::Copy`] naming the first copy whose action is not 0 or 1
-    /// ([`EnvError::InvalidAction`]) or, under `Disabled`, whose episode ended
-    /// ([`EnvError::EpisodeEnded`]).
-    pub fn step(&mut self, actions: &[usize]) -> Result<&VecStep, VecError> {
-        self.check(actions)?;
-        let mode = self.mode;
-        let lanes = Lanes::of(&mut self.state, &mut self.out);
-        let chunk = lanes.x.len().div_ceil(self.threads).max(1);
-        let params = &self.params;
-        run_chunks(lanes, actions, chunk, &|lanes, actions| {
-            let params = match params {
-                ParamSet::Shared(ph) => Params::Shared(ph),
-                ParamSet::PerCopy(v) => {
-                    Params::PerCopy(&v[lanes.first..lanes.first + lanes.x.len()])
-                }
-            };
-            lanes.step(params, actions, mode)
-        });
+    fn step(&mut self, actions: &[usize]) -> Result<&VecStep, VecError> {
+        check_batch(
+            self.started,
+            self.mode,
+            actions,
+            self.num_envs(),
+            |_, &a| (a > 1).then(|| EnvError::invalid_action(&a, &Space::Discrete { n: 2 })),
+            self.state.ended.iter().copied(),
+        )?;
+        if self.regimes.iter().any(Option::is_some) {
+            self.advance_schedulers()?;
+        }
+        let params = match &self.params {
+            ParamSet::Shared(ph) => Params::Shared(ph),
+            ParamSet::PerCopy(v) => Params::PerCopy(v),
+        };
+        Lanes::of(&mut self.state, &mut self.out).step(params, actions, self.mode);
         Ok(&self.out)
     }
 
-    /// Everything that must hold before any copy moves.
-    fn check(&self, actions: &[usize]) -> Result<(), VecError> {
-        if !self.started {
-            return Err(VecError::NotReset);
-        }
-        if actions.len() != self.num_envs() {
-            return Err(VecError::ActionCount {
-                expected: self.num_envs(),
-                got: actions.len(),
-            });
-        }
-        if let Some(i) = actions.iter().position(|&a| a > 1) {
-            return Err(VecError::Copy {
-                index: i,
-                source: EnvError::invalid_action(&actions[i], &Space::Discrete { n: 2 }),
-            });
-        }
-        if self.mode == AutoresetMode::Disabled
-            && let Some(i) = self.state.ended.iter().position(|&e| e)
-        {
-            return Err(VecError::Copy {
-                index: i,
-                source: EnvError::EpisodeEnded,
-            });
-        }
-        Ok(())
+    fn last(&self) -> &VecStep {
+        &self.out
+    }
+
+    fn num_envs(&self) -> usize {
+        self.state.x.len()
+    }
+
+    fn episode(&self, i: usize) -> u64 {
+        self.state.episode[i]
+    }
+
+    fn scheduler_of(&self, i: usize) -> Option<&Scheduler> {
+        self.regimes[i].as_ref().map(|r| &r.scheduler)
     }
 }
 
@@ -349,11 +343,8 @@ fn reset_state(seed: u64) -> [f64; 4] {
     std::array::from_fn(|_| rng.random_range(-0.05..0.05))
 }
 
-/// A contiguous run of copies: mutable views of every per-copy array, so that chunks can
-/// be stepped on different threads.
+/// Mutable views of every per-copy array and of the output buffers.
 struct Lanes<'a> {
-    /// Index of the first copy of the run in the whole vector (for per-copy parameters).
-    first: usize,
     x: &'a mut [f64],
     x_dot: &'a mut [f64],
     theta: &'a mut [f64],
@@ -373,7 +364,6 @@ struct Lanes<'a> {
 impl<'a> Lanes<'a> {
     fn of(s: &'a mut State, out: &'a mut VecStep) -> Self {
         Lanes {
-            first: 0,
             x: &mut s.x,
             x_dot: &mut s.x_dot,
             theta: &mut s.theta,
@@ -388,59 +378,6 @@ impl<'a> Lanes<'a> {
             truncated: &mut out.truncated,
             final_obs: &mut out.final_obs,
         }
-    }
-
-    /// The first `mid` copies and the rest.
-    fn split_at(self, mid: usize) -> (Self, Self) {
-        let (x0, x1) = self.x.split_at_mut(mid);
-        let (xd0, xd1) = self.x_dot.split_at_mut(mid);
-        let (t0, t1) = self.theta.split_at_mut(mid);
-        let (td0, td1) = self.theta_dot.split_at_mut(mid);
-        let (es0, es1) = self.episode_step.split_at_mut(mid);
-        let (ep0, ep1) = self.episode.split_at_mut(mid);
-        let (en0, en1) = self.ended.split_at_mut(mid);
-        let (sd0, sd1) = self.seeds.split_at_mut(mid);
-        let (o0, o1) = self.obs.split_at_mut(mid * 4);
-        let (r0, r1) = self.rewards.split_at_mut(mid);
-        let (te0, te1) = self.terminated.split_at_mut(mid);
-        let (tr0, tr1) = self.truncated.split_at_mut(mid);
-        let (f0, f1) = self
-            .final_obs
-            .split_at_mut((mid * 4).min(self.final_obs.len()));
-        (
-            Lanes {
-                first: self.first,
-                x: x0,
-                x_dot: xd0,
-                theta: t0,
-                theta_dot: td0,
-                episode_step: es0,
-                episode: ep0,
-                ended: en0,
-                seeds: sd0,
-                obs: o0,
-                rewards: r0,
-                terminated: te0,
-                truncated: tr0,
-                final_obs: f0,
-            },
-            Lanes {
-                first: self.first + mid,
-                x: x1,
-                x_dot: xd1,
-                theta: t1,
-                theta_dot: td1,
-                episode_step: es1,
-                episode: ep1,
-                ended: en1,
-                seeds: sd1,
-                obs: o1,
-                rewards: r1,
-                terminated: te1,
-                truncated: tr1,
-                final_obs: f1,
-            },
-        )
     }
 
     /// Builds local copy `j`'s next episode, from the next seed of its stream (the one
@@ -598,31 +535,6 @@ impl<'a> Lanes<'a> {
     }
 }
 
-/// Runs `f` on consecutive chunks of `chunk` copies, the first on this thread and the others
-/// on scoped threads.
-fn run_chunks<F>(lanes: Lanes<'_>, actions: &[usize], chunk: usize, f: &F)
-where
-    F: Fn(&mut Lanes<'_>, &[usize]) + Sync,
-{
-    if lanes.x.len() <= chunk {
-        let mut lanes = lanes;
-        f(&mut lanes, actions);
-        return;
-    }
-    std::thread::scope(|scope| {
-        let (mut head, mut rest) = lanes.split_at(chunk);
-        let (head_actions, mut rest_actions) = actions.split_at(chunk);
-        while !rest.x.is_empty() {
-            let mid = chunk.min(rest.x.len());
-            let (mut part, tail) = rest.split_at(mid);
-            let (part_actions, tail_actions) = rest_actions.split_at(mid);
-            scope.spawn(move || f(&mut part, part_actions));
-            (rest, rest_actions) = (tail, tail_actions);
-        }
-        f(&mut head, head_actions);
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -639,27 +551,6 @@ mod tests {
                 reset_state(seed).map(f64::to_bits)
             );
         }
-    }
-
-    #[test]
-    fn thread_count_does_not_change_results() {
-        let run = |threads| {
-            let mut v = CartPoleVec::new(37, CartPoleParams::default(), AutoresetMode::SameStep)
-                .with_threads(threads);
-            v.reset(3);
-            let mut log = Vec::new();
-            for t in 0..300usize {
-                let actions: Vec<usize> = (0..37).map(|i| (i * 7 + t * 3) % 5 % 2).collect();
-                let s = v.step(&actions).unwrap();
-                log.extend(s.obs().iter().map(|o| o.to_bits() as u64));
-                log.extend(s.final_obs().iter().map(|o| o.to_bits() as u64));
-                log.extend(s.terminated().iter().map(|&b| u64::from(b)));
-            }
-            log
-        };
-        let one = run(1);
-        assert_eq!(one, run(2));
-        assert_eq!(one, run(5));
     }
 
     #[test]

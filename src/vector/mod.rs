@@ -1,12 +1,14 @@
 //! Vectorized environments: N copies of a world stepped in one call, with batched buffers.
 //!
-//! Two vectors share one output type, [`VecStep`], and one set of rules:
+//! Two vectors implement one trait, [`VectorEnv`], with one output type, [`VecStep`], one
+//! error type, [`VecError`], and one set of rules:
 //!
 //! - [`VecEnv`] holds N copies of any [`Env`](crate::env::Env) + [`Shiftable`](crate::regime::Shiftable) world, each
 //!   with its own optional regime [`Scheduler`](crate::regime::Scheduler);
 //! - [`CartPoleVec`] is CartPole specialised: structure-of-arrays state, one tight loop, no
-//!   per-copy dynamic calls, optionally split across threads. It is bit-identical to N
-//!   independent [`CartPole`](crate::cartpole::CartPole)s given the same seeds and actions.
+//!   per-copy dynamic calls, each copy with its own optional regime scheduler too. It is
+//!   bit-identical to N independent [`CartPole`](crate::cartpole::CartPole)s given the same
+//!   seeds, actions and schedulers.
 //!
 //! # Buffers
 //!
@@ -46,10 +48,10 @@
 //!
 //! ```
 //! use perennial::prelude::*;
-//! use perennial::vector::{AutoresetMode, CartPoleVec};
+//! use perennial::vector::{AutoresetMode, CartPoleVec, VectorEnv};
 //!
 //! let mut envs = CartPoleVec::new(8, CartPoleParams::default(), AutoresetMode::NextStep);
-//! let obs = envs.reset(42);
+//! let obs = envs.reset(42).unwrap();
 //! assert_eq!(obs.len(), 8 * 4);
 //! let step = envs.step(&[1; 8]).unwrap();
 //! assert_eq!(step.rewards(), &[1.0; 8]);
@@ -68,6 +70,214 @@ use crate::regime::RegimeError;
 
 pub use cartpole::CartPoleVec;
 pub use generic::VecEnv;
+
+use crate::regime::{Conditions, Scheduler, Shiftable, apply_over_baseline, validate_conditions};
+
+/// What every vector of environments offers: [`VecEnv`] and [`CartPoleVec`] implement it
+/// with the same rules and the same errors, so code written against it runs on either.
+///
+/// # Examples
+///
+/// ```
+/// use perennial::prelude::*;
+/// use perennial::vector::{AutoresetMode, CartPoleVec, VecEnv, VectorEnv};
+///
+/// fn rewards(v: &mut impl VectorEnv<Action = usize>) -> f64 {
+///     v.reset(3).unwrap();
+///     let actions = vec![1; v.num_envs()];
+///     (0..20).map(|_| v.step(&actions).unwrap().rewards().iter().sum::<f64>()).sum()
+/// }
+///
+/// let mut soa = CartPoleVec::new(4, CartPoleParams::default(), AutoresetMode::NextStep);
+/// let envs = vec![CartPole::new(CartPoleParams::default()); 4];
+/// let mut generic = VecEnv::new(envs, AutoresetMode::NextStep).unwrap();
+/// assert_eq!(rewards(&mut soa), rewards(&mut generic));
+/// ```
+pub trait VectorEnv {
+    /// One copy's action.
+    type Action;
+
+    /// Starts a run: restarts every scheduler and applies its first regime, destroys every
+    /// copy's world and builds episode 0 of copy `i` from [`episode_seed`]`(seed, i, 0)`.
+    /// Returns the first observations; rewards and flags are cleared.
+    ///
+    /// # Errors
+    ///
+    /// [`VecError::Regime`] when a regime's conditions cannot be applied, and
+    /// [`VecError::Copy`] when a world's observation does not have the spec's length.
+    fn reset(&mut self, seed: u64) -> Result<&[f32], VecError>;
+
+    /// Like [`VectorEnv::reset`], but copy `i` is seeded as a single run with seed
+    /// `seeds[i]`: its episode `e` is built from
+    /// [`seed::derive`](crate::seed::derive)`(seeds[i], Stream::World, e)`, as the harness
+    /// (or a single env reset with that seed) builds a run's episodes. This is how a vector
+    /// matches N single envs reset with seeds `s, s + 1, ...`, as Gymnasium seeds its
+    /// vector envs. Schedulers restart as attached.
+    ///
+    /// # Errors
+    ///
+    /// [`VecError::ActionCount`] when `seeds` does not hold one seed per copy (nothing is
+    /// reset then), and the errors of [`VectorEnv::reset`].
+    fn reset_runs(&mut self, seeds: &[u64]) -> Result<&[f32], VecError>;
+
+    /// Destroys copy `i`'s world and builds its next episode (the only way on from an ended
+    /// episode under `Disabled`). Its reward and flags in [`VectorEnv::last`] are cleared and
+    /// its observation row holds the new first observation, which is also returned. Its
+    /// scheduler and step count go on.
+    ///
+    /// # Errors
+    ///
+    /// [`VecError::NotReset`] before `reset(seed)`, [`VecError::Build`] for a copy that does
+    /// not exist, [`VecError::Copy`] for an observation of the wrong length.
+    fn reset_copy(&mut self, i: usize) -> Result<&[f32], VecError>;
+
+    /// Steps every copy once with `actions[i]` for copy `i`, autoresetting as the mode says.
+    ///
+    /// # Errors
+    ///
+    /// Before anything moves: [`VecError::NotReset`], [`VecError::ActionCount`], and
+    /// [`VecError::Copy`] naming the first copy whose action is outside its space
+    /// ([`EnvError::InvalidAction`]) or, under `Disabled`, whose episode ended
+    /// ([`EnvError::EpisodeEnded`]). While stepping, an error a world itself returns is
+    /// reported as [`VecError::Copy`] with that copy's index; copies before it have then
+    /// stepped and the buffers are not a complete step.
+    fn step(&mut self, actions: &[Self::Action]) -> Result<&VecStep, VecError>;
+
+    /// The buffers as the last step or reset left them.
+    fn last(&self) -> &VecStep;
+
+    /// Number of copies.
+    fn num_envs(&self) -> usize {
+        self.last().num_envs()
+    }
+
+    /// Elements in one copy's observation.
+    fn obs_len(&self) -> usize {
+        self.last().obs_len()
+    }
+
+    /// The autoreset mode.
+    fn mode(&self) -> AutoresetMode {
+        self.last().mode
+    }
+
+    /// Copy `i`'s episode index (0 after `reset(seed)`). Panics when `i >= num_envs()`.
+    fn episode(&self, i: usize) -> u64;
+
+    /// Copy `i`'s scheduler, if it has one. Panics when `i >= num_envs()`.
+    fn scheduler_of(&self, i: usize) -> Option<&Scheduler>;
+}
+
+/// One copy's regime scheduler, as a vector keeps it.
+#[derive(Clone, Debug)]
+struct CopyRegime {
+    /// The scheduler as attached, so every `reset(seed)` starts it afresh.
+    attached: Scheduler,
+    scheduler: Scheduler,
+    /// The copy's parameters when the scheduler was attached; a regime's conditions
+    /// override these, and every parameter a regime does not name returns to them.
+    baseline: Conditions,
+}
+
+impl CopyRegime {
+    /// Attaches `scheduler` to copy `i`, whose world is `world`: its regimes are checked
+    /// against the world's parameters and the world's current values become the baseline.
+    fn attach(i: usize, world: &impl Shiftable, scheduler: Scheduler) -> Result<Self, VecError> {
+        let params = world.parameters();
+        for regime in scheduler.regimes() {
+            validate_conditions(&params, &regime.conditions)
+                .map_err(|source| VecError::Regime { index: i, source })?;
+        }
+        Ok(CopyRegime {
+            attached: scheduler.clone(),
+            scheduler,
+            baseline: world.snapshot(),
+        })
+    }
+
+    /// Restarts the scheduler as attached and puts its first regime in force on copy `i`.
+    fn restart(&mut self, i: usize, world: &mut impl Shiftable) -> Result<(), VecError> {
+        self.scheduler = self.attached.clone();
+        self.apply(i, world)
+    }
+
+    /// Before copy `i`'s env step number `steps`: applies a shift that falls due there.
+    /// Returns whether the regime changed.
+    fn before_step(
+        &mut self,
+        i: usize,
+        steps: u64,
+        world: &mut impl Shiftable,
+    ) -> Result<bool, VecError> {
+        if self.scheduler.next_shift_due(steps) && self.scheduler.before_step(steps).is_some() {
+            self.apply(i, world)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn apply(&self, i: usize, world: &mut impl Shiftable) -> Result<(), VecError> {
+        apply_over_baseline(world, &self.baseline, self.scheduler.regime())
+            .map_err(|source| VecError::Regime { index: i, source })
+    }
+}
+
+/// The error for a copy index past the end of a vector of `n` copies.
+fn no_copy(i: usize, n: usize) -> VecError {
+    VecError::Build(format!("no copy {i}: the vector has {n} copies"))
+}
+
+/// The checks `reset_copy(i)` makes on a vector of `n` copies before it touches anything.
+fn check_copy(started: bool, i: usize, n: usize) -> Result<(), VecError> {
+    if !started {
+        return Err(VecError::NotReset);
+    }
+    if i >= n {
+        return Err(no_copy(i, n));
+    }
+    Ok(())
+}
+
+/// The error for `got` seeds, actions or the like given to a vector of `expected` copies.
+fn check_count(expected: usize, got: usize) -> Result<(), VecError> {
+    if got != expected {
+        return Err(VecError::ActionCount { expected, got });
+    }
+    Ok(())
+}
+
+/// Everything a step checks before any copy moves, given each action's fit to its copy's
+/// space (`invalid(i, a)` returns the error of copy `i`'s action `a`, if any) and which
+/// copies ended.
+fn check_batch<A>(
+    started: bool,
+    mode: AutoresetMode,
+    actions: &[A],
+    n: usize,
+    invalid: impl Fn(usize, &A) -> Option<EnvError>,
+    mut ended: impl Iterator<Item = bool>,
+) -> Result<(), VecError> {
+    if !started {
+        return Err(VecError::NotReset);
+    }
+    check_count(n, actions.len())?;
+    if let Some((index, source)) = actions
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| invalid(i, a).map(|e| (i, e)))
+    {
+        return Err(VecError::Copy { index, source });
+    }
+    if mode == AutoresetMode::Disabled
+        && let Some(index) = ended.position(|e| e)
+    {
+        return Err(VecError::Copy {
+            index,
+            source: EnvError::EpisodeEnded,
+        });
+    }
+    Ok(())
+}
 
 /// What a vector does with a copy whose episode ended, named as in Gymnasium.
 ///
@@ -100,10 +310,10 @@ const COPY_STREAM_TAG: u64 = 0x7665_6300_0000_0000;
 ///
 /// ```
 /// use perennial::prelude::*;
-/// use perennial::vector::{episode_seed, AutoresetMode, CartPoleVec};
+/// use perennial::vector::{episode_seed, AutoresetMode, CartPoleVec, VectorEnv};
 ///
 /// let mut envs = CartPoleVec::new(4, CartPoleParams::default(), AutoresetMode::NextStep);
-/// envs.reset(9);
+/// envs.reset(9).unwrap();
 /// let mut single = CartPole::new(CartPoleParams::default());
 /// single.reset(episode_seed(9, 2, 0));
 /// assert_eq!(envs.state(2), single.state());

@@ -1,0 +1,189 @@
+//! What the integration tests share: the `perennial` binary, scratch files and folders
+//! that remove themselves, and path text. Each test crate uses part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The `perennial` binary, run from the repository root (so `worlds/...` resolves) and
+/// without `PERENNIAL_BIN`, which only the Python tests set.
+pub fn perennial() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perennial"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("PERENNIAL_BIN");
+    cmd
+}
+
+/// Runs `perennial args...` to the end and returns its status, stdout and stderr.
+pub fn cli(args: &[&str]) -> Output {
+    perennial().args(args).output().expect("the binary runs")
+}
+
+/// Runs `perennial args...`, failing the test with its stderr unless it succeeds.
+pub fn run(args: &[&str]) -> Output {
+    let out = cli(args);
+    assert!(
+        out.status.success(),
+        "perennial {args:?} failed: {}",
+        text(&out.stderr)
+    );
+    out
+}
+
+/// Output bytes as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A path as a command-line argument.
+pub fn path(p: &Path) -> &str {
+    p.to_str().expect("temp paths are Unicode")
+}
+
+/// `name` in this test process's own folder of the temp dir (created on first use; the
+/// files are the test's to remove).
+pub fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("perennial-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// A path in the temp dir, unique per process and call, whose file (or folder) is removed
+/// when it is dropped.
+pub struct TempPath(PathBuf);
+
+impl TempPath {
+    /// A fresh path ending in `name`; nothing is created.
+    pub fn new(name: &str) -> Self {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        TempPath(
+            std::env::temp_dir().join(format!("perennial-t-{}-{n}-{name}", std::process::id())),
+        )
+    }
+}
+
+impl std::ops::Deref for TempPath {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// An empty folder for one test, removed with everything in it when dropped, unless the
+/// test is failing (then it is left to look at).
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// A fresh folder named after `name` and this process, emptied if it existed.
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("perennial-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    /// `name` inside the folder.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// Writes `text` to `name` inside the folder and returns its path.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Waits until `file` exists (a checkpoint a running child writes), failing the test with
+/// `what` after two minutes.
+pub fn wait_for(file: &Path, what: &str) {
+    let started = std::time::Instant::now();
+    while !file.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "{what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// The same run traced twice, as JSON Lines and as Parquet, to [`temp`] paths named
+/// `name.jsonl` and `name.parquet`: `perennial run world --steps steps --seed seed` plus
+/// `extra`.
+pub fn jsonl_and_parquet(
+    world: &str,
+    steps: &str,
+    seed: &str,
+    extra: &[&str],
+    name: &str,
+) -> (PathBuf, PathBuf) {
+    let (jsonl, parquet) = (
+        temp(&format!("{name}.jsonl")),
+        temp(&format!("{name}.parquet")),
+    );
+    for (trace, format) in [(&jsonl, "jsonl"), (&parquet, "parquet")] {
+        let mut args = vec![
+            "run",
+            world,
+            "--steps",
+            steps,
+            "--seed",
+            seed,
+            "--trace",
+            path(trace),
+            "--format",
+            format,
+        ];
+        args.extend(extra);
+        run(&args);
+    }
+    (jsonl, parquet)
+}
+
+/// The entries of `dir`, sorted by path.
+pub fn listing(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    entries
+}
+
+/// Runs `perennial args...` and checks that it exits with `code` and a stderr that holds
+/// `message`; returns the stderr.
+pub fn fails_with(args: &[&str], code: i32, message: &str) -> String {
+    let out = cli(args);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "perennial {args:?}: {stderr}"
+    );
+    assert!(stderr.contains(message), "perennial {args:?}: {stderr}");
+    stderr
+}
