@@ -1,8 +1,7 @@
 //! Reference and floor runs: regret, normalized regret and state-adjusted forgetting worked
 //! out by hand, the pairing rules, and the CLI against a reference run of the same world.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use perennial::eval::{
     ConfigurationAgainst, EvalOptions, IntervalAgainst, IntervalReport, Report, RunReport, evaluate,

@@ -3,8 +3,8 @@
 //! and the episode ends; it survives SIGKILL and `--resume`; `eval --events` prints it and
 //! reports a damaged table without failing; sweeps write Parquet.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
 use perennial::trace::{EventReader, EventRow, TraceReader, TraceRow, events_path};

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use perennial::eval::{EvalOptions, evaluate};
 use perennial::harness::{Agent, Checkpoint, CheckpointPlan, Harness, HarnessConfig};

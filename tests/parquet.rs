@@ -2,7 +2,7 @@
 //! `episodes` and `--resume` on the directory of part files, and bad Parquet input.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
 use perennial::trace::{Manifest, TraceReader, TraceRow};
 

@@ -1,7 +1,6 @@
 //! A run killed with SIGKILL after a checkpoint and resumed writes the same trace, byte for
 //! byte, as a run that was never interrupted.
 
-use std::path::Path;
 use std::process::Stdio;
 
 mod common;

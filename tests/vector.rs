@@ -629,7 +629,6 @@ fn both_vectors_give_the_same_errors_through_the_trait() {
     let odd = || Scheduler::new(vec![Regime::new("odd", &[("wind", 3.0)])], Plan::Manual, 0);
     let err = CartPoleVec::new(1, CartPoleParams::default(), AutoresetMode::NextStep)
         .scheduler(0, odd().unwrap())
-        .err()
-        .expect("wind is not a CartPole parameter");
+        .expect_err("wind is not a CartPole parameter");
     assert!(matches!(err, VecError::Regime { index: 0, .. }), "{err:?}");
 }
