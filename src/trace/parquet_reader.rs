@@ -24,7 +24,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use super::error::{TornTail, TraceError};
 use super::parquet_writer::{ACTION_KEY, MANIFEST_KEY};
 use super::reader::{Located, RowRef, Terms};
-use super::row::TraceRow;
+use super::row::{COLUMNS, TraceRow};
 use crate::regime::{NotifyLevel, Origin};
 
 const BATCH_ROWS: usize = 1 << 16;
@@ -291,22 +291,13 @@ fn finite(column: &Float64Array) -> bool {
                 .all(|(i, v)| v.is_finite() || column.is_null(i)))
 }
 
-/// The columns every trace has, besides `c.*`, `p.*`, `ceiling`, `obs` and `action`.
-const REQUIRED: [&str; 13] = [
-    "run_id",
-    "seed",
-    "algorithm_id",
-    "task",
-    "step",
-    "episode",
-    "episode_step",
-    "reward",
-    "regime",
-    "regime_origin",
-    "terminated",
-    "truncated",
-    "ceiling",
-];
+/// The DESIGN columns but `components` and `payout`, which are one `c.*` / `p.*` column per
+/// term here: every trace has them, `ceiling` aside (it may be left out).
+fn required() -> impl Iterator<Item = &'static str> {
+    COLUMNS
+        .into_iter()
+        .filter(|c| !matches!(*c, "components" | "payout"))
+}
 
 struct Part {
     path: PathBuf,
@@ -400,7 +391,7 @@ impl ParquetSource {
         let schema = builder.schema().clone();
         let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
         let mut wanted = Vec::new();
-        for column in REQUIRED {
+        for column in required() {
             match names.iter().position(|n| *n == column) {
                 Some(i) if self.projection.reads(column) => wanted.push(i),
                 Some(_) => {}
@@ -548,7 +539,7 @@ impl ParquetSource {
     pub(crate) fn columns(&self) -> Option<Columns<'_>> {
         let part = self.part.as_ref()?;
         let b = part.batch.as_ref()?;
-        let origin_ok = |s: &str| matches!(s, "initial" | "scheduled" | "stochastic" | "manual");
+        let origin_ok = |s: &str| Origin::parse(s).is_some();
         let uniform = b.run_id.uniform()
             && b.algorithm_id.uniform()
             && b.task.uniform()
@@ -628,17 +619,12 @@ impl ParquetSource {
                 payout.push((Cow::Borrowed(name.as_str()), real(name, col.value(i))?));
             }
         }
-        let origin = match b.origin.get(i) {
-            "initial" => Origin::Initial,
-            "scheduled" => Origin::Scheduled,
-            "stochastic" => Origin::Stochastic,
-            "manual" => Origin::Manual,
-            other => {
-                return Err(err(format!(
-                    "column `regime_origin` holds `{other}`; expected initial, scheduled, stochastic or manual"
-                )));
-            }
-        };
+        let text = b.origin.get(i);
+        let origin = Origin::parse(text).ok_or_else(|| {
+            err(format!(
+                "column `regime_origin` holds `{text}`; expected initial, scheduled, stochastic or manual"
+            ))
+        })?;
         let ceiling = match &b.ceiling {
             Some(c) if c.is_valid(i) => Some(real("ceiling", c.value(i))?),
             _ => None,

@@ -37,10 +37,11 @@ use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use arrow_array::builder::{Float32Builder, Float64Builder, ListBuilder};
-use arrow_array::types::Int32Type;
+use arrow_array::builder::{ListBuilder, PrimitiveBuilder};
+use arrow_array::types::{Float32Type, Float64Type, Int32Type};
 use arrow_array::{
-    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, StringArray, UInt64Array,
+    ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, Float64Array, Int32Array,
+    StringArray, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
@@ -326,6 +327,18 @@ fn nullable(values: &[f64], valid: &[bool]) -> ArrayRef {
     )
 }
 
+/// A list column: row `i` holds `values[ends[i - 1]..ends[i]]` (from 0 for the first).
+fn list<T: ArrowPrimitiveType>(values: &[T::Native], ends: &[usize]) -> ArrayRef {
+    let mut list = ListBuilder::new(PrimitiveBuilder::<T>::with_capacity(values.len()));
+    let mut start = 0;
+    for &end in ends {
+        list.values().append_slice(&values[start..end]);
+        list.append(true);
+        start = end;
+    }
+    Arc::new(list.finish())
+}
+
 impl PartLayout {
     /// The part's columns, in schema order.
     fn columns(&self, job: &PartJob) -> Vec<Column> {
@@ -372,22 +385,11 @@ impl PartLayout {
         ))));
         columns.push(Column::Array(nullable(&c.ceiling, &c.ceiling_valid)));
         if self.record_transitions {
-            let mut obs = ListBuilder::new(Float32Builder::with_capacity(c.obs.len()));
-            let mut start = 0;
-            for &end in &c.obs_ends {
-                obs.values().append_slice(&c.obs[start..end]);
-                obs.append(true);
-                start = end;
-            }
-            columns.push(Column::Array(Arc::new(obs.finish())));
-            let mut action = ListBuilder::new(Float64Builder::with_capacity(c.action.len()));
-            let mut start = 0;
-            for &end in &c.action_ends {
-                action.values().append_slice(&c.action[start..end]);
-                action.append(true);
-                start = end;
-            }
-            columns.push(Column::Array(Arc::new(action.finish())));
+            columns.push(Column::Array(list::<Float32Type>(&c.obs, &c.obs_ends)));
+            columns.push(Column::Array(list::<Float64Type>(
+                &c.action,
+                &c.action_ends,
+            )));
         }
         columns
     }
