@@ -120,7 +120,8 @@ impl Strings {
         match self {
             Strings::Dict(keys, _) => {
                 let keys: &[i32] = keys.keys().values();
-                keys.first().is_none_or(|&k0| keys.iter().all(|&k| k == k0))
+                // Without an early exit, so the comparison vectorizes.
+                keys.first().is_none_or(|&k0| every(keys, |&k| k == k0))
             }
             Strings::Plain(a) => (0..a.len()).all(|i| a.value(i) == a.value(0)),
             Strings::Large(a) => (0..a.len()).all(|i| a.value(i) == a.value(0)),
@@ -280,10 +281,16 @@ impl Columns<'_> {
     }
 }
 
+/// True when `ok` holds for every value: all of them tested, without an early exit, so the
+/// loop vectorizes (a batch passes in the common case).
+fn every<T>(values: &[T], ok: impl Fn(&T) -> bool) -> bool {
+    values.iter().fold(true, |all, v| all & ok(v))
+}
+
 /// True when every value that is not null is finite.
 fn finite(column: &Float64Array) -> bool {
     let values: &[f64] = column.values();
-    values.iter().all(|v| v.is_finite())
+    every(values, |v| v.is_finite())
         || (column.null_count() > 0
             && values
                 .iter()
@@ -548,7 +555,7 @@ impl ParquetSource {
                 .is_none_or(|n| n.uniform() && n.all(|s| s.parse::<NotifyLevel>().is_ok()));
         let seed = b.seed.unsigned()?;
         if !uniform
-            || !seed.iter().all(|&s| s == seed[0])
+            || !every(seed, |&s| s == seed[0])
             || !b.origin.all(origin_ok)
             || !finite(&b.reward)
             || !b.components.iter().all(finite)
