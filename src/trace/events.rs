@@ -253,10 +253,10 @@ enum Out {
         csv: bool,
     },
     Parquet {
-        rows: EventColumns,
+        rows: Box<EventColumns>,
         /// The other row buffer, back from the part thread; `None` while its part is in
         /// flight.
-        spare: Option<EventColumns>,
+        spare: Option<Box<EventColumns>>,
         parts: PartThread<EventPart>,
         next_part: usize,
         rows_done: u64,
@@ -266,7 +266,7 @@ enum Out {
 
 /// One part of a Parquet events table on its way to the part thread.
 struct EventPart {
-    rows: EventColumns,
+    rows: Box<EventColumns>,
     index: usize,
 }
 
@@ -491,7 +491,7 @@ impl EventWriter {
         Ok(EventWriter {
             path: path.to_path_buf(),
             out: Out::Parquet {
-                rows: EventColumns::default(),
+                rows: Box::default(),
                 spare: None,
                 parts,
                 next_part,
