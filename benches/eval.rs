@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use perennial::agents::RandomAgent;
 use perennial::eval::{EvalOptions, evaluate};
 use perennial::harness::{Harness, HarnessConfig};
@@ -33,16 +33,44 @@ fn trace_path(format: TraceFormat, rows: u64) -> PathBuf {
     ))
 }
 
-/// The bench trace of `format` and `rows`, written if it is not there yet.
+/// Set in a child process of the bench: write the trace `<rows> <path>` and exit.
+const WRITE_VAR: &str = "PERENNIAL_BENCH_EVAL_WRITE";
+
+/// Every bench trace, in the order the figures are printed.
+fn every_trace() -> impl Iterator<Item = (TraceFormat, u64)> {
+    SIZES
+        .map(|rows| (TraceFormat::Jsonl, rows))
+        .into_iter()
+        .chain(PARQUET_SIZES.map(|rows| (TraceFormat::Parquet, rows)))
+}
+
+/// The bench trace of `format` and `rows`, written if it is not there yet, by a child
+/// process: the memory writing takes (the Parquet writer's buffers, which the allocator
+/// keeps once freed) then stays out of this process's peak RSS.
 fn trace(format: TraceFormat, rows: u64) -> PathBuf {
     let path = trace_path(format, rows);
     if !path.exists() {
-        match format {
-            TraceFormat::Parquet => write_cartpole(&path, rows),
-            _ => write_trace(&path, rows),
-        }
+        let status = std::process::Command::new(std::env::current_exe().expect("the bench exe"))
+            .env(WRITE_VAR, format!("{rows} {}", path.display()))
+            .status()
+            .expect("start the process writing the bench trace");
+        assert!(status.success(), "writing the bench trace failed");
     }
     path
+}
+
+/// In the child process [`trace`] starts: writes the trace and returns true.
+fn write_asked() -> bool {
+    let Ok(task) = std::env::var(WRITE_VAR) else {
+        return false;
+    };
+    let (rows, path) = task.split_once(' ').expect("`<rows> <path>`");
+    let (rows, path): (u64, &Path) = (rows.parse().expect("a row count"), Path::new(path));
+    match TraceFormat::from_path(path) {
+        TraceFormat::Parquet => write_cartpole(path, rows),
+        _ => write_trace(path, rows),
+    }
+    true
 }
 
 /// Removes a bench trace and the events table the harness wrote beside it.
@@ -195,11 +223,7 @@ fn peak_kib() -> Option<u64> {
 /// the high-water mark is reset (Linux `clear_refs` 5) before each, so the figures compare
 /// directly.
 fn peak_memory(_c: &mut Criterion) {
-    let traces = SIZES
-        .map(|rows| (TraceFormat::Jsonl, rows))
-        .into_iter()
-        .chain(PARQUET_SIZES.map(|rows| (TraceFormat::Parquet, rows)));
-    for (format, rows) in traces {
+    for (format, rows) in every_trace() {
         let path = trace(format, rows);
         let name = format!("{}/{rows}", format.extension());
         let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
@@ -219,11 +243,7 @@ fn peak_memory(_c: &mut Criterion) {
 
 /// Wall and CPU time of three evaluations of each trace, and their medians.
 fn cpu_time(_c: &mut Criterion) {
-    let traces = SIZES
-        .map(|rows| (TraceFormat::Jsonl, rows))
-        .into_iter()
-        .chain(PARQUET_SIZES.map(|rows| (TraceFormat::Parquet, rows)));
-    for (format, rows) in traces {
+    for (format, rows) in every_trace() {
         let path = trace(format, rows);
         let mut times = Vec::new();
         for _ in 0..3 {
@@ -258,4 +278,11 @@ fn cpu_time(_c: &mut Criterion) {
 }
 
 criterion_group!(benches, peak_memory, cpu_time, throughput);
-criterion_main!(benches);
+
+fn main() {
+    if write_asked() {
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

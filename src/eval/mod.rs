@@ -419,14 +419,20 @@ fn evaluate_runs(
     }
     if pending > 0 {
         let mut xs = spill.replay()?;
+        let mut chunk = vec![0.0; 1 << 14];
         'rows: for (r, rows) in segments {
-            for _ in 0..rows {
-                let x = xs.next()?;
+            let mut left = rows;
+            while left > 0 {
+                let n = left.min(chunk.len() as u64) as usize;
+                left -= n as u64;
+                xs.read(&mut chunk[..n])?;
                 let run = &mut runs[r];
-                if run.pending > 0 && run.replay(x) {
-                    pending -= 1;
-                    if pending == 0 {
-                        break 'rows;
+                for &x in &chunk[..n] {
+                    if run.pending > 0 && run.replay(x) {
+                        pending -= 1;
+                        if pending == 0 {
+                            break 'rows;
+                        }
                     }
                 }
             }

@@ -18,10 +18,9 @@ struct Open {
     start: u64,
     n: u64,
     sum_r: Sum,
-    /// m_k(s_k + W - 1), once the interval is W steps long.
+    /// m_k(s_k + W - 1), once the interval is W steps long (the latest m_k(t) is then
+    /// the run's rolling mean, worked out when the interval closes).
     head: Option<f64>,
-    /// The latest m_k(t).
-    last: Option<f64>,
     /// B_k = P_{k-1}.
     reference: Option<f64>,
     /// First step with m_k(t) >= B_k.
@@ -127,7 +126,8 @@ struct Curve {
     points: Vec<(u64, f64)>,
     stride: u64,
     countdown: u64,
-    last: Option<(u64, f64)>,
+    /// The step of the last point taken.
+    last: Option<u64>,
 }
 
 impl Curve {
@@ -140,9 +140,10 @@ impl Curve {
         }
     }
 
-    fn push(&mut self, step: u64, y: f64) {
+    /// Takes the point of `step`; `y` is asked for only when the point is kept.
+    fn push(&mut self, step: u64, y: impl FnOnce() -> f64) {
         if self.countdown == 0 {
-            self.points.push((step, y));
+            self.points.push((step, y()));
             self.countdown = self.stride;
             if self.points.len() >= CURVE_POINTS {
                 // Keeping every other point doubles the spacing and keeps it even.
@@ -155,14 +156,15 @@ impl Curve {
             }
         }
         self.countdown -= 1;
-        self.last = Some((step, y));
+        self.last = Some(step);
     }
 
-    fn finish(mut self) -> Vec<(u64, f64)> {
+    /// The points, the last step's among them; `y` is its value (the curve's last).
+    fn finish(mut self, y: f64) -> Vec<(u64, f64)> {
         if let Some(last) = self.last
-            && self.points.last() != Some(&last)
+            && self.points.last().map(|p| p.0) != Some(last)
         {
-            self.points.push(last);
+            self.points.push((last, y));
         }
         self.points
     }
@@ -258,7 +260,6 @@ impl RunScan {
                 n: 0,
                 sum_r: Sum::default(),
                 head: None,
-                last: None,
                 reference,
                 reached: None,
                 l2_reference: self.last_tail.get(row.regime.as_ref()).copied(),
@@ -337,9 +338,14 @@ impl RunScan {
         if let Some(open) = self.open.as_mut() {
             open.n += 1;
             open.sum_r.add(reward);
-            if let Some(m) = self.rolling.push(x) {
+            // m_k(t) is worked out (a division) only while something waits for it.
+            if self.rolling.push_full(x)
+                && (open.head.is_none()
+                    || (open.reached.is_none() && open.reference.is_some())
+                    || (open.l2_reached.is_none() && open.l2_reference.is_some()))
+            {
+                let m = self.rolling.full_mean();
                 open.head.get_or_insert(m);
-                open.last = Some(m);
                 if open.reached.is_none() && open.reference.is_some_and(|b| m >= b) {
                     open.reached = Some(step);
                 }
@@ -375,12 +381,9 @@ impl RunScan {
             self.run_block = Sum::default();
             self.run_block_len = 0;
         }
-        let y = self
-            .smooth
-            .push(x)
-            .or_else(|| self.smooth.partial_mean())
-            .unwrap_or(x);
-        self.curve.push(step, y);
+        self.smooth.push_full(x);
+        let smooth = &self.smooth;
+        self.curve.push(step, || smooth.partial_mean().unwrap_or(x));
     }
 
     /// Closes the open interval: everything pass 1 can know about it.
@@ -391,8 +394,9 @@ impl RunScan {
         let window = self.window as u64;
         let n = open.n;
         let full = n >= window;
-        let (head, tail) = match (open.head, open.last) {
-            (Some(h), Some(p)) if full => (h, p),
+        // The rolling window holds the interval's last W values when `head` is set.
+        let (head, tail) = match open.head {
+            Some(h) if full => (h, self.rolling.full_mean()),
             _ => {
                 // n_k < W: w_k = n_k and the only defined m_k is the mean of all of it.
                 let p = self.rolling.partial_mean().unwrap_or(0.0);
@@ -615,7 +619,7 @@ impl RunScan {
             paired: None,
             reliability: super::reliability::run_reliability(&self.blocks),
             blocks: self.blocks,
-            curve: self.curve.finish(),
+            curve: self.curve.finish(self.smooth.partial_mean().unwrap_or(0.0)),
         }
     }
 }

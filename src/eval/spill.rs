@@ -54,8 +54,10 @@ impl Spill {
 
     /// Writes several values, in order.
     pub(crate) fn push_all(&mut self, xs: &[f64]) -> Result<(), EvalError> {
-        self.bytes.clear();
-        self.bytes.extend(xs.iter().flat_map(|x| x.to_le_bytes()));
+        self.bytes.resize(xs.len() * 8, 0);
+        for (out, x) in self.bytes.chunks_exact_mut(8).zip(xs) {
+            out.copy_from_slice(&x.to_le_bytes());
+        }
         self.out
             .write_all(&self.bytes)
             .map_err(|source| io(&self.path, source))
@@ -99,11 +101,18 @@ pub(crate) struct Replay<'a> {
 }
 
 impl Replay<'_> {
-    pub(crate) fn next(&mut self) -> Result<f64, EvalError> {
-        let mut bytes = [0u8; 8];
-        self.input
-            .read_exact(&mut bytes)
-            .map_err(|source| io(self.path, source))?;
-        Ok(f64::from_le_bytes(bytes))
+    /// Fills `out` with the next `out.len()` values.
+    pub(crate) fn read(&mut self, out: &mut [f64]) -> Result<(), EvalError> {
+        let mut bytes = [0u8; 1 << 13];
+        for chunk in out.chunks_mut(bytes.len() / 8) {
+            let bytes = &mut bytes[..chunk.len() * 8];
+            self.input
+                .read_exact(bytes)
+                .map_err(|source| io(self.path, source))?;
+            for (x, b) in chunk.iter_mut().zip(bytes.chunks_exact(8)) {
+                *x = f64::from_le_bytes(b.try_into().unwrap_or_default());
+            }
+        }
+        Ok(())
     }
 }

@@ -23,7 +23,12 @@ const UP: f64 = 18_446_744_073_709_551_616.0;
 impl Sum {
     #[inline]
     pub(crate) fn add(&mut self, x: f64) {
-        let x = x * DOWN;
+        self.add_scaled(x * DOWN);
+    }
+
+    /// Adds `x`, already scaled by 2^-64.
+    #[inline]
+    fn add_scaled(&mut self, x: f64) {
         let s = self.hi + x;
         let b = s - self.hi;
         self.lo += (self.hi - (s - b)) + (x - b);
@@ -58,6 +63,7 @@ impl Sum {
 /// The last `width` values pushed, with their compensated sum.
 #[derive(Clone, Debug)]
 pub(crate) struct Rolling {
+    /// The values, scaled as [`Sum`] holds them (exactly: a power of two).
     buf: Vec<f64>,
     next: usize,
     len: usize,
@@ -83,19 +89,33 @@ impl Rolling {
     /// Pushes `x`; the mean of the last `width` values once there are that many.
     #[inline]
     pub(crate) fn push(&mut self, x: f64) -> Option<f64> {
+        self.push_full(x).then(|| self.full_mean())
+    }
+
+    /// Pushes `x`; true once `width` values are held. [`Rolling::full_mean`] is then the
+    /// mean [`Rolling::push`] returns, computed only when asked for (a division).
+    #[inline]
+    pub(crate) fn push_full(&mut self, x: f64) -> bool {
         let width = self.buf.len();
+        let x = x * DOWN;
         if self.len == width {
-            self.sum.add(-self.buf[self.next]);
+            self.sum.add_scaled(-self.buf[self.next]);
         } else {
             self.len += 1;
         }
         self.buf[self.next] = x;
-        self.sum.add(x);
+        self.sum.add_scaled(x);
         self.next += 1;
         if self.next == width {
             self.next = 0;
         }
-        (self.len == width).then(|| self.sum.mean(width as f64))
+        self.len == width
+    }
+
+    /// The mean of the last `width` values (of fewer before there are that many).
+    #[inline]
+    pub(crate) fn full_mean(&self) -> f64 {
+        self.sum.mean(self.buf.len() as f64)
     }
 
     /// The mean of the values held (fewer than `width` early on); `None` when empty.

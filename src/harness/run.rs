@@ -817,7 +817,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             if done {
                 let (episode, end) = (self.state.episode, (t.terminated, t.truncated));
                 events
-                    .write(EventRow::episode_end(run_id, step, episode, end.0, end.1))
+                    .episode_end(run_id, step, episode, end.0, end.1)
                     .map_err(|source| HarnessError::TraceAt { step, source })?;
             }
         }

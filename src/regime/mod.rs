@@ -79,6 +79,18 @@ impl Origin {
             Origin::Manual => "manual",
         }
     }
+
+    /// The origin named `text` in a trace's `regime_origin` column; `None` for any other
+    /// text.
+    pub fn parse(text: &str) -> Option<Origin> {
+        match text {
+            "initial" => Some(Origin::Initial),
+            "scheduled" => Some(Origin::Scheduled),
+            "stochastic" => Some(Origin::Stochastic),
+            "manual" => Some(Origin::Manual),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Origin {

@@ -21,6 +21,7 @@
 //! uninterrupted one. [`EventReader`] streams a table back and reports what it cannot read
 //! (a torn last line, a half-written part, a line that is not an event) instead of failing.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -252,10 +253,10 @@ enum Out {
         csv: bool,
     },
     Parquet {
-        rows: Vec<EventRow>,
+        rows: Box<EventColumns>,
         /// The other row buffer, back from the part thread; `None` while its part is in
         /// flight.
-        spare: Option<Vec<EventRow>>,
+        spare: Option<Box<EventColumns>>,
         parts: PartThread<EventPart>,
         next_part: usize,
         rows_done: u64,
@@ -265,8 +266,121 @@ enum Out {
 
 /// One part of a Parquet events table on its way to the part thread.
 struct EventPart {
-    rows: Vec<EventRow>,
+    rows: Box<EventColumns>,
     index: usize,
+}
+
+/// No text: a null cell.
+const NO_TEXT: u32 = u32::MAX;
+
+/// One buffered event, its texts as keys into [`EventColumns::texts`].
+struct Compact {
+    step: u64,
+    /// `run_id`, `event`, `from_regime`, `to_regime`, `origin`, `kind`.
+    texts: [u32; 6],
+    /// `target`, `start`, `duration`, `episode`.
+    numbers: [Option<u64>; 4],
+    /// `terminated`, `truncated`.
+    flags: [Option<bool>; 2],
+}
+
+/// A Parquet events table's buffered rows: each distinct text is held once, so an event
+/// costs no allocation (a random CartPole agent ends an episode every 22 steps or so).
+#[derive(Default)]
+struct EventColumns {
+    rows: Vec<Compact>,
+    texts: Vec<String>,
+    keys: HashMap<String, u32>,
+}
+
+impl EventColumns {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.rows.clear();
+        self.texts.clear();
+        self.keys.clear();
+    }
+
+    fn key(&mut self, text: Option<&str>) -> u32 {
+        let Some(text) = text else {
+            return NO_TEXT;
+        };
+        if let Some(&k) = self.keys.get(text) {
+            return k;
+        }
+        let k = self.texts.len() as u32;
+        self.texts.push(text.to_string());
+        self.keys.insert(text.to_string(), k);
+        k
+    }
+
+    fn push(&mut self, row: &EventView<'_>) {
+        let texts = [
+            self.key(Some(row.run_id)),
+            self.key(Some(row.event)),
+            self.key(row.from_regime),
+            self.key(row.to_regime),
+            self.key(row.origin),
+            self.key(row.kind),
+        ];
+        self.rows.push(Compact {
+            step: row.step,
+            texts,
+            numbers: [row.target, row.start, row.duration, row.episode],
+            flags: [row.terminated, row.truncated],
+        });
+    }
+
+    fn text(&self, k: u32) -> Option<&str> {
+        self.texts.get(k as usize).map(String::as_str)
+    }
+}
+
+/// An event borrowed: what [`EventWriter`] writes, whether from an [`EventRow`] or from
+/// the harness's arguments, so an event written in a hot loop allocates nothing. It
+/// serializes as [`EventRow`] does.
+#[derive(Serialize)]
+struct EventView<'a> {
+    run_id: &'a str,
+    step: u64,
+    event: &'a str,
+    from_regime: Option<&'a str>,
+    to_regime: Option<&'a str>,
+    origin: Option<&'a str>,
+    kind: Option<&'a str>,
+    target: Option<u64>,
+    start: Option<u64>,
+    duration: Option<u64>,
+    episode: Option<u64>,
+    terminated: Option<bool>,
+    truncated: Option<bool>,
+}
+
+impl EventRow {
+    fn view(&self) -> EventView<'_> {
+        EventView {
+            run_id: &self.run_id,
+            step: self.step,
+            event: &self.event,
+            from_regime: self.from_regime.as_deref(),
+            to_regime: self.to_regime.as_deref(),
+            origin: self.origin.as_deref(),
+            kind: self.kind.as_deref(),
+            target: self.target,
+            start: self.start,
+            duration: self.duration,
+            episode: self.episode,
+            terminated: self.terminated,
+            truncated: self.truncated,
+        }
+    }
 }
 
 /// Writes `part` into the table `dir` as its part file (temp file, fsync, rename,
@@ -377,7 +491,7 @@ impl EventWriter {
         Ok(EventWriter {
             path: path.to_path_buf(),
             out: Out::Parquet {
-                rows: Vec::new(),
+                rows: Box::default(),
                 spare: None,
                 parts,
                 next_part,
@@ -421,13 +535,42 @@ impl EventWriter {
     ///
     /// An I/O error of the file.
     pub fn write(&mut self, row: EventRow) -> Result<(), TraceError> {
+        self.write_view(&row.view())
+    }
+
+    /// Appends the end of episode `episode` on the step `step`: the row
+    /// [`EventRow::episode_end`] makes, written without building it.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error of the file.
+    pub fn episode_end(
+        &mut self,
+        run_id: &str,
+        step: u64,
+        episode: u64,
+        terminated: bool,
+        truncated: bool,
+    ) -> Result<(), TraceError> {
+        // Empty strings allocate nothing.
+        let blank = EventRow::blank("", step, "");
+        let mut row = blank.view();
+        row.run_id = run_id;
+        row.event = EPISODE_END;
+        row.episode = Some(episode);
+        row.terminated = Some(terminated);
+        row.truncated = Some(truncated);
+        self.write_view(&row)
+    }
+
+    fn write_view(&mut self, row: &EventView<'_>) -> Result<(), TraceError> {
         let full = match &mut self.out {
             Out::Lines { buf, csv, .. } => {
                 if *csv {
-                    csv_line(buf, &row);
+                    csv_line(buf, row);
                 } else {
                     // A row of strings, integers and booleans always serializes.
-                    let _ = serde_json::to_writer(&mut *buf, &row);
+                    let _ = serde_json::to_writer(&mut *buf, row);
                     buf.push(b'\n');
                 }
                 buf.len() >= FLUSH_BYTES
@@ -582,18 +725,12 @@ fn csv_cell(out: &mut Vec<u8>, text: &str) {
     }
 }
 
-fn csv_line(out: &mut Vec<u8>, r: &EventRow) {
+fn csv_line(out: &mut Vec<u8>, r: &EventView<'_>) {
     let mut num = itoa::Buffer::new();
-    csv_cell(out, &r.run_id);
+    csv_cell(out, r.run_id);
     out.push(b',');
     out.extend(num.format(r.step).bytes());
-    for text in [
-        Some(&r.event),
-        r.from_regime.as_ref(),
-        r.to_regime.as_ref(),
-        r.origin.as_ref(),
-        r.kind.as_ref(),
-    ] {
+    for text in [Some(r.event), r.from_regime, r.to_regime, r.origin, r.kind] {
         out.push(b',');
         if let Some(t) = text {
             csv_cell(out, t);
@@ -616,33 +753,38 @@ fn csv_line(out: &mut Vec<u8>, r: &EventRow) {
 
 fn to_batch(
     schema: &SchemaRef,
-    rows: &[EventRow],
+    cols: &EventColumns,
 ) -> Result<RecordBatch, arrow_schema::ArrowError> {
-    let text = |f: fn(&EventRow) -> Option<&str>| -> ArrayRef {
-        Arc::new(rows.iter().map(f).collect::<StringArray>())
+    let rows = &cols.rows;
+    let text = |i: usize| -> ArrayRef {
+        Arc::new(
+            rows.iter()
+                .map(|r| cols.text(r.texts[i]))
+                .collect::<StringArray>(),
+        )
     };
-    let num = |f: fn(&EventRow) -> Option<u64>| -> ArrayRef {
-        Arc::new(rows.iter().map(f).collect::<UInt64Array>())
+    let num = |i: usize| -> ArrayRef {
+        Arc::new(rows.iter().map(|r| r.numbers[i]).collect::<UInt64Array>())
     };
-    let flag = |f: fn(&EventRow) -> Option<bool>| -> ArrayRef {
-        Arc::new(rows.iter().map(f).collect::<BooleanArray>())
+    let flag = |i: usize| -> ArrayRef {
+        Arc::new(rows.iter().map(|r| r.flags[i]).collect::<BooleanArray>())
     };
     RecordBatch::try_new(
         schema.clone(),
         vec![
-            text(|r| Some(&r.run_id)),
-            num(|r| Some(r.step)),
-            text(|r| Some(&r.event)),
-            text(|r| r.from_regime.as_deref()),
-            text(|r| r.to_regime.as_deref()),
-            text(|r| r.origin.as_deref()),
-            text(|r| r.kind.as_deref()),
-            num(|r| r.target),
-            num(|r| r.start),
-            num(|r| r.duration),
-            num(|r| r.episode),
-            flag(|r| r.terminated),
-            flag(|r| r.truncated),
+            text(0),
+            Arc::new(rows.iter().map(|r| r.step).collect::<UInt64Array>()),
+            text(1),
+            text(2),
+            text(3),
+            text(4),
+            text(5),
+            num(0),
+            num(1),
+            num(2),
+            num(3),
+            flag(0),
+            flag(1),
         ],
     )
 }

@@ -24,7 +24,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use super::error::{TornTail, TraceError};
 use super::parquet_writer::{ACTION_KEY, MANIFEST_KEY};
 use super::reader::{Located, RowRef, Terms};
-use super::row::TraceRow;
+use super::row::{COLUMNS, TraceRow};
 use crate::regime::{NotifyLevel, Origin};
 
 const BATCH_ROWS: usize = 1 << 16;
@@ -120,7 +120,8 @@ impl Strings {
         match self {
             Strings::Dict(keys, _) => {
                 let keys: &[i32] = keys.keys().values();
-                keys.first().is_none_or(|&k0| keys.iter().all(|&k| k == k0))
+                // Without an early exit, so the comparison vectorizes.
+                keys.first().is_none_or(|&k0| every(keys, |&k| k == k0))
             }
             Strings::Plain(a) => (0..a.len()).all(|i| a.value(i) == a.value(0)),
             Strings::Large(a) => (0..a.len()).all(|i| a.value(i) == a.value(0)),
@@ -280,10 +281,16 @@ impl Columns<'_> {
     }
 }
 
+/// True when `ok` holds for every value: all of them tested, without an early exit, so the
+/// loop vectorizes (a batch passes in the common case).
+fn every<T>(values: &[T], ok: impl Fn(&T) -> bool) -> bool {
+    values.iter().fold(true, |all, v| all & ok(v))
+}
+
 /// True when every value that is not null is finite.
 fn finite(column: &Float64Array) -> bool {
     let values: &[f64] = column.values();
-    values.iter().all(|v| v.is_finite())
+    every(values, |v| v.is_finite())
         || (column.null_count() > 0
             && values
                 .iter()
@@ -291,22 +298,13 @@ fn finite(column: &Float64Array) -> bool {
                 .all(|(i, v)| v.is_finite() || column.is_null(i)))
 }
 
-/// The columns every trace has, besides `c.*`, `p.*`, `ceiling`, `obs` and `action`.
-const REQUIRED: [&str; 13] = [
-    "run_id",
-    "seed",
-    "algorithm_id",
-    "task",
-    "step",
-    "episode",
-    "episode_step",
-    "reward",
-    "regime",
-    "regime_origin",
-    "terminated",
-    "truncated",
-    "ceiling",
-];
+/// The DESIGN columns but `components` and `payout`, which are one `c.*` / `p.*` column per
+/// term here: every trace has them, `ceiling` aside (it may be left out).
+fn required() -> impl Iterator<Item = &'static str> {
+    COLUMNS
+        .into_iter()
+        .filter(|c| !matches!(*c, "components" | "payout"))
+}
 
 struct Part {
     path: PathBuf,
@@ -400,7 +398,7 @@ impl ParquetSource {
         let schema = builder.schema().clone();
         let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
         let mut wanted = Vec::new();
-        for column in REQUIRED {
+        for column in required() {
             match names.iter().position(|n| *n == column) {
                 Some(i) if self.projection.reads(column) => wanted.push(i),
                 Some(_) => {}
@@ -548,7 +546,7 @@ impl ParquetSource {
     pub(crate) fn columns(&self) -> Option<Columns<'_>> {
         let part = self.part.as_ref()?;
         let b = part.batch.as_ref()?;
-        let origin_ok = |s: &str| matches!(s, "initial" | "scheduled" | "stochastic" | "manual");
+        let origin_ok = |s: &str| Origin::parse(s).is_some();
         let uniform = b.run_id.uniform()
             && b.algorithm_id.uniform()
             && b.task.uniform()
@@ -557,7 +555,7 @@ impl ParquetSource {
                 .is_none_or(|n| n.uniform() && n.all(|s| s.parse::<NotifyLevel>().is_ok()));
         let seed = b.seed.unsigned()?;
         if !uniform
-            || !seed.iter().all(|&s| s == seed[0])
+            || !every(seed, |&s| s == seed[0])
             || !b.origin.all(origin_ok)
             || !finite(&b.reward)
             || !b.components.iter().all(finite)
@@ -628,17 +626,12 @@ impl ParquetSource {
                 payout.push((Cow::Borrowed(name.as_str()), real(name, col.value(i))?));
             }
         }
-        let origin = match b.origin.get(i) {
-            "initial" => Origin::Initial,
-            "scheduled" => Origin::Scheduled,
-            "stochastic" => Origin::Stochastic,
-            "manual" => Origin::Manual,
-            other => {
-                return Err(err(format!(
-                    "column `regime_origin` holds `{other}`; expected initial, scheduled, stochastic or manual"
-                )));
-            }
-        };
+        let text = b.origin.get(i);
+        let origin = Origin::parse(text).ok_or_else(|| {
+            err(format!(
+                "column `regime_origin` holds `{text}`; expected initial, scheduled, stochastic or manual"
+            ))
+        })?;
         let ceiling = match &b.ceiling {
             Some(c) if c.is_valid(i) => Some(real("ceiling", c.value(i))?),
             _ => None,

@@ -37,11 +37,13 @@ use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use arrow_array::builder::{Float32Builder, Float64Builder, ListBuilder};
-use arrow_array::types::Int32Type;
+use arrow_array::builder::{ListBuilder, PrimitiveBuilder};
+use arrow_array::types::{Float32Type, Float64Type, Int32Type};
 use arrow_array::{
-    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, StringArray, UInt64Array,
+    ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, Float64Array, Int32Array,
+    StringArray, UInt64Array,
 };
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_writer::{ArrowRowGroupWriterFactory, compute_leaves};
@@ -62,6 +64,10 @@ use crate::regime::Origin;
 /// Raw column bytes buffered before a part is cut (bounds the writer's memory: two sets of
 /// buffers of this size take turns).
 pub const PART_BYTES: usize = 32 << 20;
+
+/// Rows of a run's first part at most: its buffers are the only ones the stepping thread
+/// maps fresh (the part thread grows every other set before it is filled).
+const FIRST_PART_ROWS: usize = 1 << 16;
 
 /// A flush cuts a part when this long has passed since the last one.
 pub const PART_SECONDS: u64 = 1;
@@ -194,6 +200,16 @@ struct Columns {
     obs_ends: Vec<usize>,
     action: Vec<f64>,
     action_ends: Vec<usize>,
+    /// Rows the buffers take before their part is cut.
+    limit: usize,
+}
+
+/// Reserves room for `rows` values in `v` (empty) and writes every page of it once, so
+/// the memory is mapped before a row is pushed.
+fn touch<T: Clone + Default>(v: &mut Vec<T>, rows: usize) {
+    v.reserve(rows);
+    v.resize(v.capacity(), T::default());
+    v.clear();
 }
 
 impl Columns {
@@ -212,8 +228,28 @@ impl Columns {
             truncated: Vec::with_capacity(rows),
             ceiling: f64s(),
             ceiling_valid: Vec::with_capacity(rows),
+            limit: rows,
             ..Columns::default()
         }
+    }
+
+    /// Grows empty buffers to `rows` rows, every page written once: done on the part
+    /// thread, so the stepping thread never waits for the kernel to map a fresh page.
+    fn grow(&mut self, rows: usize) {
+        self.limit = rows;
+        touch(&mut self.step, rows);
+        touch(&mut self.episode, rows);
+        touch(&mut self.episode_step, rows);
+        touch(&mut self.reward, rows);
+        self.components.iter_mut().for_each(|v| touch(v, rows));
+        if !self.payouts.is_empty() {
+            self.payouts.iter_mut().for_each(|v| touch(v, rows));
+            touch(&mut self.payout_valid, rows);
+        }
+        touch(&mut self.terminated, rows);
+        touch(&mut self.truncated, rows);
+        touch(&mut self.ceiling, rows);
+        touch(&mut self.ceiling_valid, rows);
     }
 
     fn len(&self) -> usize {
@@ -258,6 +294,8 @@ struct PartLayout {
     parquet: Arc<SchemaDescriptor>,
     identity: RunIdentity,
     record_transitions: bool,
+    /// Rows of a whole part (the first is smaller).
+    part_rows: usize,
 }
 
 /// A column of a part: known by key (written by [`keyed_chunk`]) or an Arrow array for
@@ -316,23 +354,35 @@ fn labelled<'a>(
     )))
 }
 
-fn nullable(values: &[f64], valid: &[bool]) -> ArrayRef {
-    Arc::new(
-        values
-            .iter()
-            .zip(valid)
-            .map(|(&x, &ok)| ok.then_some(x))
-            .collect::<Float64Array>(),
-    )
+/// A list column: row `i` holds `values[ends[i - 1]..ends[i]]` (from 0 for the first).
+fn list<T: ArrowPrimitiveType>(values: &[T::Native], ends: &[usize]) -> ArrayRef {
+    let mut list = ListBuilder::new(PrimitiveBuilder::<T>::with_capacity(values.len()));
+    let mut start = 0;
+    for &end in ends {
+        list.values().append_slice(&values[start..end]);
+        list.append(true);
+        start = end;
+    }
+    Arc::new(list.finish())
 }
 
 impl PartLayout {
-    /// The part's columns, in schema order.
-    fn columns(&self, job: &PartJob) -> Vec<Column> {
+    /// The part's columns, in schema order. The number columns' buffers are lent to
+    /// Arrow without a copy (see [`Lent`]).
+    fn columns(&self, job: &PartJob, lent: &Lent) -> Vec<Column> {
         let c = &job.cols;
-        let n = c.len();
+        let n = lent.step.len();
         let id = &self.identity;
-        let u64s = |v: &[u64]| -> Column { Column::Array(Arc::new(UInt64Array::from(v.to_vec()))) };
+        let u64s =
+            |v: &ScalarBuffer<u64>| Column::Array(Arc::new(UInt64Array::new(v.clone(), None)));
+        let f64s = |v: &ScalarBuffer<f64>, valid: Option<&[bool]>| {
+            Column::Array(Arc::new(Float64Array::new(
+                v.clone(),
+                valid.map(NullBuffer::from),
+            )))
+        };
+        let bools =
+            |v: &[bool]| Column::Array(Arc::new(BooleanArray::new(BooleanBuffer::from(v), None)));
         let mut columns = vec![
             constant(&id.run_id, n),
             Column::Keyed {
@@ -347,16 +397,16 @@ impl PartLayout {
             columns.push(constant(id.notify.as_str(), n));
         }
         columns.extend([
-            u64s(&c.step),
-            u64s(&c.episode),
-            u64s(&c.episode_step),
-            Column::Array(Arc::new(Float64Array::from(c.reward.clone()))),
+            u64s(&lent.step),
+            u64s(&lent.episode),
+            u64s(&lent.episode_step),
+            f64s(&lent.reward, None),
         ]);
-        for v in &c.components {
-            columns.push(Column::Array(Arc::new(Float64Array::from(v.clone()))));
+        for v in &lent.components {
+            columns.push(f64s(v, None));
         }
-        for v in &c.payouts {
-            columns.push(Column::Array(nullable(v, &c.payout_valid)));
+        for v in &lent.payouts {
+            columns.push(f64s(v, Some(&c.payout_valid)));
         }
         columns.push(labelled(
             job.regimes.iter().map(String::as_str),
@@ -364,41 +414,33 @@ impl PartLayout {
             n,
         ));
         columns.push(labelled(ORIGINS, &c.origin, n));
-        columns.push(Column::Array(Arc::new(BooleanArray::from(
-            c.terminated.clone(),
-        ))));
-        columns.push(Column::Array(Arc::new(BooleanArray::from(
-            c.truncated.clone(),
-        ))));
-        columns.push(Column::Array(nullable(&c.ceiling, &c.ceiling_valid)));
+        columns.push(bools(&c.terminated));
+        columns.push(bools(&c.truncated));
+        columns.push(f64s(&lent.ceiling, Some(&c.ceiling_valid)));
         if self.record_transitions {
-            let mut obs = ListBuilder::new(Float32Builder::with_capacity(c.obs.len()));
-            let mut start = 0;
-            for &end in &c.obs_ends {
-                obs.values().append_slice(&c.obs[start..end]);
-                obs.append(true);
-                start = end;
-            }
-            columns.push(Column::Array(Arc::new(obs.finish())));
-            let mut action = ListBuilder::new(Float64Builder::with_capacity(c.action.len()));
-            let mut start = 0;
-            for &end in &c.action_ends {
-                action.values().append_slice(&c.action[start..end]);
-                action.append(true);
-                start = end;
-            }
-            columns.push(Column::Array(Arc::new(action.finish())));
+            columns.push(Column::Array(list::<Float32Type>(&c.obs, &c.obs_ends)));
+            columns.push(Column::Array(list::<Float64Type>(
+                &c.action,
+                &c.action_ends,
+            )));
         }
         columns
     }
 
     /// Writes `job` as its part file: temp file, fsync, rename, directory fsync. Returns
-    /// the rows written and leaves the job's buffers empty for the next part.
-    fn write(&self, job: &mut PartJob) -> Result<u64, TraceError> {
+    /// the rows written.
+    fn write_part(&self, job: &mut PartJob) -> Result<u64, TraceError> {
         let n = job.cols.len();
         if n == 0 {
             return Ok(0);
         }
+        let lent = Lent::take(&mut job.cols);
+        let result = self.write_file(job, &lent, n);
+        lent.give_back(&mut job.cols);
+        result
+    }
+
+    fn write_file(&self, job: &PartJob, lent: &Lent, n: usize) -> Result<u64, TraceError> {
         let name = part_name(job.index);
         let tmp = self.dir.join(format!(".{name}.tmp"));
         let target = self.dir.join(&name);
@@ -413,8 +455,7 @@ impl PartLayout {
         let mut props = properties(metadata);
         add_encoded_arrow_schema_to_metadata(&self.schema, &mut props);
         let props = Arc::new(props);
-        let columns = self.columns(job);
-        job.cols.clear();
+        let columns = self.columns(job, lent);
 
         let mut file = File::create(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
         let mut writer =
@@ -449,6 +490,75 @@ impl PartLayout {
         std::fs::rename(&tmp, &target).map_err(|e| TraceError::io(&target, e))?;
         sync_dir(&self.dir);
         Ok(n as u64)
+    }
+
+    /// Writes `job` as its part file ([`PartLayout::write_part`]), then hands its buffers
+    /// back empty and grown to a whole part's rows: the first set of buffers starts small.
+    fn write(&self, job: &mut PartJob) -> Result<u64, TraceError> {
+        let result = self.write_part(job);
+        job.cols.clear();
+        if job.cols.limit < self.part_rows {
+            job.cols.grow(self.part_rows);
+        }
+        result
+    }
+}
+
+/// The number columns of a part, moved out of its buffers for Arrow to read in place, and
+/// moved back ([`Lent::give_back`]) once the part is written: no copy, and no fresh
+/// memory for the kernel to map at every part.
+struct Lent {
+    step: ScalarBuffer<u64>,
+    episode: ScalarBuffer<u64>,
+    episode_step: ScalarBuffer<u64>,
+    reward: ScalarBuffer<f64>,
+    components: Vec<ScalarBuffer<f64>>,
+    payouts: Vec<ScalarBuffer<f64>>,
+    ceiling: ScalarBuffer<f64>,
+}
+
+fn lend<T: ArrowNativeType>(v: &mut Vec<T>) -> ScalarBuffer<T> {
+    ScalarBuffer::from(std::mem::take(v))
+}
+
+/// Puts `buffer` back into `v`, empty; when Arrow still shares it, `v` gets fresh room for
+/// `rows` values instead.
+fn take_back<T: ArrowNativeType>(v: &mut Vec<T>, buffer: ScalarBuffer<T>, rows: usize) {
+    match buffer.into_inner().into_vec::<T>() {
+        Ok(mut back) => {
+            back.clear();
+            *v = back;
+        }
+        Err(_) => *v = Vec::with_capacity(rows),
+    }
+}
+
+impl Lent {
+    fn take(c: &mut Columns) -> Lent {
+        Lent {
+            step: lend(&mut c.step),
+            episode: lend(&mut c.episode),
+            episode_step: lend(&mut c.episode_step),
+            reward: lend(&mut c.reward),
+            components: c.components.iter_mut().map(lend).collect(),
+            payouts: c.payouts.iter_mut().map(lend).collect(),
+            ceiling: lend(&mut c.ceiling),
+        }
+    }
+
+    fn give_back(self, c: &mut Columns) {
+        let rows = c.limit;
+        take_back(&mut c.step, self.step, rows);
+        take_back(&mut c.episode, self.episode, rows);
+        take_back(&mut c.episode_step, self.episode_step, rows);
+        take_back(&mut c.reward, self.reward, rows);
+        for (v, b) in c.components.iter_mut().zip(self.components) {
+            take_back(v, b, rows);
+        }
+        for (v, b) in c.payouts.iter_mut().zip(self.payouts) {
+            take_back(v, b, rows);
+        }
+        take_back(&mut c.ceiling, self.ceiling, rows);
     }
 }
 
@@ -708,14 +818,28 @@ impl ParquetWriter {
             parquet: Arc::new(parquet),
             identity: identity.clone(),
             record_transitions,
+            part_rows,
         };
-        let parts = PartThread::spawn(dir, move |job: &mut PartJob| layout.write(job))?;
+        let mut parts = PartThread::spawn(dir, move |job: &mut PartJob| layout.write(job))?;
+        // The second set of buffers is grown on the part thread while the first, small
+        // one fills: the first part holds at most FIRST_PART_ROWS rows.
+        parts.send(PartJob {
+            cols: Columns::with_capacity(0, components.len(), payouts.len()),
+            index: next_part,
+            regimes: Vec::new(),
+            manifest: None,
+            action_kind: None,
+        })?;
         Ok(ParquetWriter {
             dir: dir.to_path_buf(),
             record_transitions,
             regimes: Vec::new(),
             regime_key: None,
-            cols: Columns::with_capacity(part_rows, components.len(), payouts.len()),
+            cols: Columns::with_capacity(
+                part_rows.min(FIRST_PART_ROWS),
+                components.len(),
+                payouts.len(),
+            ),
             spare: None,
             parts,
             part_rows,
@@ -853,7 +977,7 @@ impl TraceSink for ParquetWriter {
             }
             c.action_ends.push(c.action.len());
         }
-        if c.len() >= self.part_rows {
+        if c.len() >= c.limit {
             self.cut_part()?;
         }
         Ok(())

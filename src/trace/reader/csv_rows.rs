@@ -68,17 +68,12 @@ pub(super) fn parse_csv(
             payout.insert(name.to_string(), real(h, v)?);
         }
     }
-    let origin = match get("regime_origin")? {
-        "initial" => Origin::Initial,
-        "scheduled" => Origin::Scheduled,
-        "stochastic" => Origin::Stochastic,
-        "manual" => Origin::Manual,
-        other => {
-            return Err(err(format!(
-                "column `regime_origin` must be initial, scheduled, stochastic or manual, found `{other}`"
-            )));
-        }
-    };
+    let text = get("regime_origin")?;
+    let origin = Origin::parse(text).ok_or_else(|| {
+        err(format!(
+            "column `regime_origin` must be initial, scheduled, stochastic or manual, found `{text}`"
+        ))
+    })?;
     let ceiling = match get("ceiling")? {
         "" => None,
         v => Some(real("ceiling", v)?),

@@ -339,13 +339,7 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
             PAYOUT => payout = s.terms()?,
             REGIME => regime = s.str()?,
             REGIME_ORIGIN => {
-                origin = match s.str()? {
-                    "initial" => Origin::Initial,
-                    "scheduled" => Origin::Scheduled,
-                    "stochastic" => Origin::Stochastic,
-                    "manual" => Origin::Manual,
-                    _ => return None,
-                }
+                origin = Origin::parse(s.str()?)?;
             }
             TERMINATED => terminated = s.bool()?,
             TRUNCATED => truncated = s.bool()?,
