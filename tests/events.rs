@@ -4,14 +4,13 @@
 //! reports a damaged table without failing; sweeps write Parquet.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use perennial::trace::{EventReader, EventRow, TraceReader, TraceRow, events_path};
 use perennial::trace::{TraceFormat, is_events_table};
 
 mod common;
-use common::{listing, path, perennial, run, temp, wait_for};
+use common::{listing, path, perennial, run, spawn_to_checkpoint, temp};
 
 fn rows(trace: &Path) -> Vec<TraceRow> {
     TraceReader::open(&[trace])
@@ -146,27 +145,17 @@ fn jsonl_csv_and_parquet_events_are_equal() {
 /// Kills a checkpointed run once its first checkpoint exists, then resumes it.
 fn kill_and_resume(trace: &Path, format: &str) {
     let ckpt = trace.with_extension("ckpt.json");
-    let mut child = perennial()
-        .args([
-            "run",
-            "worlds/warehouse.toml",
-            "--steps",
-            "150000",
-            "--seed",
-            "5",
-            "--format",
-            format,
-            "--trace",
-            path(trace),
-            "--checkpoint-every",
-            "10000",
-            "--checkpoint",
-            path(&ckpt),
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(&ckpt, "no checkpoint");
+    let args = [
+        "run",
+        "worlds/warehouse.toml",
+        "--steps",
+        "150000",
+        "--seed",
+        "5",
+        "--format",
+        format,
+    ];
+    let mut child = spawn_to_checkpoint(&args, trace, 10_000, &ckpt);
     // Past the checkpoint, so the events file holds events the resume must cut.
     std::thread::sleep(Duration::from_millis(300));
     child.kill().unwrap();

@@ -2,12 +2,11 @@
 //! `episodes` and `--resume` on the directory of part files, and bad Parquet input.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use perennial::trace::{Manifest, TraceReader, TraceRow};
 
 mod common;
-use common::{jsonl_and_parquet, listing, path, perennial, run, temp, wait_for};
+use common::{jsonl_and_parquet, listing, path, perennial, run, spawn_to_checkpoint, temp};
 
 /// The same run (seed 3) traced as JSON Lines and as Parquet.
 fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathBuf) {
@@ -184,20 +183,7 @@ fn sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run() {
         "parquet",
     ];
     run(&[&common[..], &["--trace", path(&whole)]].concat());
-    let mut child = perennial()
-        .args(common)
-        .args([
-            "--trace",
-            path(&cut),
-            "--checkpoint-every",
-            "10000",
-            "--checkpoint",
-            path(&ckpt),
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(&ckpt, "no checkpoint appeared");
+    let mut child = spawn_to_checkpoint(&common, &cut, 10_000, &ckpt);
     child.kill().unwrap();
     child.wait().unwrap();
     let cut_rows = rows(&[&cut]).len();

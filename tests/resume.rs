@@ -4,7 +4,7 @@
 use std::process::Stdio;
 
 mod common;
-use common::{Scratch, path, perennial, wait_for};
+use common::{Scratch, path, perennial, spawn_to_checkpoint};
 
 /// Runs `world` uninterrupted and again killed after its first checkpoint then resumed,
 /// and compares the two traces.
@@ -37,20 +37,7 @@ fn killed_and_resumed_matches_uninterrupted(world: &str, agent: &str, steps: u64
     for _attempt in 0..3 {
         let _ = std::fs::remove_file(&cut);
         let _ = std::fs::remove_file(&ckpt);
-        let mut child = perennial()
-            .stdout(Stdio::null())
-            .args(common)
-            .args([
-                "--trace",
-                path(&cut),
-                "--checkpoint-every",
-                &every.to_string(),
-                "--checkpoint",
-                path(&ckpt),
-            ])
-            .spawn()
-            .unwrap();
-        wait_for(&ckpt, "no checkpoint appeared");
+        let mut child = spawn_to_checkpoint(&common, &cut, every, &ckpt);
         let finished_first = child.try_wait().unwrap().is_some();
         child.kill().unwrap();
         child.wait().unwrap();

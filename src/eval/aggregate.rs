@@ -43,7 +43,8 @@ fn sum(values: impl Iterator<Item = f64>) -> f64 {
     s.value()
 }
 
-fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
+/// `values` in ascending order (`total_cmp`).
+pub(super) fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut v: Vec<f64> = values.collect();
     v.sort_by(f64::total_cmp);
     v
@@ -51,7 +52,7 @@ fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
 
 /// The `p`-th percentile (0..=100) of sorted `v` with linear interpolation between order
 /// statistics (numpy's default). `v` must not be empty.
-fn percentile(v: &[f64], p: f64) -> f64 {
+pub(super) fn percentile(v: &[f64], p: f64) -> f64 {
     let pos = p / 100.0 * (v.len() - 1) as f64;
     let lo = pos.floor() as usize;
     let hi = (lo + 1).min(v.len() - 1);

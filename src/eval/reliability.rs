@@ -29,6 +29,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::aggregate::{percentile, sorted};
 use super::report::RunReport;
 use super::sum::Sum;
 use crate::regime::NotifyLevel;
@@ -44,19 +45,6 @@ fn mean(v: &[f64]) -> f64 {
     s.value() / v.len() as f64
 }
 
-fn sorted(v: &[f64]) -> Vec<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v
-}
-
-fn percentile(v: &[f64], p: f64) -> f64 {
-    let pos = p / 100.0 * (v.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = (lo + 1).min(v.len() - 1);
-    v[lo] + (pos - lo as f64) * (v[hi] - v[lo])
-}
-
 /// The interquartile range (75th − 25th percentile, linear interpolation); `None` when
 /// empty.
 ///
@@ -69,7 +57,7 @@ pub fn iqr(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
-    let v = sorted(values);
+    let v = sorted(values.iter().copied());
     Some(percentile(&v, 75.0) - percentile(&v, 25.0))
 }
 
@@ -86,7 +74,7 @@ pub fn cvar_lower(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
-    let v = sorted(values);
+    let v = sorted(values.iter().copied());
     let k = ((ALPHA * v.len() as f64).ceil() as usize).max(1);
     Some(mean(&v[..k]))
 }

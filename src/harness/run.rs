@@ -10,7 +10,7 @@ use super::agent::{Agent, Window};
 use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
 use crate::env::{Env, EnvError, Observation, WorldEvent};
 use crate::regime::{
-    Conditions, NotifyLevel, RegimeError, RegimeProbe, Scheduler, Shiftable, apply_conditions,
+    Conditions, NotifyLevel, RegimeError, RegimeProbe, Scheduler, Shiftable, apply_over_baseline,
     validate_conditions,
 };
 use crate::seed::{self, Stream};
@@ -565,15 +565,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     }
 
     fn apply(&mut self, step: u64) -> Result<(), HarnessError> {
-        let mut merged = self.state.baseline.clone();
-        merged.extend(
-            self.scheduler
-                .regime()
-                .conditions
-                .iter()
-                .map(|(k, v)| (k.clone(), *v)),
-        );
-        apply_conditions(&mut self.env, &merged)
+        apply_over_baseline(&mut self.env, &self.state.baseline, self.scheduler.regime())
             .map_err(|source| HarnessError::Regime { step, source })
     }
 

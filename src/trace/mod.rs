@@ -177,13 +177,7 @@ pub fn create(
     if format == TraceFormat::Parquet {
         let next = fresh_parquet_dir(path)?;
         return Ok(Box::new(parquet_writer::ParquetWriter::new(
-            path,
-            identity,
-            &columns.components,
-            &columns.payouts,
-            columns.record_transitions,
-            next,
-            0,
+            path, identity, columns, next, 0,
         )?));
     }
     // Locked before it is emptied, so a second writer of the same path damages nothing.
@@ -265,13 +259,7 @@ pub fn append(
     if format == TraceFormat::Parquet {
         let next = parquet_writer::cut_back(path, at_byte, "trace")?;
         return Ok(Box::new(parquet_writer::ParquetWriter::new(
-            path,
-            identity,
-            &columns.components,
-            &columns.payouts,
-            columns.record_transitions,
-            next,
-            at_byte,
+            path, identity, columns, next, at_byte,
         )?));
     }
     if !path.exists() {

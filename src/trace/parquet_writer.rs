@@ -58,7 +58,7 @@ use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedW
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor};
 
 use super::row::{RowRecord, RunIdentity};
-use super::{TraceError, TraceSink};
+use super::{TraceColumns, TraceError, TraceSink};
 use crate::regime::Origin;
 
 /// Raw column bytes buffered before a part is cut (bounds the writer's memory: two sets of
@@ -795,12 +795,12 @@ impl ParquetWriter {
     pub(crate) fn new(
         dir: &Path,
         identity: &RunIdentity,
-        components: &[String],
-        payouts: &[String],
-        record_transitions: bool,
+        columns: &TraceColumns,
         next_part: usize,
         rows_done: u64,
     ) -> Result<Self, TraceError> {
+        let (components, payouts) = (&columns.components[..], &columns.payouts[..]);
+        let record_transitions = columns.record_transitions;
         let row_bytes = 8 * (6 + components.len() + payouts.len())
             + 12
             + if record_transitions { 64 } else { 0 };

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The `perennial` binary, run from the repository root (so `worlds/...` resolves) and
@@ -129,6 +129,22 @@ pub fn wait_for(file: &Path, what: &str) {
         );
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
+}
+
+/// Starts `perennial args... --trace trace --checkpoint-every every --checkpoint ckpt`
+/// with its output discarded, and returns the running child once its first checkpoint
+/// exists (for a test that kills it there).
+pub fn spawn_to_checkpoint(args: &[&str], trace: &Path, every: u64, ckpt: &Path) -> Child {
+    let child = perennial()
+        .args(args)
+        .args(["--trace", path(trace), "--checkpoint-every"])
+        .arg(every.to_string())
+        .args(["--checkpoint", path(ckpt)])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    wait_for(ckpt, "no checkpoint appeared");
+    child
 }
 
 /// The same run traced twice, as JSON Lines and as Parquet, to [`temp`] paths named
