@@ -62,25 +62,6 @@ fn fold8(a: [f32; 8]) -> f32 {
     (s[0] + s[2]) + (s[1] + s[3])
 }
 
-/// Runs `body` on the `R × W` block of `c` (row stride `n`) at `(i, j)`, held in a local
-/// array that the compiler keeps in registers.
-#[inline(always)]
-fn in_registers<const R: usize, const W: usize>(
-    c: &mut [f32],
-    n: usize,
-    (i, j): (usize, usize),
-    body: impl FnOnce(&mut [[f32; W]; R]),
-) {
-    let mut acc = [[0.0f32; W]; R];
-    for r in 0..R {
-        acc[r].copy_from_slice(&c[(i + r) * n + j..(i + r) * n + j + W]);
-    }
-    body(&mut acc);
-    for r in 0..R {
-        c[(i + r) * n + j..(i + r) * n + j + W].copy_from_slice(&acc[r]);
-    }
-}
-
 /// `c[i..i+R][j..j+W] += Σ_k a[i+r][k] · b[k][j..j+W]`, k from first to last, with
 /// `left = (a, k)` and `a` row-major `m × k`.
 #[inline(always)]
@@ -91,20 +72,25 @@ fn nn_tile<const R: usize, const W: usize>(
     n: usize,
     (i, j): (usize, usize),
 ) {
-    in_registers(c, n, (i, j), |acc: &mut [[f32; W]; R]| {
-        let arows: [&[f32]; R] = std::array::from_fn(|r| &a[(i + r) * k..][..k]);
-        for (kk, brow) in b.chunks_exact(n).take(k).enumerate() {
-            let bv: &[f32; W] = brow[j..j + W]
-                .try_into()
-                .expect("a tile's slice has the tile's width");
-            for r in 0..R {
-                let av = arows[r][kk];
-                for l in 0..W {
-                    acc[r][l] += av * bv[l];
-                }
+    let mut acc = [[0.0f32; W]; R];
+    for r in 0..R {
+        acc[r].copy_from_slice(&c[(i + r) * n + j..(i + r) * n + j + W]);
+    }
+    let arows: [&[f32]; R] = std::array::from_fn(|r| &a[(i + r) * k..][..k]);
+    for (kk, brow) in b.chunks_exact(n).take(k).enumerate() {
+        let bv: &[f32; W] = brow[j..j + W]
+            .try_into()
+            .expect("a tile's slice has the tile's width");
+        for r in 0..R {
+            let av = arows[r][kk];
+            for l in 0..W {
+                acc[r][l] += av * bv[l];
             }
         }
-    });
+    }
+    for r in 0..R {
+        c[(i + r) * n + j..(i + r) * n + j + W].copy_from_slice(&acc[r]);
+    }
 }
 
 /// `c[i..i+R][j..j+W] += Σ_m a[m][i+r] · b[m][j..j+W]`, m from first to last, with
@@ -117,19 +103,24 @@ fn tn_tile<const R: usize, const W: usize>(
     n: usize,
     (i, j): (usize, usize),
 ) {
-    in_registers(c, n, (i, j), |acc: &mut [[f32; W]; R]| {
-        for (arow, brow) in a.chunks_exact(p).zip(b.chunks_exact(n)) {
-            let bv: &[f32; W] = brow[j..j + W]
-                .try_into()
-                .expect("a tile's slice has the tile's width");
-            let av = &arow[i..i + R];
-            for r in 0..R {
-                for l in 0..W {
-                    acc[r][l] += av[r] * bv[l];
-                }
+    let mut acc = [[0.0f32; W]; R];
+    for r in 0..R {
+        acc[r].copy_from_slice(&c[(i + r) * n + j..(i + r) * n + j + W]);
+    }
+    for (arow, brow) in a.chunks_exact(p).zip(b.chunks_exact(n)) {
+        let bv: &[f32; W] = brow[j..j + W]
+            .try_into()
+            .expect("a tile's slice has the tile's width");
+        let av = &arow[i..i + R];
+        for r in 0..R {
+            for l in 0..W {
+                acc[r][l] += av[r] * bv[l];
             }
         }
-    });
+    }
+    for r in 0..R {
+        c[(i + r) * n + j..(i + r) * n + j + W].copy_from_slice(&acc[r]);
+    }
 }
 
 /// The tile of `R` rows at column `$j`, as wide as the columns before `$end` (a multiple of
