@@ -8,6 +8,8 @@ use perennial::prelude::*;
 use perennial::trace::TraceFormat;
 use std::hint::black_box;
 
+mod support;
+
 const STEPS: u64 = 200_000;
 
 fn config() -> HarnessConfig {
@@ -59,6 +61,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(harness(true)))
     });
     group.finish();
+    support::remove_outputs(&format!("perennial-bench-{}.", std::process::id()));
 }
 
 criterion_group!(benches, bench);

@@ -11,6 +11,8 @@ use perennial::trace::{TraceFormat, TraceReader};
 use std::hint::black_box;
 use std::path::PathBuf;
 
+mod support;
+
 const STEPS: u64 = 1_000_000;
 
 fn path(format: TraceFormat) -> PathBuf {
@@ -61,6 +63,7 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+    support::remove_outputs(&format!("perennial-bench-parquet-{}.", std::process::id()));
 }
 
 criterion_group!(benches, bench);
