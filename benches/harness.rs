@@ -3,7 +3,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use perennial::agents::RandomAgent;
-use perennial::harness::{Agent, Harness, HarnessConfig};
+use perennial::harness::{Harness, HarnessConfig};
 use perennial::prelude::*;
 use perennial::trace::TraceFormat;
 use std::hint::black_box;
@@ -34,22 +34,7 @@ fn harness(traced: bool) -> u64 {
 
 fn bare_loop() -> f64 {
     let mut env = CartPole::new(CartPoleParams::default());
-    let mut agent = RandomAgent::new(env.spec().action_space.clone(), 1);
-    let mut obs = env.reset(0);
-    let mut total = 0.0;
-    let mut episode = 0;
-    for _ in 0..STEPS {
-        let action = Agent::<CartPole>::act(&mut agent, &obs);
-        let t = env.step(&action).expect("random actions are valid");
-        total += t.reward;
-        obs = if t.done() {
-            episode += 1;
-            env.reset(episode)
-        } else {
-            t.observation
-        };
-    }
-    total
+    perennial::example::random_loop(&mut env, STEPS, 1).expect("random actions are valid")
 }
 
 fn bench(c: &mut Criterion) {

@@ -4,9 +4,13 @@
 //!
 //! The agents are `ppo`, `ppo-replay` (reservoir replay with behaviour cloning), `ppo-ewc`
 //! (online EWC over self-detected stretches), `ppo-context` (a summary of recent transitions
-//! appended to the input) and `ppo-plastic` (shrink-and-perturb), plus `random` and a
-//! hand-written reference for each world: `balance` on CartPole, `base-stock` on the
-//! warehouse. The worlds are `worlds/cartpole-drift.toml` (gravity, pole length and cart mass
+//! appended to the input) and `ppo-plastic` (shrink-and-perturb), plus `random` and the
+//! hand-written references of each world: `balance` on CartPole; `base-stock` and the
+//! `oracle` (base-stock tuned per regime, told the regime in force) on the warehouse. Every
+//! agent is built by name through the registry, as `perennial run --agent` builds it, with the
+//! world file's `[agent.<name>]` options. The oracle's `mean_reward` under a regime is that
+//! regime's reference level on the warehouse (`gap` is measured against the world's own
+//! ceiling, which is loose there). The worlds are `worlds/cartpole-drift.toml` (gravity, pole length and cart mass
 //! cycle every 2,000 steps, Sutton and Barto's reward: 0 per step, -1 per fall) and
 //! `worlds/warehouse.toml` (market, supply and cost regimes cycle every 2,000 steps). On one
 //! seed every agent meets the same world events; each agent draws from its own stream.
@@ -37,12 +41,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use perennial::agents::{BalanceAgent, BaseStockAgent, BaseStockParams, Ppo, RandomAgent, ppo};
+use perennial::agents::ppo;
 use perennial::eval::{Estimate, EvalOptions, comparison_text, evaluate};
-use perennial::harness::{Agent, Harness, HarnessConfig};
-use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
-use perennial::prelude::*;
-use perennial::seed::{self, Stream};
+use perennial::example::{count_from_env, step_budget};
+use perennial::harness::{DynHarness, HarnessConfig};
+use perennial::regime::NotifyLevel;
+use perennial::registry::{Registry, RunRequest};
 use perennial::trace::TraceFormat;
 use perennial::world_file::WorldFile;
 
@@ -50,52 +54,26 @@ const DEFAULT_STEPS: u64 = 12_000;
 const DEFAULT_SEEDS: u64 = 3;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("continual_baselines: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    perennial::example::main("continual_baselines", run)
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
     let budget = Budget {
-        steps: from_env("PERENNIAL_EXAMPLE_STEPS", DEFAULT_STEPS)?,
-        seeds: from_env("PERENNIAL_EXAMPLE_SEEDS", DEFAULT_SEEDS)?,
+        steps: step_budget(DEFAULT_STEPS)?,
+        seeds: count_from_env("PERENNIAL_EXAMPLE_SEEDS", DEFAULT_SEEDS)?,
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = std::env::temp_dir().join("perennial-continual-baselines");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
 
     let drift = WorldFile::load(&root.join("worlds/cartpole-drift.toml"))?;
-    let Some(params) = drift.params::<CartPoleParams>().cloned() else {
-        return Err(format!("{} is not a CartPole world", drift.path.display()).into());
-    };
-    let mut traces = run_world(
-        &drift,
-        &budget,
-        &dir,
-        || Ok(CartPole::new(params.clone())),
-        ("balance", |_: &CartPole| Box::new(BalanceAgent::default())),
-    )?;
-
+    let mut traces = run_world(&drift, &["balance"], &budget, &dir)?;
     let warehouse = WorldFile::load(&root.join("worlds/warehouse.toml"))?;
-    let Some(layout) = warehouse.params::<MorpheusConfig>() else {
-        return Err(format!("{} is not an enterprise world", warehouse.path.display()).into());
-    };
-    let reward = warehouse.reward_spec().unwrap_or_else(default_reward_spec);
     traces.extend(run_world(
         &warehouse,
+        &["base-stock", "oracle"],
         &budget,
         &dir,
-        || Ok(Morpheus::new(layout.clone(), reward.clone())?),
-        ("base-stock", |env: &Morpheus| {
-            Box::new(BaseStockAgent::new(
-                env.config(),
-                BaseStockParams::default(),
-            ))
-        }),
     )?);
 
     println!();
@@ -115,48 +93,40 @@ struct Budget {
     seeds: u64,
 }
 
-/// Runs every PPO family, random and the world's reference policy (`reference`: its name and
-/// how to build it) on `world`, once per seed; returns the trace paths.
-fn run_world<E: Env<Action = usize> + Shiftable>(
+/// Runs every PPO family, random and the world's `references` on `world`, once per seed;
+/// returns the trace paths.
+fn run_world(
     world: &WorldFile,
+    references: &[&str],
     budget: &Budget,
     dir: &Path,
-    env: impl Fn() -> Result<E, Box<dyn Error>>,
-    (reference, make_reference): (&str, impl Fn(&E) -> Box<dyn Agent<E>>),
 ) -> Result<Vec<PathBuf>, Box<dyn Error>> {
+    let registry = Registry::shared_builtin();
+    let kind = registry
+        .kind(world.kind())
+        .ok_or_else(|| format!("{}: no world kind `{}`", world.path.display(), world.kind()))?;
+    let agents: Vec<&str> = ppo::FAMILIES
+        .into_iter()
+        .chain(["random"])
+        .chain(references.iter().copied())
+        .collect();
     let mut traces = Vec::new();
     for seed in 0..budget.seeds {
-        for name in ppo::FAMILIES.into_iter().chain(["random", reference]) {
-            let env = env()?;
-            let agent: Box<dyn Agent<E>> = if name == reference {
-                make_reference(&env)
-            } else if name == "random" {
-                Box::new(RandomAgent::new(env.spec().action_space.clone(), seed))
-            } else {
-                Box::new(ppo_family(name, &env, seed)?)
-            };
-            let harness = Harness::new(env, agent, seed)
-                .scheduler(world.scheduler(seed::derive(seed, Stream::Scheduler, 0))?)
-                .config(config(world, budget.steps));
+        for &agent in &agents {
+            let options = world.agent_options(agent);
+            let harness = kind.harness(&RunRequest {
+                world,
+                agent,
+                agent_options: &options,
+                seed,
+                config: config(world, budget.steps),
+                run_id: None,
+                notify: NotifyLevel::None,
+            })?;
             traces.push(run_traced(harness, dir)?);
         }
     }
     Ok(traces)
-}
-
-fn ppo_family<E: Env>(name: &str, env: &E, seed: u64) -> Result<Ppo, Box<dyn Error>> {
-    let spec = env.spec();
-    let Space::Discrete { n } = spec.action_space else {
-        return Err(format!("{name} needs a Discrete action space").into());
-    };
-    let agent = Ppo::by_name(
-        name,
-        spec.observation_space.len(),
-        n,
-        toml::Table::new(),
-        seed,
-    )?;
-    agent.ok_or_else(|| format!("no PPO family called {name}").into())
 }
 
 fn config(world: &WorldFile, steps: u64) -> HarnessConfig {
@@ -168,15 +138,13 @@ fn config(world: &WorldFile, steps: u64) -> HarnessConfig {
     }
 }
 
-/// Runs one (agent, seed) with a JSONL trace under `dir`; returns the trace's path.
-fn run_traced<E: Env + Shiftable>(
-    harness: Harness<E, Box<dyn Agent<E>>>,
-    dir: &Path,
-) -> Result<PathBuf, Box<dyn Error>> {
+/// Runs one (agent, seed) with a JSON Lines trace under `dir`; returns the trace's path.
+fn run_traced(mut harness: Box<dyn DynHarness>, dir: &Path) -> Result<PathBuf, Box<dyn Error>> {
     let id = harness.identity().clone();
     let path = dir.join(format!("{}.jsonl", id.run_id));
+    harness.open_trace(&path, TraceFormat::Jsonl, None)?;
     let started = Instant::now();
-    let summary = harness.trace(&path, TraceFormat::Jsonl).run()?;
+    let summary = harness.run_boxed()?;
     println!(
         "{:<40} {} steps in {:>6.2} s, mean reward per step {:>9.4}; trace: {}",
         id.run_id,
@@ -235,16 +203,4 @@ fn print_separations(groups: &[perennial::eval::Comparison]) {
 
 fn disjoint(a: &Estimate, b: &Estimate) -> bool {
     a.n > 1 && b.n > 1 && (a.ci_high < b.ci_low || b.ci_high < a.ci_low)
-}
-
-/// The positive integer in the environment variable `name`, or `default` when it is unset.
-fn from_env(name: &str, default: u64) -> Result<u64, Box<dyn Error>> {
-    let text = match std::env::var(name) {
-        Err(std::env::VarError::NotPresent) => return Ok(default),
-        other => other?,
-    };
-    match text.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("{name} is {text:?}; give a whole number of at least 1").into()),
-    }
 }

@@ -56,7 +56,7 @@ use perennial::eval::{EvalOptions, evaluate};
 use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::prelude::*;
 use perennial::regime::check_parameter;
-use perennial::registry::{ParamError, Registry, WorldKind};
+use perennial::registry::{KindFn, Registry};
 use perennial::seed::{self, Stream};
 use perennial::trace::TraceFormat;
 use rand::{RngExt, SeedableRng};
@@ -186,23 +186,6 @@ impl Default for Weather {
     }
 }
 
-/// The world as a kind world files can name; the registry checks the starting weather
-/// against the parameter table.
-struct ThermostatKind;
-
-impl WorldKind for ThermostatKind {
-    type Env = Thermostat;
-    type Params = Weather;
-
-    fn name(&self) -> &'static str {
-        "thermostat"
-    }
-
-    fn build(&self, weather: &Weather, _: Option<&RewardSpec>) -> Result<Thermostat, ParamError> {
-        Ok(Thermostat::new(weather))
-    }
-}
-
 /// The built-in kinds plus `thermostat`, whose agents are the generic ones and `bang-bang`.
 fn registry() -> Registry {
     let bang_bang =
@@ -210,7 +193,10 @@ fn registry() -> Registry {
             ctx.options::<NoOptions>()?;
             Ok(Box::new(BangBang))
         };
-    Registry::builtin().world_with_agents(ThermostatKind, vec![("bang-bang", bang_bang)])
+    let kind = KindFn::new("thermostat", |weather: &Weather| {
+        Ok(Thermostat::new(weather))
+    });
+    Registry::builtin().world_with_agents(kind, vec![("bang-bang", bang_bang)])
 }
 
 /// Full heat below 19.5 °C, off above 20.5 °C, low heat in between.

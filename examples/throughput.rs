@@ -39,7 +39,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use perennial::agents::RandomAgent;
-use perennial::harness::{Agent, Harness, HarnessConfig};
+use perennial::harness::{Harness, HarnessConfig};
 use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::prelude::*;
 use perennial::trace::TraceFormat;
@@ -161,22 +161,7 @@ fn enterprise_world(scale: usize) -> Result<Morpheus, Box<dyn Error>> {
 
 /// `steps` random steps through the `Env` trait alone, resetting when an episode ends.
 fn env_loop<E: Env<Action = usize>>(mut env: E, steps: u64) -> Result<(), Box<dyn Error>> {
-    let mut agent = RandomAgent::new(env.spec().action_space.clone(), SEED);
-    let mut obs = env.reset(SEED);
-    let mut episode = 0;
-    let mut total = 0.0;
-    for _ in 0..steps {
-        let action = Agent::<E>::act(&mut agent, &obs);
-        let t = env.step(&action)?;
-        total += t.reward;
-        obs = if t.done() {
-            episode += 1;
-            env.reset(episode)
-        } else {
-            t.observation
-        };
-    }
-    black_box(total);
+    black_box(perennial::example::random_loop(&mut env, steps, SEED)?);
     Ok(())
 }
 

@@ -19,6 +19,10 @@
 use std::error::Error;
 use std::process::ExitCode;
 
+use crate::agents::RandomAgent;
+use crate::env::{Env, EnvError};
+use crate::harness::Agent;
+
 /// The environment variable that sets an example's step budget (the tests set it small).
 pub const STEPS_VAR: &str = "PERENNIAL_EXAMPLE_STEPS";
 
@@ -36,12 +40,48 @@ pub fn main(name: &str, run: impl FnOnce() -> Result<(), Box<dyn Error>>) -> Exi
 /// The step budget in `PERENNIAL_EXAMPLE_STEPS`, or `default` when it is not set. A value
 /// that is not a whole number of at least 1 (or not Unicode) is an error naming the variable.
 pub fn step_budget(default: u64) -> Result<u64, Box<dyn Error>> {
-    let text = match std::env::var(STEPS_VAR) {
+    count_from_env(STEPS_VAR, default)
+}
+
+/// The whole number of at least 1 in the environment variable `var`, or `default` when it is
+/// not set; any other value (or one that is not Unicode) is an error naming the variable.
+pub fn count_from_env(var: &str, default: u64) -> Result<u64, Box<dyn Error>> {
+    let text = match std::env::var(var) {
         Err(std::env::VarError::NotPresent) => return Ok(default),
-        other => other.map_err(|e| format!("{STEPS_VAR}: {e}"))?,
+        other => other.map_err(|e| format!("{var}: {e}"))?,
     };
     match text.trim().parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("{STEPS_VAR} is {text:?}; give a step count of at least 1").into()),
+        _ => Err(format!("{var} is {text:?}; give a whole number of at least 1").into()),
     }
+}
+
+/// `steps` steps of a random agent through the `Env` trait alone, resetting when an episode
+/// ends (the first episode with seed `seed`, the next ones with 1, 2, ...; the agent draws
+/// from `seed` too): the bare loop the harness and the peers are measured against. Returns
+/// the total reward.
+///
+/// # Errors
+///
+/// The env refuses an action (a world whose action space is not `Discrete`).
+pub fn random_loop<E: Env<Action = usize>>(
+    env: &mut E,
+    steps: u64,
+    seed: u64,
+) -> Result<f64, EnvError> {
+    let mut agent = RandomAgent::new(env.spec().action_space.clone(), seed);
+    let mut obs = env.reset(seed);
+    let (mut episode, mut total) = (0, 0.0);
+    for _ in 0..steps {
+        let action = Agent::<E>::act(&mut agent, &obs);
+        let t = env.step(&action)?;
+        total += t.reward;
+        obs = if t.done() {
+            episode += 1;
+            env.reset(episode)
+        } else {
+            t.observation
+        };
+    }
+    Ok(total)
 }

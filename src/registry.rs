@@ -9,25 +9,17 @@
 //!
 //! ```
 //! use perennial::prelude::*;
-//! use perennial::registry::{ParamError, Registry, WorldKind};
+//! use perennial::registry::{KindFn, Registry};
 //!
-//! /// CartPole under another name, with its parameters fixed by the file.
-//! struct Pole;
-//!
-//! impl WorldKind for Pole {
-//!     type Env = CartPole;
-//!     type Params = CartPoleParams;
-//!     fn name(&self) -> &'static str {
-//!         "pole"
-//!     }
-//!     fn build(&self, params: &CartPoleParams, _: Option<&RewardSpec>) -> Result<CartPole, ParamError> {
-//!         Ok(CartPole::new(params.clone()))
-//!     }
-//! }
-//!
-//! let registry = Registry::builtin().world(Pole);
+//! // CartPole under another name, with its parameters fixed by the file.
+//! let pole = KindFn::new("pole", |params: &CartPoleParams| Ok(CartPole::new(params.clone())));
+//! let registry = Registry::builtin().world(pole);
 //! let kind = registry.kind("pole").unwrap();
 //! assert!(kind.agent_names().contains(&"random"));
+//! ```
+//!
+//! A kind with reward signals of its own or a default reward specification implements
+//! [`WorldKind`] itself, as the enterprise world's does.
 //! ```
 
 use std::any::Any;
@@ -46,7 +38,7 @@ use crate::morpheus::{self, Morpheus, MorpheusConfig};
 use crate::regime::{NotifyLevel, ParamInfo, RegimeProbe, Shiftable, validate_conditions};
 use crate::reward::RewardSpec;
 use crate::seed::{self, Stream};
-use crate::world_file::WorldFile;
+use crate::world_file::{WorldFile, typed_table};
 
 /// A `[world.params]` value a kind rejects: the field (relative to `world.params`) and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -317,6 +309,23 @@ impl<K: WorldKind> Entry<K> {
         .map_err(BuildError::Agent)
     }
 
+    /// The env, the agent and the probe the agent reads the regime from (only reference
+    /// agents read it) for a run of `request`.
+    #[expect(
+        clippy::type_complexity,
+        reason = "the three parts of a run, used at once"
+    )]
+    fn parts(
+        &self,
+        request: &RunRequest<'_>,
+    ) -> Result<(K::Env, Box<dyn Agent<K::Env>>, RegimeProbe), BuildError> {
+        let env = self.env(request.world)?;
+        let probe = RegimeProbe::new();
+        let (world, options) = (request.world, request.agent_options);
+        let agent = self.agent(&env, world, request.agent, options, request.seed, &probe)?;
+        Ok((env, agent, probe))
+    }
+
     fn names(&self) -> Vec<&'static str> {
         self.agents.iter().map(|(n, _)| *n).collect()
     }
@@ -333,25 +342,7 @@ impl<K: WorldKind> Kind for Entry<K> {
     ) -> Result<(WorldParams, Vec<ParamInfo>), ParamError> {
         let params: K::Params = match table {
             None => K::Params::default(),
-            Some(t) => t.clone().try_into().map_err(|e: toml::de::Error| {
-                let message = e.message().to_string();
-                // A value error (`-3` for a count) names no key: the key is the first one
-                // that fails on its own, so the message points at its line, not the table's.
-                let field = message
-                    .split('`')
-                    .nth(1)
-                    .filter(|k| t.contains_key(*k))
-                    .map(str::to_string)
-                    .or_else(|| {
-                        t.iter().find_map(|(k, v)| {
-                            let mut alone = toml::Table::new();
-                            alone.insert(k.clone(), v.clone());
-                            let solo: Result<K::Params, _> = alone.try_into();
-                            solo.is_err().then(|| k.clone())
-                        })
-                    });
-                ParamError { field, message }
-            })?,
+            Some(t) => typed_table(t).map_err(|(field, message)| ParamError { field, message })?,
         };
         let reward = self.default_reward();
         let env = self.kind.build(&params, reward.as_ref())?;
@@ -399,16 +390,7 @@ impl<K: WorldKind> Kind for Entry<K> {
     }
 
     fn harness(&self, request: &RunRequest<'_>) -> Result<Box<dyn DynHarness>, BuildError> {
-        let env = self.env(request.world)?;
-        let probe = RegimeProbe::new();
-        let agent = self.agent(
-            &env,
-            request.world,
-            request.agent,
-            request.agent_options,
-            request.seed,
-            &probe,
-        )?;
+        let (env, agent, probe) = self.parts(request)?;
         let scheduler = request
             .world
             .scheduler(seed::derive(request.seed, Stream::Scheduler, 0))
@@ -429,16 +411,7 @@ impl<K: WorldKind> Kind for Entry<K> {
         request: &RunRequest<'_>,
         checkpoint: Checkpoint,
     ) -> Result<Box<dyn DynHarness>, BuildError> {
-        let env = self.env(request.world)?;
-        let probe = RegimeProbe::new();
-        let agent = self.agent(
-            &env,
-            request.world,
-            request.agent,
-            request.agent_options,
-            request.seed,
-            &probe,
-        )?;
+        let (env, agent, probe) = self.parts(request)?;
         let harness = Harness::resume(env, agent, checkpoint, None)
             .map_err(|e| BuildError::Checkpoint(e.to_string()))?
             .publish_regime(probe);
@@ -467,7 +440,12 @@ impl Registry {
     /// CartPole (`cartpole`) and the enterprise world (`morpheus`), with their agents.
     pub fn builtin() -> Self {
         Registry::empty()
-            .world_with_agents(CartPoleKind, agents::for_cartpole())
+            .world_with_agents(
+                KindFn::new("cartpole", |params: &CartPoleParams| {
+                    Ok(CartPole::new(params.clone()))
+                }),
+                agents::for_cartpole(),
+            )
             .world_with_agents(MorpheusKind, agents::for_morpheus())
     }
 
@@ -511,23 +489,35 @@ impl Registry {
     }
 }
 
-/// Gymnasium's CartPole-v1 (see [`crate::cartpole`]).
-struct CartPoleKind;
+/// A kind made of its name and a function from its parameters to the env: for a world
+/// with no reward signals of its own for a `[reward]` section to read and no default reward
+/// specification. CartPole's kind is one.
+pub struct KindFn<P, E> {
+    name: &'static str,
+    build: fn(&P) -> Result<E, ParamError>,
+}
 
-impl WorldKind for CartPoleKind {
-    type Env = CartPole;
-    type Params = CartPoleParams;
+impl<P, E> KindFn<P, E> {
+    /// The kind `name`, whose envs `build` makes from the `[world.params]` table.
+    pub fn new(name: &'static str, build: fn(&P) -> Result<E, ParamError>) -> Self {
+        KindFn { name, build }
+    }
+}
+
+impl<P, E> WorldKind for KindFn<P, E>
+where
+    P: DeserializeOwned + Default + Clone + PartialEq + fmt::Debug + Send + Sync + 'static,
+    E: Env<Action = usize> + Shiftable + 'static,
+{
+    type Env = E;
+    type Params = P;
 
     fn name(&self) -> &'static str {
-        "cartpole"
+        self.name
     }
 
-    fn build(
-        &self,
-        params: &CartPoleParams,
-        _: Option<&RewardSpec>,
-    ) -> Result<CartPole, ParamError> {
-        Ok(CartPole::new(params.clone()))
+    fn build(&self, params: &P, _: Option<&RewardSpec>) -> Result<E, ParamError> {
+        (self.build)(params)
     }
 }
 

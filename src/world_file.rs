@@ -63,6 +63,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use toml::Spanned;
 
 use crate::agents::AgentError;
@@ -204,6 +205,30 @@ struct RewardDef {
     terms: Vec<Spanned<Term>>,
 }
 
+/// A TOML table (`[world.params]`, an agent's options) as the typed struct `T`, or the
+/// error with the key to blame: the one serde names between backticks (an unknown field),
+/// else the first key that fails on its own (a value of the wrong type or range names
+/// none), else `None`.
+pub(crate) fn typed_table<T: DeserializeOwned>(
+    table: &toml::Table,
+) -> Result<T, (Option<String>, String)> {
+    table.clone().try_into().map_err(|e: toml::de::Error| {
+        let message = e.message().trim().to_string();
+        let key = message
+            .split('`')
+            .nth(1)
+            .filter(|k| table.contains_key(*k))
+            .map(str::to_string)
+            .or_else(|| {
+                table.iter().find_map(|(k, v)| {
+                    let alone = toml::Table::from_iter([(k.clone(), v.clone())]);
+                    alone.try_into::<T>().is_err().then(|| k.clone())
+                })
+            });
+        (key, message)
+    })
+}
+
 /// Reads at most [`MAX_WORLD_FILE_BYTES`](crate::limits::MAX_WORLD_FILE_BYTES), so
 /// `/dev/zero` or a huge file is refused instead of read without bound.
 fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
@@ -216,10 +241,28 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
         .map_err(|e| format!("cannot read the file: {e}"))?;
     if bytes.len() as u64 > limit {
         return Err(format!(
-            "is larger than {limit} bytes, the limit for a world file; is it the right file?"
+            "is larger than {limit} bytes, the limit for a world or sweep file; is it the right file?"
         ));
     }
     Ok(bytes)
+}
+
+/// The text of a TOML file the user names (a world or sweep file): read with
+/// [`read_bounded`], and UTF-8, else an error naming the line of the first invalid byte.
+pub(crate) fn read_text(path: &Path) -> Result<String, WorldFileError> {
+    let error = |line, message| WorldFileError {
+        path: path.to_path_buf(),
+        line,
+        field: None,
+        message,
+    };
+    let bytes = read_bounded(path).map_err(|message| error(None, message))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        let message = format!("byte {at} is not valid UTF-8; save the file as UTF-8");
+        error(Some(line), message)
+    })
 }
 
 /// Locates byte offsets as lines and builds errors for one file.
@@ -351,23 +394,7 @@ impl WorldFile {
     ///
     /// As [`WorldFile::load`].
     pub fn load_with(path: &Path, registry: &Registry) -> Result<Self, WorldFileError> {
-        let fail = |message: String| WorldFileError {
-            path: path.to_path_buf(),
-            line: None,
-            field: None,
-            message,
-        };
-        let bytes = read_bounded(path).map_err(fail)?;
-        let text = String::from_utf8(bytes).map_err(|e| {
-            let at = e.utf8_error().valid_up_to();
-            let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
-            WorldFileError {
-                path: path.to_path_buf(),
-                line: Some(line),
-                field: None,
-                message: format!("byte {at} is not valid UTF-8; save the file as UTF-8"),
-            }
-        })?;
+        let text = read_text(path)?;
         Self::parse_with(&text, path, registry)
     }
 

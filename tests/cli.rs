@@ -7,20 +7,16 @@ use std::time::{Duration, Instant};
 use perennial::trace::TraceReader;
 
 mod common;
-use common::{cli, temp, text};
+use common::{cli, run, run_args, temp, text};
 
 #[test]
 fn run_on_a_shipped_world_prints_a_summary_and_writes_a_readable_trace() {
     let trace = temp("run.jsonl");
-    let out = cli(&[
-        "run",
+    let out = run(&run_args(
         "worlds/cartpole-drift.toml",
-        "--steps",
         "5000",
-        "--trace",
-        trace.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+        &["--trace", trace.to_str().unwrap()],
+    ));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("steps      5000"), "{stdout}");
     assert!(
@@ -41,18 +37,17 @@ fn run_on_a_shipped_world_prints_a_summary_and_writes_a_readable_trace() {
 fn csv_traces_read_back_like_jsonl() {
     let (j, c) = (temp("same.jsonl"), temp("same.csv"));
     for (path, format) in [(&j, "jsonl"), (&c, "csv")] {
-        let out = cli(&[
-            "run",
+        run(&run_args(
             "worlds/cartpole.toml",
-            "--steps",
             "600",
-            "--format",
-            format,
-            "--record-transitions",
-            "--trace",
-            path.to_str().unwrap(),
-        ]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
+            &[
+                "--format",
+                format,
+                "--record-transitions",
+                "--trace",
+                path.to_str().unwrap(),
+            ],
+        ));
     }
     let read = |p: &PathBuf| {
         TraceReader::open(&[p])
@@ -76,8 +71,7 @@ fn check_accepts_every_shipped_world_and_worlds_lists_them() {
         }
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         assert!(listing.contains(&name), "{name} missing from {listing}");
-        let out = cli(&["check", path.to_str().unwrap()]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        run(&["check", path.to_str().unwrap()]);
     }
 }
 
@@ -156,15 +150,13 @@ fn a_run_killed_with_sigkill_leaves_a_readable_trace_of_complete_rows() {
 #[test]
 fn run_without_a_world_file_runs_the_warehouse_and_eval_scores_it() {
     let trace = temp("default.jsonl");
-    let out = cli(&["run", "--steps", "3000", "--trace", trace.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(&["run", "--steps", "3000", "--trace", trace.to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains("(warehouse)") && stdout.contains("peak_season"),
         "{stdout}"
     );
-    let out = cli(&["eval", trace.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(&["eval", trace.to_str().unwrap()]);
     let table = text(&out.stdout);
     assert!(
         table.contains("baseline") && table.contains("norm_gap"),
@@ -176,23 +168,17 @@ fn run_without_a_world_file_runs_the_warehouse_and_eval_scores_it() {
 fn a_warehouse_run_exports_one_unknown_episode() {
     let trace = temp("episodes.jsonl");
     let episodes = temp("episodes-out.jsonl");
-    let out = cli(&[
-        "run",
+    run(&run_args(
         "worlds/warehouse.toml",
-        "--steps",
         "500",
-        "--record-transitions",
-        "--trace",
-        trace.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = cli(&[
+        &["--record-transitions", "--trace", trace.to_str().unwrap()],
+    ));
+    run(&[
         "episodes",
         trace.to_str().unwrap(),
         "--out",
         episodes.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&episodes)
         .unwrap()
         .lines()

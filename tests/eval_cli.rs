@@ -72,6 +72,20 @@ fn assert_balanced(svg: &str) {
     assert!(stack.is_empty(), "unclosed tags: {stack:?}");
 }
 
+/// Checks that the JSON object holds exactly the space-separated `keys`.
+fn has_exactly(object: &Value, keys: &str) {
+    let mut got: Vec<&str> = object
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut want: Vec<&str> = keys.split_whitespace().collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
+}
+
 #[test]
 fn eval_prints_a_table_json_with_every_design_key_and_an_svg() {
     let trace = TempPath::new("cartpole.jsonl");
@@ -88,47 +102,19 @@ fn eval_prints_a_table_json_with_every_design_key_and_an_svg() {
     json_args.json = true;
     let json: Value = serde_json::from_str(&run_cli(&json_args).unwrap()).unwrap();
     let run = &json["runs"][0];
-    for key in [
-        "run_id",
-        "seed",
-        "algorithm_id",
-        "task",
-        "steps",
-        "episodes",
-        "intervals",
-        "configurations",
-    ] {
-        assert!(run.get(key).is_some(), "run key {key}");
-    }
-    assert_eq!(run.as_object().unwrap().len(), 8);
+    let run_keys = "run_id seed algorithm_id task steps episodes intervals configurations";
+    has_exactly(run, run_keys);
     assert_eq!(run["steps"], 2000);
     assert!(run["episodes"].as_u64().unwrap() > 20);
     let intervals = run["intervals"].as_array().unwrap();
     // 2000 steps in 300-step intervals: 6 full ones and 200 steps of a seventh.
     assert_eq!(intervals.len(), 7);
     for interval in intervals {
-        for key in [
-            "index",
-            "regime",
-            "origin",
-            "start",
-            "end",
-            "steps",
-            "mean_reward",
-            "head",
-            "tail",
-            "adaptation_steps",
-            "recovery_steps",
-            "recovered",
-            "forgetting",
-            "stability_std",
-            "cvar05",
-            "gap",
-            "normalized_gap",
-        ] {
-            assert!(interval.get(key).is_some(), "interval key {key}");
-        }
-        assert_eq!(interval.as_object().unwrap().len(), 17);
+        has_exactly(
+            interval,
+            "index regime origin start end steps mean_reward head tail adaptation_steps \
+             recovery_steps recovered forgetting stability_std cvar05 gap normalized_gap",
+        );
         // CartPole pays 1.0 per step, its ceiling.
         assert_eq!(interval["mean_reward"], 1.0);
         assert_eq!(

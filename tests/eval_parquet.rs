@@ -29,6 +29,13 @@ fn clean(names: &[&str]) {
     }
 }
 
+/// Checks that `eval --json` gives the same report for both traces under each set of options.
+fn same_reports(jsonl: &Path, parquet: &Path, option_sets: &[&[&str]]) {
+    for options in option_sets {
+        same_report(jsonl, parquet, options);
+    }
+}
+
 fn same_report(jsonl: &Path, parquet: &Path, options: &[&str]) {
     let eval = |trace: &Path| {
         let mut args = vec!["eval", path(trace), "--json"];
@@ -50,9 +57,11 @@ fn warehouse_components_payouts_and_ceilings_score_the_same_from_parquet() {
     );
     let parts = std::fs::read_dir(&parquet).unwrap().count();
     assert!(parts > 1, "{parts} part(s)");
-    same_report(&jsonl, &parquet, &[]);
-    same_report(&jsonl, &parquet, &["--include-payout"]);
-    same_report(&jsonl, &parquet, &["--window", "7"]);
+    same_reports(
+        &jsonl,
+        &parquet,
+        &[&[], &["--include-payout"], &["--window", "7"]],
+    );
     clean(&["warehouse"]);
 }
 
@@ -65,8 +74,7 @@ fn a_run_over_many_batches_scores_the_same_from_parquet() {
         &["--run-id", "long"],
         "long",
     );
-    same_report(&jsonl, &parquet, &[]);
-    same_report(&jsonl, &parquet, &["--window", "1000"]);
+    same_reports(&jsonl, &parquet, &[&[], &["--window", "1000"]]);
     clean(&["long"]);
 }
 

@@ -10,7 +10,9 @@ use perennial::trace::{EventReader, EventRow, TraceReader, TraceRow, events_path
 use perennial::trace::{TraceFormat, is_events_table};
 
 mod common;
-use common::{listing, path, perennial, run, spawn_to_checkpoint, temp};
+use common::{
+    cartpole_args, files_in, listing, path, perennial, run, run_args, spawn_to_checkpoint, temp,
+};
 
 fn rows(trace: &Path) -> Vec<TraceRow> {
     TraceReader::open(&[trace])
@@ -28,20 +30,20 @@ fn events(trace: &Path) -> Vec<EventRow> {
 
 /// A warehouse run with failures and a fixed shift at step 2000, with the run id `wh`.
 fn warehouse(trace: &Path, format: &str) {
-    run(&[
-        "run",
+    run(&run_args(
         "worlds/warehouse.toml",
-        "--steps",
         "5000",
-        "--seed",
-        "4",
-        "--trace",
-        path(trace),
-        "--format",
-        format,
-        "--run-id",
-        "wh",
-    ]);
+        &[
+            "--seed",
+            "4",
+            "--trace",
+            path(trace),
+            "--format",
+            format,
+            "--run-id",
+            "wh",
+        ],
+    ));
 }
 
 #[test]
@@ -98,15 +100,7 @@ fn the_events_are_what_the_scheduler_and_the_world_did() {
 #[test]
 fn episode_ends_are_the_rows_the_env_ended() {
     let trace = temp("cp.jsonl");
-    run(&[
-        "run",
-        "worlds/cartpole.toml",
-        "--auto-reset",
-        "--steps",
-        "3000",
-        "--trace",
-        path(&trace),
-    ]);
+    run(&cartpole_args("3000", "jsonl", &trace));
     let ends: Vec<(u64, u64, bool, bool)> = rows(&trace)
         .iter()
         .filter(|r| r.terminated || r.truncated)
@@ -142,19 +136,19 @@ fn jsonl_csv_and_parquet_events_are_equal() {
     assert!(table.is_dir() && is_events_table(&table));
 }
 
+/// The warehouse run the kill tests cut: 150,000 steps, seed 5, traced in `format`.
+fn long_run(format: &str) -> Vec<&str> {
+    run_args(
+        "worlds/warehouse.toml",
+        "150000",
+        &["--seed", "5", "--format", format],
+    )
+}
+
 /// Kills a checkpointed run once its first checkpoint exists, then resumes it.
 fn kill_and_resume(trace: &Path, format: &str) {
     let ckpt = trace.with_extension("ckpt.json");
-    let args = [
-        "run",
-        "worlds/warehouse.toml",
-        "--steps",
-        "150000",
-        "--seed",
-        "5",
-        "--format",
-        format,
-    ];
+    let args = long_run(format);
     let mut child = spawn_to_checkpoint(&args, trace, 10_000, &ckpt);
     // Past the checkpoint, so the events file holds events the resume must cut.
     std::thread::sleep(Duration::from_millis(300));
@@ -165,40 +159,14 @@ fn kill_and_resume(trace: &Path, format: &str) {
     run(&["run", "--resume", path(&ckpt)]);
 }
 
-/// Every file under `dir` (a Parquet table), by name, with its bytes.
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read(&p).unwrap())
-        })
-        .collect();
-    files.sort();
-    files
-}
-
 #[test]
 fn a_shortened_parquet_events_table_refuses_the_resume_before_the_trace_is_cut() {
     let trace = temp("short-events.parquet");
     let ckpt = temp("short-events.ckpt.json");
     // 3500 rows, a checkpoint at 3000: a resume would cut the last 500 rows.
-    run(&[
-        "run",
-        "worlds/cartpole.toml",
-        "--auto-reset",
-        "--steps",
-        "3500",
-        "--format",
-        "parquet",
-        "--trace",
-        path(&trace),
-        "--checkpoint-every",
-        "1000",
-        "--checkpoint",
-        path(&ckpt),
-    ]);
+    let mut args = cartpole_args("3500", "parquet", &trace);
+    args.extend(["--checkpoint-every", "1000", "--checkpoint", path(&ckpt)]);
+    run(&args);
     let table = events_path(&trace, TraceFormat::Parquet);
     let parts = listing(&table);
     assert!(
@@ -209,7 +177,7 @@ fn a_shortened_parquet_events_table_refuses_the_resume_before_the_trace_is_cut()
     for part in &parts[1..] {
         std::fs::remove_file(part).unwrap();
     }
-    let (trace_before, table_before) = (snapshot(&trace), snapshot(&table));
+    let (trace_before, table_before) = (files_in(&trace), files_in(&table));
     let out = perennial()
         .args(["run", "--resume", path(&ckpt)])
         .output()
@@ -219,9 +187,9 @@ fn a_shortened_parquet_events_table_refuses_the_resume_before_the_trace_is_cut()
     assert!(err.contains(path(&table)), "{err}");
     assert!(err.contains("events table holds"), "{err}");
     assert!(err.contains("it is not this checkpoint's"), "{err}");
-    assert!(snapshot(&trace) == trace_before, "the trace was touched");
+    assert!(files_in(&trace) == trace_before, "the trace was touched");
     assert!(
-        snapshot(&table) == table_before,
+        files_in(&table) == table_before,
         "the events table was touched"
     );
 }
@@ -235,18 +203,7 @@ fn sigkill_then_resume_gives_the_events_of_an_uninterrupted_run() {
             "parquet"
         };
         let whole = temp(&format!("{name}-whole.{ext}"));
-        run(&[
-            "run",
-            "worlds/warehouse.toml",
-            "--steps",
-            "150000",
-            "--seed",
-            "5",
-            "--format",
-            format,
-            "--trace",
-            path(&whole),
-        ]);
+        run(&[&long_run(format)[..], &["--trace", path(&whole)]].concat());
         let cut = temp(&format!("{name}-cut.{ext}"));
         kill_and_resume(&cut, format);
         let (a, b) = (events(&whole), events(&cut));
@@ -324,20 +281,20 @@ fn a_torn_or_hostile_events_table_is_reported_not_fatal() {
     // A Parquet table with a half-written part: the other parts are read.
     let pq = temp("torn.parquet");
     let ckpt = temp("torn-pq.ckpt.json");
-    run(&[
-        "run",
+    run(&run_args(
         "worlds/warehouse.toml",
-        "--steps",
         "3000",
-        "--format",
-        "parquet",
-        "--trace",
-        path(&pq),
-        "--checkpoint-every",
-        "1000",
-        "--checkpoint",
-        path(&ckpt),
-    ]);
+        &[
+            "--format",
+            "parquet",
+            "--trace",
+            path(&pq),
+            "--checkpoint-every",
+            "1000",
+            "--checkpoint",
+            path(&ckpt),
+        ],
+    ));
     let table = events_path(&pq, TraceFormat::Parquet);
     let parts = listing(&table);
     assert_eq!(parts.len(), 3, "one part per checkpoint: {parts:?}");

@@ -65,9 +65,7 @@ fn example(name: &str, steps: &str) -> Output {
     let exe = executables()
         .get(name)
         .unwrap_or_else(|| panic!("cargo built no executable for example `{name}`"));
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("example-{name}-{steps}"));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).expect("the target tmp dir is writable");
+    let tmp = fresh_tmp(&format!("example-{name}-{steps}"));
     Command::new(exe)
         .env("PERENNIAL_EXAMPLE_STEPS", steps)
         .env("TMPDIR", &tmp)
@@ -101,6 +99,23 @@ fn lines_in(path: &Path) -> usize {
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .lines()
         .count()
+}
+
+/// Checks that the example printed `runs` trace paths, each of a trace of `rows` rows.
+fn traced(stdout: &str, runs: usize, rows: usize) {
+    let traces = trace_paths(stdout);
+    assert_eq!(traces.len(), runs, "{stdout}");
+    for trace in &traces {
+        assert_eq!(lines_in(trace), rows, "{}", trace.display());
+    }
+}
+
+/// A fresh folder `name` in cargo's temp dir for the test targets.
+fn fresh_tmp(name: &str) -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).expect("the target tmp dir is writable");
+    tmp
 }
 
 #[test]
@@ -137,9 +152,7 @@ fn cartpole_regimes_traces_the_learner_and_prints_its_intervals() {
         ["earth", "heavy_gravity", "earth", "long_pole"],
         "{stdout}"
     );
-    let traces = trace_paths(&stdout);
-    assert_eq!(traces.len(), 1, "{stdout}");
-    assert_eq!(lines_in(&traces[0]), 6500);
+    traced(&stdout, 1, 6500);
 }
 
 #[test]
@@ -191,11 +204,7 @@ fn warehouse_shift_compares_every_agent_over_the_same_seeds() {
                 .any(|l| l.trim_start().starts_with("random") && l.contains("base-stock")),
         "{stdout}"
     );
-    let traces = trace_paths(&stdout);
-    assert_eq!(traces.len(), agents.len() * 3, "{stdout}");
-    for trace in &traces {
-        assert_eq!(lines_in(trace), 600, "{}", trace.display());
-    }
+    traced(&stdout, agents.len() * 3, 600);
 }
 
 #[test]
@@ -223,11 +232,7 @@ fn custom_world_runs_and_scores_like_a_built_in_one() {
             "no configuration line for {label} in:\n{stdout}"
         );
     }
-    let traces = trace_paths(&stdout);
-    assert_eq!(traces.len(), 2, "{stdout}");
-    for trace in &traces {
-        assert_eq!(lines_in(trace), 2000, "{}", trace.display());
-    }
+    traced(&stdout, 2, 2000);
 }
 
 /// The example hands its registry to `perennial::cli::main_with`, so a world file of its
@@ -236,9 +241,7 @@ fn custom_world_runs_and_scores_like_a_built_in_one() {
 #[test]
 fn custom_world_gets_the_command_line_for_its_world_files() {
     let exe = &executables()["custom_world"];
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("example-custom_world-cli");
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).expect("the target tmp dir is writable");
+    let tmp = fresh_tmp("example-custom_world-cli");
     let trace = tmp.join("thermostat.jsonl");
     let cli = |args: &[&str]| {
         Command::new(exe)
@@ -363,8 +366,12 @@ fn continual_baselines_compares_every_family_on_both_worlds() {
         &example("continual_baselines", "600"),
     );
     let families = ["ppo", "ppo-replay", "ppo-ewc", "ppo-context", "ppo-plastic"];
-    for (task, reference) in [("cartpole", "balance"), ("warehouse", "base-stock")] {
-        for agent in families.iter().chain(&["random", reference]) {
+    let references: [(&str, &[&str]); 2] = [
+        ("cartpole", &["balance"]),
+        ("warehouse", &["base-stock", "oracle"]),
+    ];
+    for (task, references) in references {
+        for agent in families.iter().chain(&["random"]).chain(references) {
             let group = format!(
                 "group task {task}  algorithm {agent}  runs 3  seeds 0,1,2  (mean over runs [95% bootstrap CI])"
             );
@@ -375,19 +382,14 @@ fn continual_baselines_compares_every_family_on_both_worlds() {
         stdout.contains("separated pairs (family vs family, disjoint 95% intervals): "),
         "{stdout}"
     );
-    let traces = trace_paths(&stdout);
-    assert_eq!(traces.len(), 2 * 7 * 3, "{stdout}");
-    for trace in &traces {
-        assert_eq!(lines_in(trace), 600, "{}", trace.display());
-    }
+    // Seven agents on CartPole and eight on the warehouse, three seeds each.
+    traced(&stdout, (7 + 8) * 3, 600);
 }
 
 #[test]
 fn soak_resumes_after_every_signal_to_the_same_bytes() {
     let exe = &executables()["soak"];
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("example-soak");
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = fresh_tmp("example-soak");
     let out = Command::new(exe)
         .args(["20000", "3"])
         .env("TMPDIR", &tmp)

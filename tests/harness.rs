@@ -262,29 +262,18 @@ fn origins_are_recorded_for_all_four_plans() {
     let fixed = Plan::Fixed {
         shifts: vec![(0, "a".into()), (100, "b".into())],
     };
-    let rows = origins(
-        Scheduler::new(regimes(), fixed, 0).unwrap(),
-        None,
-        "fixed.jsonl",
-    );
-    assert_eq!(
-        (rows[99].clone(), rows[100].clone()),
-        (pair("a", "initial"), pair("b", "scheduled"))
-    );
-
     let cycle = Plan::Cycle {
         labels: vec!["a".into(), "b".into()],
         every: 150,
     };
-    let rows = origins(
-        Scheduler::new(regimes(), cycle, 0).unwrap(),
-        None,
-        "cycle.jsonl",
-    );
-    assert_eq!(
-        (rows[149].clone(), rows[150].clone()),
-        (pair("a", "initial"), pair("b", "scheduled"))
-    );
+    for (plan, shift, name) in [(fixed, 100, "fixed.jsonl"), (cycle, 150, "cycle.jsonl")] {
+        let rows = origins(Scheduler::new(regimes(), plan, 0).unwrap(), None, name);
+        assert_eq!(
+            (rows[shift - 1].clone(), rows[shift].clone()),
+            (pair("a", "initial"), pair("b", "scheduled")),
+            "{name}"
+        );
+    }
 
     let stochastic = Plan::Stochastic {
         labels: vec!["a".into(), "b".into()],

@@ -539,6 +539,13 @@ fn cases() -> Vec<Case> {
             expect: &["/dev/zero", "larger than 16777216 bytes"],
         },
         Case {
+            what: "sweep file: /dev/zero",
+            file: None,
+            args: &["sweep", "/dev/zero"],
+            code: 2,
+            expect: &["/dev/zero", "larger than 16777216 bytes"],
+        },
+        Case {
             what: "trace: a ceiling below the reward",
             file: Some((
                 "above-ceiling.jsonl",

@@ -13,7 +13,7 @@ use perennial::trace::{TraceFormat, TraceReader};
 use serde::{Deserialize, Serialize};
 
 mod common;
-use common::{cli, temp};
+use common::{cli, path, run_args, temp};
 
 /// Balances the pole and records every notification with the number of actions it had
 /// taken when the notification came.
@@ -308,29 +308,15 @@ fn the_world_file_sets_the_level_and_the_command_line_overrides_it() {
     let world = world_with_notify("flag");
     let world = world.to_str().unwrap();
     let from_file = temp("cli-file.jsonl");
-    common::run(&[
-        "run",
-        world,
-        "--steps",
-        "120",
-        "--auto-reset",
-        "--trace",
-        from_file.to_str().unwrap(),
-    ]);
+    let traced = |trace: &Path, extra: &[&str]| {
+        let trace_args = ["--auto-reset", "--trace", path(trace)];
+        common::run(&run_args(world, "120", &[&trace_args[..], extra].concat()));
+    };
+    traced(&from_file, &[]);
     assert!(first_line(&from_file).contains(r#""task":"cartpole","notify":"flag","step":0"#));
 
     let overridden = temp("cli-override.jsonl");
-    common::run(&[
-        "run",
-        world,
-        "--steps",
-        "120",
-        "--auto-reset",
-        "--notify",
-        "none",
-        "--trace",
-        overridden.to_str().unwrap(),
-    ]);
+    traced(&overridden, &["--notify", "none"]);
     assert!(!first_line(&overridden).contains("notify"));
 
     let bad = world_with_notify("loud");

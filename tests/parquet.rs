@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use perennial::trace::{Manifest, TraceReader, TraceRow};
 
 mod common;
-use common::{jsonl_and_parquet, listing, path, perennial, run, spawn_to_checkpoint, temp};
+use common::{
+    cartpole_args, fails_with, jsonl_and_parquet, listing, path, run, run_args,
+    spawn_to_checkpoint, temp,
+};
 
 /// The same run (seed 3) traced as JSON Lines and as Parquet.
 fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathBuf) {
@@ -99,20 +102,20 @@ fn one_eval_call_reads_parquet_and_jsonl_together() {
 #[test]
 fn a_manifest_records_what_produced_the_run() {
     let trace = temp("manifest.parquet");
-    run(&[
-        "run",
+    run(&run_args(
         "worlds/cartpole.toml",
-        "--steps",
         "200",
-        "--seed",
-        "11",
-        "--run-id",
-        "manifested",
-        "--format",
-        "parquet",
-        "--trace",
-        path(&trace),
-    ]);
+        &[
+            "--seed",
+            "11",
+            "--run-id",
+            "manifested",
+            "--format",
+            "parquet",
+            "--trace",
+            path(&trace),
+        ],
+    ));
     let beside = Manifest::read(&Manifest::path_for(&trace, "manifested")).unwrap();
     assert_eq!(beside.seed, 11);
     assert_eq!(beside.exit_status, "completed");
@@ -199,21 +202,9 @@ fn sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run() {
 fn a_torn_part_is_reported_and_the_complete_parts_are_read() {
     let trace = temp("torn.parquet");
     let ckpt = temp("torn.ckpt.json");
-    run(&[
-        "run",
-        "worlds/cartpole.toml",
-        "--auto-reset",
-        "--steps",
-        "3000",
-        "--format",
-        "parquet",
-        "--trace",
-        path(&trace),
-        "--checkpoint-every",
-        "1000",
-        "--checkpoint",
-        path(&ckpt),
-    ]);
+    let mut args = cartpole_args("3000", "parquet", &trace);
+    args.extend(["--checkpoint-every", "1000", "--checkpoint", path(&ckpt)]);
+    run(&args);
     let p = parts(&trace);
     assert_eq!(p.len(), 3, "one part per checkpoint");
     let last = p.last().unwrap();
@@ -239,23 +230,15 @@ fn a_torn_part_is_reported_and_the_complete_parts_are_read() {
     assert!(report["warnings"].to_string().contains("half-written"));
 }
 
-fn fails_with(args: &[&str], expected: &str) {
-    let out = perennial().args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert!(stderr.contains(expected), "{args:?}: {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-}
-
 #[test]
 fn hostile_parquet_input_is_exit_2_with_a_clear_message() {
     let fake = temp("fake.parquet");
     std::fs::write(&fake, b"run_id,step\nr,0\n").unwrap();
-    fails_with(&["eval", path(&fake)], "not a readable Parquet file");
+    fails_with(&["eval", path(&fake)], 2, "not a readable Parquet file");
 
     let empty = temp("empty.parquet");
     std::fs::create_dir_all(&empty).unwrap();
-    fails_with(&["eval", path(&empty)], "holds no part files");
+    fails_with(&["eval", path(&empty)], 2, "holds no part files");
 
     // A real Parquet file with other columns.
     let other = temp("other.parquet");
@@ -276,44 +259,25 @@ fn hostile_parquet_input_is_exit_2_with_a_clear_message() {
             .unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
-    fails_with(&["eval", path(&other)], "has no column `run_id`");
+    fails_with(&["eval", path(&other)], 2, "has no column `run_id`");
     let out = temp("other.episodes.jsonl");
     fails_with(
         &["episodes", path(&other), "--out", path(&out)],
+        2,
         "not a perennial trace",
     );
 
     let file = temp("a-file.parquet");
     std::fs::write(&file, b"x").unwrap();
-    fails_with(
-        &[
-            "run",
-            "worlds/cartpole.toml",
-            "--steps",
-            "10",
-            "--format",
-            "parquet",
-            "--trace",
-            path(&file),
-        ],
-        "is a file",
-    );
+    fails_with(&cartpole_args("10", "parquet", &file), 2, "is a file");
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
 
     let folder = temp("someone-elses-folder");
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("notes.parquet"), b"mine").unwrap();
     fails_with(
-        &[
-            "run",
-            "worlds/cartpole.toml",
-            "--steps",
-            "10",
-            "--format",
-            "parquet",
-            "--trace",
-            path(&folder),
-        ],
+        &cartpole_args("10", "parquet", &folder),
+        2,
         "not a part file",
     );
     assert_eq!(

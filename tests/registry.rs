@@ -7,38 +7,23 @@ use std::process::ExitCode;
 use perennial::agents::AgentBuilder;
 use perennial::cli::run_with_args;
 use perennial::prelude::*;
-use perennial::registry::{ParamError, Registry, WorldKind};
+use perennial::registry::{KindFn, ParamError, Registry};
 use perennial::world_file::WorldFile;
 
 mod common;
 use common::Scratch;
 
-/// CartPole under a kind name the crate does not know, with an agent of its own.
-struct Pole;
-
-impl WorldKind for Pole {
-    type Env = CartPole;
-    type Params = CartPoleParams;
-
-    fn name(&self) -> &'static str {
-        "pole"
+/// CartPole under a kind name the crate does not know, which refuses a gravity above 100.
+fn pole(params: &CartPoleParams) -> Result<CartPole, ParamError> {
+    if params.gravity > 100.0 {
+        return Err(ParamError::field("gravity", "this pole breaks above 100"));
     }
-
-    fn build(
-        &self,
-        params: &CartPoleParams,
-        _: Option<&RewardSpec>,
-    ) -> Result<CartPole, ParamError> {
-        if params.gravity > 100.0 {
-            return Err(ParamError::field("gravity", "this pole breaks above 100"));
-        }
-        Ok(CartPole::new(params.clone()))
-    }
+    Ok(CartPole::new(params.clone()))
 }
 
 fn registry() -> Registry {
     let lean: AgentBuilder<CartPole> = |_| Ok(Box::new(perennial::agents::BalanceAgent::default()));
-    Registry::builtin().world_with_agents(Pole, vec![("lean", lean)])
+    Registry::builtin().world_with_agents(KindFn::new("pole", pole), vec![("lean", lean)])
 }
 
 fn cli(registry: &Registry, args: &[&str]) -> ExitCode {

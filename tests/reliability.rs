@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::{cli, fails_with};
+use common::{cli, fails_with, run_args};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
@@ -71,51 +71,26 @@ fn outputs_that_are_symlinks_or_devices_are_refused_and_left_alone() {
     let link = d.join("t.jsonl");
     std::os::unix::fs::symlink(&target, &link).unwrap();
     fails_with(
-        &[
-            "run",
-            "worlds/cartpole.toml",
-            "--steps",
-            "5",
-            "--trace",
-            s(&link),
-        ],
+        &run_args("worlds/cartpole.toml", "5", &["--trace", s(&link)]),
         2,
         "a symlink",
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
 
-    fails_with(
-        &[
-            "run",
-            "worlds/cartpole.toml",
-            "--steps",
-            "5",
+    let checkpoint_refused = |every: &str, checkpoint: &str, message: &str| {
+        let extra = [
             "--no-trace",
             "--checkpoint-every",
-            "2",
+            every,
             "--checkpoint",
-            "/dev/null",
-        ],
-        2,
-        "a device",
-    );
+            checkpoint,
+        ];
+        fails_with(&run_args("worlds/cartpole.toml", "5", &extra), 2, message);
+    };
+    checkpoint_refused("2", "/dev/null", "a device");
     let dir_ckpt = d.join("a-folder");
     std::fs::create_dir(&dir_ckpt).unwrap();
-    fails_with(
-        &[
-            "run",
-            "worlds/cartpole.toml",
-            "--steps",
-            "5",
-            "--no-trace",
-            "--checkpoint-every",
-            "1000",
-            "--checkpoint",
-            s(&dir_ckpt),
-        ],
-        2,
-        "a directory",
-    );
+    checkpoint_refused("1000", s(&dir_ckpt), "a directory");
 }
 
 #[test]
@@ -134,17 +109,11 @@ fn resuming_against_an_edited_world_file_is_refused_and_the_trace_kept() {
 fn resuming_into_a_replaced_trace_is_refused_and_the_trace_kept() {
     let d = dir("replaced");
     let (_, trace, ckpt) = checkpointed_run(&d, 300, 100);
-    let other = cli(&[
-        "run",
+    let other = cli(&run_args(
         "worlds/cartpole.toml",
-        "--steps",
         "300",
-        "--seed",
-        "9",
-        "--auto-reset",
-        "--trace",
-        s(&trace),
-    ]);
+        &["--seed", "9", "--auto-reset", "--trace", s(&trace)],
+    ));
     assert!(other.status.success(), "{}", stderr(&other));
     let before = std::fs::read(&trace).unwrap();
     let out = cli(&["run", "--resume", s(&ckpt)]);
@@ -189,14 +158,7 @@ fn a_locked_trace_is_refused_with_the_holder_pid() {
     std::fs::write(&trace, "keep\n").unwrap();
     let held = perennial::output::open_locked(&trace).unwrap();
     fails_with(
-        &[
-            "run",
-            "worlds/cartpole.toml",
-            "--steps",
-            "5",
-            "--trace",
-            s(&trace),
-        ],
+        &run_args("worlds/cartpole.toml", "5", &["--trace", s(&trace)]),
         2,
         &format!("pid {}", std::process::id()),
     );
@@ -231,18 +193,18 @@ fn two_world_files_of_one_task_get_distinct_default_run_ids() {
 fn the_summary_announces_no_checkpoint_that_was_never_written() {
     let d = dir("announce");
     let ckpt = d.join("c.json");
-    let out = cli(&[
-        "run",
+    let out = cli(&run_args(
         "worlds/cartpole.toml",
-        "--steps",
         "5",
-        "--no-trace",
-        "--auto-reset",
-        "--checkpoint-every",
-        "100",
-        "--checkpoint",
-        s(&ckpt),
-    ]);
+        &[
+            "--no-trace",
+            "--auto-reset",
+            "--checkpoint-every",
+            "100",
+            "--checkpoint",
+            s(&ckpt),
+        ],
+    ));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!ckpt.exists());
     assert!(!String::from_utf8_lossy(&out.stdout).contains("checkpoint "));
@@ -252,14 +214,7 @@ fn the_summary_announces_no_checkpoint_that_was_never_written() {
 fn run_ids_that_escape_or_hide_are_refused() {
     for id in ["../../x", "", ".hidden", "a\nb"] {
         fails_with(
-            &[
-                "run",
-                "worlds/cartpole.toml",
-                "--steps",
-                "3",
-                "--run-id",
-                id,
-            ],
+            &run_args("worlds/cartpole.toml", "3", &["--run-id", id]),
             2,
             "--run-id",
         );

@@ -8,18 +8,16 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{cli, path, run};
+use common::{Scratch, cli, fails_with, files_in, path, run};
 
-/// A fresh folder for one test, removed by `cleanup`.
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-sweep-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// `sweep FILE --out OUT` and `extra`, as arguments.
+fn sweep<'a>(file: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    [&["sweep", path(file), "--out", path(out)][..], extra].concat()
 }
 
-fn cleanup(dir: &Path) {
-    std::fs::remove_dir_all(dir).unwrap();
+/// A JSON file the sweep wrote.
+fn json(file: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
 }
 
 /// 2 worlds × 2 agents × 2 seeds.
@@ -38,7 +36,7 @@ fn sweep_file(dir: &Path, steps: u64, every: u64, agents: &str) -> PathBuf {
 }
 
 fn manifest(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap()
+    json(&dir.join("manifest.json"))
 }
 
 fn statuses(dir: &Path) -> Vec<String> {
@@ -52,27 +50,17 @@ fn statuses(dir: &Path) -> Vec<String> {
 
 /// The sweep's trace files (not the run manifests beside them, which hold wall-clock times).
 fn traces(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir.join("traces"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| !p.to_string_lossy().ends_with(".manifest.json"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
-    out.sort();
-    out
+    let mut files = files_in(&dir.join("traces"));
+    files.retain(|(name, _)| !name.ends_with(".manifest.json"));
+    files
 }
 
 #[test]
 fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
-    let dir = tmp("lone");
-    let file = sweep_file(&dir, 1500, 400, "\"random\", \"actor-critic\"");
+    let dir = Scratch::new("lone");
+    let file = sweep_file(dir.path(), 1500, 400, "\"random\", \"actor-critic\"");
     let out_dir = dir.join("out");
-    run(&["sweep", path(&file), "--jobs", "2", "--out", path(&out_dir)]);
+    run(&sweep(&file, &out_dir, &["--jobs", "2"]));
     assert_eq!(statuses(&out_dir), vec!["done"; 8]);
 
     let m = manifest(&out_dir);
@@ -89,7 +77,7 @@ fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
             )
         };
         let (agent, seed) = rest.rsplit_once("-seed").unwrap();
-        let lone = dir.join(format!("{id}.jsonl"));
+        let lone = dir.join(&format!("{id}.jsonl"));
         common::run(&[
             "run",
             world,
@@ -111,8 +99,7 @@ fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
         );
     }
 
-    let eval: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("eval.json")).unwrap()).unwrap();
+    let eval = json(&out_dir.join("eval.json"));
     let groups = eval["groups"].as_array().unwrap();
     let mut keys: Vec<(String, String)> = groups
         .iter()
@@ -160,12 +147,7 @@ fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
 
     // Rerunning a finished sweep runs nothing and changes no trace.
     let before = traces(&out_dir);
-    let again = cli(&[
-        "sweep",
-        file.to_str().unwrap(),
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
+    let again = cli(&sweep(&file, &out_dir, &[]));
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("8 already done"));
     assert!(before == traces(&out_dir));
@@ -176,33 +158,25 @@ fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
             .iter()
             .all(|r| r["attempts"] == 1)
     );
-    cleanup(&dir);
 }
 
 #[test]
 fn a_sigkilled_sweep_rerun_finishes_with_the_traces_of_an_uninterrupted_one() {
-    let dir = tmp("kill");
+    let dir = Scratch::new("kill");
     // Runs long next to their checkpoint period, so a run seen running with a checkpoint
     // is still running when the kill lands a poll later.
-    let file = sweep_file(&dir, 60_000, 500, "\"random\", \"actor-critic\"");
+    let file = sweep_file(dir.path(), 60_000, 500, "\"random\", \"actor-critic\"");
     let whole = dir.join("whole");
-    run(&["sweep", path(&file), "--jobs", "2", "--out", path(&whole)]);
+    run(&sweep(&file, &whole, &["--jobs", "2"]));
 
     // The kill must land while a run is under way; a run can end between the manifest read
     // and the kill on a quick machine, so try again (each try in a fresh directory) until
     // a run was interrupted and resumed. Whatever happens, the traces must match.
     let mut resumed_somewhere = false;
     for attempt in 0..4 {
-        let cut = dir.join(format!("cut{attempt}"));
-        let mut sweep = Command::new(env!("CARGO_BIN_EXE_perennial"))
-            .args([
-                "sweep",
-                file.to_str().unwrap(),
-                "--jobs",
-                "2",
-                "--out",
-                cut.to_str().unwrap(),
-            ])
+        let cut = dir.join(&format!("cut{attempt}"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_perennial"))
+            .args(sweep(&file, &cut, &["--jobs", "2"]))
             .env_remove("PERENNIAL_BIN")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -230,17 +204,17 @@ fn a_sigkilled_sweep_rerun_finishes_with_the_traces_of_an_uninterrupted_one() {
         }
         // SAFETY: signals the process group of the sweep this test spawned.
         assert_eq!(
-            unsafe { libc::kill(-(sweep.id() as libc::pid_t), libc::SIGKILL) },
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) },
             0
         );
-        sweep.wait().unwrap();
+        child.wait().unwrap();
         let after_kill = statuses(&cut);
         if after_kill.iter().all(|s| s == "done") {
             continue;
         }
 
         // The kernel dropped the dead sweep's lock: the rerun takes the directory.
-        run(&["sweep", path(&file), "--jobs", "2", "--out", path(&cut)]);
+        run(&sweep(&file, &cut, &["--jobs", "2"]));
         assert_eq!(statuses(&cut), vec!["done"; 8]);
         // Every run's trace and the events table beside it.
         let (a, b) = (traces(&whole), traces(&cut));
@@ -271,21 +245,15 @@ fn a_sigkilled_sweep_rerun_finishes_with_the_traces_of_an_uninterrupted_one() {
         resumed_somewhere,
         "no run was interrupted and resumed in four tries"
     );
-    cleanup(&dir);
 }
 
 #[test]
 fn a_second_sweep_on_a_held_directory_is_refused_naming_the_holder() {
-    let dir = tmp("lock");
-    let file = sweep_file(&dir, 100, 50, "\"random\"");
+    let dir = Scratch::new("lock");
+    let file = sweep_file(dir.path(), 100, 50, "\"random\"");
     let out_dir = dir.join("out");
     let held = perennial::sweep::DirLock::acquire(&out_dir).unwrap();
-    let out = cli(&[
-        "sweep",
-        file.to_str().unwrap(),
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
+    let out = cli(&sweep(&file, &out_dir, &[]));
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -294,13 +262,12 @@ fn a_second_sweep_on_a_held_directory_is_refused_naming_the_holder() {
     );
     assert!(!out_dir.join("manifest.json").exists());
     drop(held);
-    cleanup(&dir);
 }
 
 #[test]
 fn a_failed_run_is_retried_once_then_reported_without_stopping_the_others() {
-    let dir = tmp("fail");
-    let file = sweep_file(&dir, 300, 100, "\"random\"");
+    let dir = Scratch::new("fail");
+    let file = sweep_file(dir.path(), 300, 100, "\"random\"");
     // A stand-in executable: one run always crashes, another crashes on its first attempt.
     let marker = dir.join("crashed-once");
     let flaky = dir.join("flaky.sh");
@@ -318,14 +285,7 @@ fn a_failed_run_is_retried_once_then_reported_without_stopping_the_others() {
     std::fs::set_permissions(&flaky, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out_dir = dir.join("out");
     let out = Command::new(env!("CARGO_BIN_EXE_perennial"))
-        .args([
-            "sweep",
-            file.to_str().unwrap(),
-            "--jobs",
-            "2",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ])
+        .args(sweep(&file, &out_dir, &["--jobs", "2"]))
         .env("PERENNIAL_BIN", &flaky)
         .output()
         .unwrap();
@@ -346,10 +306,8 @@ fn a_failed_run_is_retried_once_then_reported_without_stopping_the_others() {
         assert_eq!(run["status"], status, "{id}");
         assert_eq!(run["attempts"], attempts, "{id}");
     }
-    let eval: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("eval.json")).unwrap()).unwrap();
+    let eval = json(&out_dir.join("eval.json"));
     assert_eq!(eval["groups"].as_array().unwrap().len(), 2);
-    cleanup(&dir);
 }
 
 #[test]
@@ -365,18 +323,11 @@ fn an_agent_a_world_cannot_run_is_refused_at_load() {
 /// Runs `sweep` on a sweep file made by [`sweep_file`] that must be refused: exit code 2
 /// and no output folder. Returns the stderr.
 fn refused(name: &str, steps: u64, every: u64, agents: &str) -> String {
-    let dir = tmp(name);
-    let file = sweep_file(&dir, steps, every, agents);
-    let out = cli(&[
-        "sweep",
-        file.to_str().unwrap(),
-        "--out",
-        dir.join("out").to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
+    let dir = Scratch::new(name);
+    let file = sweep_file(dir.path(), steps, every, agents);
+    let err = fails_with(&sweep(&file, &dir.join("out"), &[]), 2, "");
     assert!(!dir.join("out").exists());
-    cleanup(&dir);
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    err
 }
 
 #[test]
@@ -387,16 +338,10 @@ fn a_bad_sweep_file_is_refused_with_its_line_and_field() {
 
 #[test]
 fn runs_made_from_the_plan_are_collected_into_the_manifest_and_eval() {
-    let dir = tmp("collect");
-    let file = sweep_file(&dir, 200, 100, "\"random\"");
+    let dir = Scratch::new("collect");
+    let file = sweep_file(dir.path(), 200, 100, "\"random\"");
     let out_dir = dir.join("out");
-    let plan = cli(&[
-        "sweep",
-        file.to_str().unwrap(),
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--plan-json",
-    ]);
+    let plan = cli(&sweep(&file, &out_dir, &["--plan-json"]));
     assert!(plan.status.success());
     let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
     let runs = plan["runs"].as_array().unwrap();
@@ -421,15 +366,7 @@ fn runs_made_from_the_plan_are_collected_into_the_manifest_and_eval() {
     }
     let results_path = dir.join("results.json");
     std::fs::write(&results_path, serde_json::to_string(&results).unwrap()).unwrap();
-    run(&[
-        "sweep",
-        file.to_str().unwrap(),
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--collect",
-        results_path.to_str().unwrap(),
-    ]);
+    run(&sweep(&file, &out_dir, &["--collect", path(&results_path)]));
     assert_eq!(statuses(&out_dir), vec!["done"; 4]);
     assert!(out_dir.join("eval.json").is_file());
-    cleanup(&dir);
 }

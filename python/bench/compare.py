@@ -99,24 +99,35 @@ def main() -> None:
     print(f"{'gym.make(perennial/CartPole-v1)':<52} {n / t_ours:>12,.0f} {t_gym / t_ours:>12.2f}x")
     print(f"{'CartPoleVectorEnv, 4,096 envs, Gymnasium':<52} {m / t_gym_vec:>12,.0f} {'1.00x':>13}")
     print(f"{'make_vec(perennial/CartPole-v1, 4,096)':<52} {m / t_our_vec:>12,.0f} {t_gym_vec / t_our_vec:>12.2f}x")
-    print()
-    print(f"{'where perennial single-env step time goes':<52} {'us/step':>12} {'share':>13}")
-    layers = [
-        ("Rust call: step, numpy array, result tuple", t_core),
-        ("PerennialEnv.step around it (info dict, unpacking)", t_env - t_core),
-        ("gym.make wrappers (OrderEnforcing, env checker)", t_ours - t_env),
-    ]
-    for name, t in layers:
-        print(f"{name:<52} {1e6 * t / n:>12.3f} {t / t_ours:>12.0%}")
+    layers(
+        "where perennial single-env step time goes",
+        "us/step",
+        n,
+        [
+            ("Rust call: step, numpy array, result tuple", t_core),
+            ("PerennialEnv.step around it (info dict, unpacking)", t_env - t_core),
+            ("gym.make wrappers (OrderEnforcing, env checker)", t_ours - t_env),
+        ],
+    )
     print(f"{'total through gym.make':<52} {1e6 * t_ours / n:>12.3f} {'100%':>13}")
+    layers(
+        "where make_vec step time goes (4,096 envs)",
+        "us/batch",
+        args.vec_steps,
+        [
+            ("Rust call: steps, four numpy arrays", t_core_vec),
+            ("PerennialVectorEnv.step around it", t_our_vec - t_core_vec),
+        ],
+    )
+
+
+def layers(title: str, unit: str, count: int, parts: list) -> None:
+    """Prints where the time of `count` calls goes, layer by layer, with each layer's share."""
+    total = sum(t for _, t in parts)
     print()
-    print(f"{'where make_vec step time goes (4,096 envs)':<52} {'us/batch':>12} {'share':>13}")
-    vec_layers = [
-        ("Rust call: steps, four numpy arrays", t_core_vec),
-        ("PerennialVectorEnv.step around it", t_our_vec - t_core_vec),
-    ]
-    for name, t in vec_layers:
-        print(f"{name:<52} {1e6 * t / args.vec_steps:>12.1f} {t / t_our_vec:>12.0%}")
+    print(f"{title:<52} {unit:>12} {'share':>13}")
+    for name, t in parts:
+        print(f"{name:<52} {1e6 * t / count:>12.3f} {t / total:>12.0%}")
 
 
 if __name__ == "__main__":

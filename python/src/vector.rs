@@ -32,6 +32,22 @@ pub struct Vector {
     actions: Vec<usize>,
 }
 
+/// `array` as a slice of one element per copy; `wrong(len, copies)` words the error when
+/// its length is another.
+fn one_per_copy<'a, T: numpy::Element>(
+    array: &'a PyReadonlyArray1<'_, T>,
+    copies: usize,
+    wrong: impl Fn(usize, usize) -> String,
+) -> PyResult<&'a [T]> {
+    let slice = array
+        .as_slice()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if slice.len() != copies {
+        return Err(PyValueError::new_err(wrong(slice.len(), copies)));
+    }
+    Ok(slice)
+}
+
 fn vec_err(e: VecError) -> PyErr {
     match e {
         VecError::Regime { .. } => PyRuntimeError::new_err(e.to_string()),
@@ -173,16 +189,9 @@ impl Vector {
         mask: PyReadonlyArray1<'py, bool>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
         guarded(|| {
-            let mask = mask
-                .as_slice()
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
-            if mask.len() != self.num_envs {
-                return Err(PyValueError::new_err(format!(
-                    "reset_mask has {} elements for {} copies",
-                    mask.len(),
-                    self.num_envs
-                )));
-            }
+            let mask = one_per_copy(&mask, self.num_envs, |n, copies| {
+                format!("reset_mask has {n} elements for {copies} copies")
+            })?;
             let Some(backend) = self.backend.as_mut() else {
                 return Err(PyValueError::new_err(
                     "reset with a reset_mask before the first reset; call reset(seed=...) first",
@@ -214,16 +223,9 @@ impl Vector {
         Option<Bound<'py, PyArray2<f32>>>,
     )> {
         guarded(|| {
-            let given = actions
-                .as_slice()
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
-            if given.len() != self.num_envs {
-                return Err(PyValueError::new_err(format!(
-                    "{} actions for {} copies; give one action per copy",
-                    given.len(),
-                    self.num_envs
-                )));
-            }
+            let given = one_per_copy(&actions, self.num_envs, |n, copies| {
+                format!("{n} actions for {copies} copies; give one action per copy")
+            })?;
             for (i, (&a, slot)) in given.iter().zip(&mut self.actions).enumerate() {
                 *slot = usize::try_from(a).map_err(|_| {
                     PyValueError::new_err(format!(

@@ -71,6 +71,7 @@ use crate::env::{Env, EnvSpec, Space};
 use crate::harness::Agent;
 use crate::morpheus::Morpheus;
 use crate::regime::{Regime, RegimeProbe};
+use crate::world_file::typed_table;
 
 /// What an agent builder receives.
 #[derive(Debug)]
@@ -115,20 +116,10 @@ impl<'a, E: Env> AgentCtx<'a, E> {
     /// An option is unknown or has the wrong type; the error names it, as
     /// [`AgentError::Option`] when it is a key of the table.
     pub fn options<P: DeserializeOwned>(&self) -> Result<P, AgentError> {
-        self.options
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                let message = e.message().trim();
-                match message
-                    .split('`')
-                    .nth(1)
-                    .filter(|k| self.options.contains_key(*k))
-                {
-                    Some(field) => AgentError::option(self.name, field, message),
-                    None => AgentError::new(self.name, message),
-                }
-            })
+        typed_table(self.options).map_err(|(key, message)| match key {
+            Some(field) => AgentError::option(self.name, field, message),
+            None => AgentError::new(self.name, message),
+        })
     }
 
     /// The number of actions of a `Discrete` action space.

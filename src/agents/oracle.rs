@@ -9,6 +9,7 @@ use super::{AgentCtx, AgentError};
 use crate::harness::Agent;
 use crate::morpheus::{Morpheus, MorpheusConfig};
 use crate::regime::RegimeProbe;
+use crate::world_file::typed_table;
 
 /// Settings of [`Oracle`]: a base-stock policy per regime label.
 ///
@@ -72,27 +73,9 @@ impl OracleParams {
                 ));
             };
             let params: BaseStockParams =
-                fields.clone().try_into().map_err(|e: toml::de::Error| {
-                    let message = e.message().trim().to_string();
-                    // serde names an unknown field between backticks; a type error names none,
-                    // so the field is the first one that fails on its own.
-                    let key = message
-                        .split('`')
-                        .nth(1)
-                        .filter(|k| fields.contains_key(*k))
-                        .map(str::to_string)
-                        .or_else(|| {
-                            fields.iter().find_map(|(k, v)| {
-                                let mut alone = toml::Table::new();
-                                alone.insert(k.clone(), v.clone());
-                                let solo: Result<BaseStockParams, _> = alone.try_into();
-                                solo.is_err().then(|| k.clone())
-                            })
-                        });
-                    match key {
-                        Some(k) => fail(format!("{label}.{k}"), message),
-                        None => fail(label.clone(), message),
-                    }
+                typed_table(fields).map_err(|(key, message)| match key {
+                    Some(k) => fail(format!("{label}.{k}"), message),
+                    None => fail(label.clone(), message),
                 })?;
             for (name, hours) in [
                 ("reorder_hours", params.reorder_hours),

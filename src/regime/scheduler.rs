@@ -93,6 +93,17 @@ impl Scheduler {
                     known: regimes.iter().map(|r| r.label.clone()).collect(),
                 })
         };
+        // A cycle's or a stochastic plan's labels: at least one, each defined; the first.
+        let first_of = |labels: &[String]| -> Result<usize, RegimeError> {
+            let Some(first) = labels.first() else {
+                let message = "is empty; name at least one regime label".into();
+                return Err(field("labels", None, message));
+            };
+            for label in labels {
+                find(label)?;
+            }
+            find(first)
+        };
         let mut current = 0;
         let mut next_shift = None;
         let mut fixed_cursor = 0;
@@ -118,20 +129,10 @@ impl Scheduler {
                 next_shift = shifts.get(fixed_cursor).map(|(s, _)| *s);
             }
             Plan::Cycle { labels, every } => {
-                if labels.is_empty() {
-                    return Err(field(
-                        "labels",
-                        None,
-                        "is empty; name at least one regime label".into(),
-                    ));
-                }
+                current = first_of(labels)?;
                 if *every == 0 {
                     return Err(field("every", None, "must be at least 1 step".into()));
                 }
-                for label in labels {
-                    find(label)?;
-                }
-                current = find(&labels[0])?;
                 next_shift = Some(*every);
             }
             Plan::Stochastic {
@@ -140,13 +141,7 @@ impl Scheduler {
                 min_dwell,
                 mean_dwell,
             } => {
-                if labels.is_empty() {
-                    return Err(field(
-                        "labels",
-                        None,
-                        "is empty; name at least one regime label".into(),
-                    ));
-                }
+                current = first_of(labels)?;
                 if *min_dwell == 0 {
                     return Err(field("min_dwell", None, "must be at least 1 step".into()));
                 }
@@ -171,10 +166,6 @@ impl Scheduler {
                             .into(),
                     ));
                 }
-                for label in labels {
-                    find(label)?;
-                }
-                current = find(&labels[0])?;
             }
             Plan::Manual => {}
         }

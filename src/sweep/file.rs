@@ -10,7 +10,7 @@ use super::error::SweepFileError;
 use crate::harness::HarnessConfig;
 use crate::registry::{BuildError, Registry, RunRequest};
 use crate::trace::TraceFormat;
-use crate::world_file::WorldFile;
+use crate::world_file::{WorldFile, read_text};
 
 /// A validated sweep file: every (world, agent, seed) combination is one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +66,21 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The items of `list`, or an error at the list when it has none.
+    fn listed<'l, T>(
+        &self,
+        list: &'l Spanned<Vec<T>>,
+        field: &str,
+        what: &str,
+    ) -> Result<&'l [T], SweepFileError> {
+        let items = list.get_ref();
+        if items.is_empty() {
+            let message = format!("list at least one {what}");
+            return Err(self.err(Some(list.span()), field, message));
+        }
+        Ok(items)
+    }
+
     fn err(
         &self,
         span: Option<Range<usize>>,
@@ -132,12 +147,7 @@ impl SweepFile {
     ///
     /// As [`SweepFile::load`].
     pub fn load_with(path: &Path, registry: &Registry) -> Result<Self, SweepFileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SweepFileError {
-            path: path.to_path_buf(),
-            line: None,
-            field: None,
-            message: format!("cannot read the file: {e}"),
-        })?;
+        let text = read_text(path)?;
         Self::parse_with(&text, path, registry)
     }
 
@@ -206,15 +216,9 @@ impl SweepFile {
             ));
         }
 
-        if def.worlds.get_ref().is_empty() {
-            return Err(ctx.err(
-                Some(def.worlds.span()),
-                "sweep.worlds",
-                "list at least one world file",
-            ));
-        }
         let mut worlds: Vec<SweepWorld> = Vec::new();
-        for (i, w) in def.worlds.get_ref().iter().enumerate() {
+        let world_list = ctx.listed(&def.worlds, "sweep.worlds", "world file")?;
+        for (i, w) in world_list.iter().enumerate() {
             let field = format!("sweep.worlds[{i}]");
             let resolved = resolve_world(w.get_ref());
             let world = WorldFile::load_with(&resolved, registry).map_err(|e| {
@@ -249,15 +253,12 @@ impl SweepFile {
             });
         }
 
-        if def.agents.get_ref().is_empty() {
-            return Err(ctx.err(
-                Some(def.agents.span()),
-                "sweep.agents",
-                "list at least one agent",
-            ));
-        }
         let mut agents: Vec<String> = Vec::new();
-        for (i, a) in def.agents.get_ref().iter().enumerate() {
+        for (i, a) in ctx
+            .listed(&def.agents, "sweep.agents", "agent")?
+            .iter()
+            .enumerate()
+        {
             let field = format!("sweep.agents[{i}]");
             if !is_name(a.get_ref()) {
                 return Err(ctx.err(

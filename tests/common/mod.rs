@@ -147,6 +147,18 @@ pub fn spawn_to_checkpoint(args: &[&str], trace: &Path, every: u64, ckpt: &Path)
     child
 }
 
+/// `run WORLD --steps STEPS` and `extra`, as arguments.
+pub fn run_args<'a>(world: &'a str, steps: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    [&["run", world, "--steps", steps][..], extra].concat()
+}
+
+/// `run worlds/cartpole.toml --steps STEPS --auto-reset --format FORMAT --trace TRACE`, as
+/// arguments; a test appends what else it needs.
+pub fn cartpole_args<'a>(steps: &'a str, format: &'a str, trace: &'a Path) -> Vec<&'a str> {
+    let extra = ["--auto-reset", "--format", format, "--trace", path(trace)];
+    run_args("worlds/cartpole.toml", steps, &extra)
+}
+
 /// The same run traced twice, as JSON Lines and as Parquet, to [`temp`] paths named
 /// `name.jsonl` and `name.parquet`: `perennial run world --steps steps --seed seed` plus
 /// `extra`.
@@ -180,6 +192,20 @@ pub fn jsonl_and_parquet(
     (jsonl, parquet)
 }
 
+/// Every file in `dir`, by name, with its bytes, sorted by name.
+pub fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = listing(dir)
+        .into_iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let bytes = std::fs::read(&p).unwrap();
+            (name, bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// The entries of `dir`, sorted by path.
 pub fn listing(dir: &Path) -> Vec<PathBuf> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -201,5 +227,6 @@ pub fn fails_with(args: &[&str], code: i32, message: &str) -> String {
         "perennial {args:?}: {stderr}"
     );
     assert!(stderr.contains(message), "perennial {args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "perennial {args:?}: {stderr}");
     stderr
 }

@@ -2,11 +2,12 @@
 
 use bevy_ecs::prelude::{Commands, Query, Res, ResMut};
 
+use super::Hour;
 use crate::morpheus::Op;
 use crate::morpheus::components::{Dock, PurchaseOrder, Sku, Supplier};
 use crate::morpheus::resources::{
-    Clock, CostKind, CurrentConditions, Dispatch, FailureEngine, HourStats, Ids, InfoLayer, Ledger,
-    PendingAction, Settings, Stats,
+    Clock, CostKind, Dispatch, FailureEngine, HourStats, Ids, InfoLayer, Ledger, PendingAction,
+    Stats,
 };
 
 /// Clears the hour's counters and notes the cash the hour starts with.
@@ -30,9 +31,7 @@ pub fn begin_hour(
 )]
 pub fn apply_action(
     action: Res<PendingAction>,
-    settings: Res<Settings>,
-    conditions: Res<CurrentConditions>,
-    clock: Res<Clock>,
+    hour: Hour,
     engine: Res<FailureEngine>,
     mut ledger: ResMut<Ledger>,
     mut stats: ResMut<Stats>,
@@ -49,7 +48,7 @@ pub fn apply_action(
     if op == Op::Noop {
         return;
     }
-    let (cfg, k, now) = (&settings.0, &conditions.0, clock.hour);
+    let (cfg, k, now) = hour.parts();
     let up = now >= engine.outage_until;
     info.ops_today += 1;
     if f64::from(info.ops_today) > k.op_budget {

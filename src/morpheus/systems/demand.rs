@@ -2,13 +2,12 @@
 
 use std::f64::consts::TAU;
 
-use bevy_ecs::prelude::{Commands, Local, Query, Res, ResMut};
+use bevy_ecs::prelude::{Commands, Local, Query, ResMut};
 use rand::RngExt;
 
+use super::Hour;
 use crate::morpheus::components::{CustomerOrder, Sku};
-use crate::morpheus::resources::{
-    Clock, CostKind, CurrentConditions, Goodwill, Ids, Ledger, OrderBook, Settings, Stats, WorldRng,
-};
+use crate::morpheus::resources::{CostKind, Goodwill, Ids, Ledger, OrderBook, Stats, WorldRng};
 
 /// The smallest `k <= cap` with `P(X <= k) > u` for `X ~ Poisson(lambda)`: one uniform
 /// draw gives one truncated Poisson count, and the count never decreases as `lambda`
@@ -96,9 +95,7 @@ pub struct DemandScratch {
     reason = "a system declares every resource it touches"
 )]
 pub fn generate_demand(
-    settings: Res<Settings>,
-    conditions: Res<CurrentConditions>,
-    clock: Res<Clock>,
+    hour: Hour,
     mut goodwill: ResMut<Goodwill>,
     mut ledger: ResMut<Ledger>,
     mut rng: ResMut<WorldRng>,
@@ -110,9 +107,9 @@ pub fn generate_demand(
     mut commands: Commands,
     mut scratch: Local<DemandScratch>,
 ) {
-    let (cfg, k, now) = (&settings.0, &conditions.0, clock.hour);
+    let (cfg, k, now) = hour.parts();
     let n = cfg.skus;
-    let daily = 1.0 + cfg.daily_amplitude * (TAU * (clock.hour_of_day() as f64 - 6.0) / 24.0).sin();
+    let daily = 1.0 + cfg.daily_amplitude * (TAU * (hour.of_day() as f64 - 6.0) / 24.0).sin();
     let DemandScratch { rate, open } = &mut *scratch;
     rate.clear();
     rate.resize(n, 0.0);

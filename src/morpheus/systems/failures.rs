@@ -1,12 +1,12 @@
 //! Stage `Disrupt`: the failure engine draws and applies this hour's failures.
 
-use bevy_ecs::prelude::{Local, Query, Res, ResMut};
+use bevy_ecs::prelude::{Local, Query, ResMut};
 use rand::RngExt;
 
+use super::Hour;
 use crate::morpheus::components::{Carrier, Dock, Sku, Supplier};
 use crate::morpheus::resources::{
-    Clock, CurrentConditions, FailureEngine, FailureEvent, FailureKind, FreshFailures, Settings,
-    Stats, WorldRng,
+    FailureEngine, FailureEvent, FailureKind, FreshFailures, Stats, WorldRng,
 };
 
 /// Draws every failure slot (each dock, carrier, supplier, the system, each SKU: two draws
@@ -17,9 +17,7 @@ use crate::morpheus::resources::{
     reason = "a system declares every resource it touches"
 )]
 pub fn inject_failures(
-    settings: Res<Settings>,
-    conditions: Res<CurrentConditions>,
-    clock: Res<Clock>,
+    hour: Hour,
     mut engine: ResMut<FailureEngine>,
     mut fresh: ResMut<FreshFailures>,
     mut rng: ResMut<WorldRng>,
@@ -30,7 +28,7 @@ pub fn inject_failures(
     mut skus: Query<&mut Sku>,
     mut hits: Local<Vec<u64>>,
 ) {
-    let (cfg, k, now) = (&settings.0, &conditions.0, clock.hour);
+    let (cfg, k, now) = hour.parts();
     let groups = [
         (
             FailureKind::DockBreakdown,

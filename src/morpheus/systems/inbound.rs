@@ -2,8 +2,9 @@
 
 use bevy_ecs::prelude::{Commands, Entity, Local, Query, Res, ResMut};
 
+use super::Hour;
 use crate::morpheus::components::{Dock, PurchaseOrder, Sku, Supplier, Trailer};
-use crate::morpheus::resources::{Clock, CostKind, CurrentConditions, Ledger, Settings, Stats};
+use crate::morpheus::resources::{Clock, CostKind, Ledger, Stats};
 
 /// Turns each purchase order that is due, and whose supplier is not delayed, into a
 /// trailer queued in the yard.
@@ -51,9 +52,7 @@ pub struct YardScratch {
     reason = "a system declares every resource it touches"
 )]
 pub fn unload_trailers(
-    settings: Res<Settings>,
-    conditions: Res<CurrentConditions>,
-    clock: Res<Clock>,
+    hour: Hour,
     mut ledger: ResMut<Ledger>,
     mut stats: ResMut<Stats>,
     mut trailers: Query<(Entity, &mut Trailer)>,
@@ -62,7 +61,7 @@ pub fn unload_trailers(
     mut commands: Commands,
     mut scratch: Local<YardScratch>,
 ) {
-    let (cfg, k, now) = (&settings.0, &conditions.0, clock.hour);
+    let (cfg, k, now) = hour.parts();
     let per_door = (cfg.dock_unload_rate * k.dock_capacity).floor() as u64;
     let working = docks.iter().filter(|d| d.down_until <= now).count() as u64;
     let mut capacity = per_door.saturating_mul(working);

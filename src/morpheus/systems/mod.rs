@@ -8,8 +8,12 @@ mod ledger;
 mod outbound;
 mod signals;
 
-use bevy_ecs::prelude::{IntoScheduleConfigs, Schedule, SystemSet};
+use bevy_ecs::prelude::{IntoScheduleConfigs, Res, Schedule, SystemSet};
 use bevy_ecs::schedule::SingleThreadedExecutor;
+use bevy_ecs::system::SystemParam;
+
+use crate::morpheus::resources::{Clock, CurrentConditions, Settings};
+use crate::morpheus::{MorpheusConditions, MorpheusConfig};
 
 pub use actions::{apply_action, begin_hour};
 pub use demand::{generate_demand, poisson_quantile};
@@ -18,6 +22,27 @@ pub use inbound::{receive_purchase_orders, unload_trailers};
 pub use ledger::charge_holding;
 pub use outbound::{deliver_shipments, dispatch_orders};
 pub use signals::{advance_clock, record_signals, write_observation};
+
+/// What most systems read and none of them writes: the world's settings, the conditions in
+/// force and the hour being simulated.
+#[derive(SystemParam)]
+pub struct Hour<'w> {
+    settings: Res<'w, Settings>,
+    conditions: Res<'w, CurrentConditions>,
+    clock: Res<'w, Clock>,
+}
+
+impl Hour<'_> {
+    /// The settings, the conditions in force and the hour.
+    pub fn parts(&self) -> (&MorpheusConfig, &MorpheusConditions, u64) {
+        (&self.settings.0, &self.conditions.0, self.clock.hour)
+    }
+
+    /// The hour of the simulated day, 0 to 23.
+    pub fn of_day(&self) -> u64 {
+        self.clock.hour_of_day()
+    }
+}
 
 /// The stages of one simulated hour, run in this order.
 #[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -2,10 +2,10 @@
 
 use bevy_ecs::prelude::{Commands, Entity, Local, Query, Res, ResMut};
 
+use super::Hour;
 use crate::morpheus::components::{Carrier, CustomerOrder, Shipment, Sku};
 use crate::morpheus::resources::{
-    Clock, CostKind, CurrentConditions, Dispatch, Goodwill, KeyedStream, Ledger, OrderBook,
-    Settings, Stats, WorldRng,
+    CostKind, Dispatch, Goodwill, KeyedStream, Ledger, OrderBook, Stats, WorldRng,
 };
 
 /// Hours a shipment arrives after its transit time: 0 with probability `on_time`, else 1 to
@@ -23,21 +23,15 @@ pub fn carrier_delay(rng: &WorldRng, key: (u64, u64, u64), on_time: f64, max_hou
 
 /// Delivers every shipment whose time has come: books revenue at today's prices, counts
 /// late ones, charges their penalty, and moves goodwill.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a system declares every resource it touches"
-)]
 pub fn deliver_shipments(
-    settings: Res<Settings>,
-    conditions: Res<CurrentConditions>,
-    clock: Res<Clock>,
+    hour: Hour,
     mut ledger: ResMut<Ledger>,
     mut stats: ResMut<Stats>,
     mut goodwill: ResMut<Goodwill>,
     shipments: Query<(Entity, &Shipment)>,
     mut commands: Commands,
 ) {
-    let (cfg, k, now) = (&settings.0, &conditions.0, clock.hour);
+    let (cfg, k, now) = hour.parts();
     let (mut value, mut delivered, mut late) = (0.0, 0u64, 0u64);
     for (entity, s) in &shipments {
         if s.eta <= now {
@@ -75,9 +69,7 @@ pub fn deliver_shipments(
     reason = "a system declares every resource it touches"
 )]
 pub fn dispatch_orders(
-    settings: Res<Settings>,
-    conditions: Res<CurrentConditions>,
-    clock: Res<Clock>,
+    hour: Hour,
     dispatch: Res<Dispatch>,
     rng: Res<WorldRng>,
     mut ledger: ResMut<Ledger>,
@@ -90,7 +82,7 @@ pub fn dispatch_orders(
     mut commands: Commands,
     mut stock: Local<Vec<(u64, u64)>>,
 ) {
-    let (cfg, k, now) = (&settings.0, &conditions.0, clock.hour);
+    let (cfg, k, now) = hour.parts();
     let carrier = carriers
         .iter()
         .find(|c| c.id == dispatch.carrier && c.absent_until <= now);
