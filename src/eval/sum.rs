@@ -20,15 +20,21 @@ pub(crate) struct Sum {
 const DOWN: f64 = 1.0 / 18_446_744_073_709_551_616.0;
 const UP: f64 = 18_446_744_073_709_551_616.0;
 
+/// `x` scaled as a [`Sum`] holds it, for [`Sum::add_scaled`].
+#[inline(always)]
+pub(crate) fn scaled(x: f64) -> f64 {
+    x * DOWN
+}
+
 impl Sum {
     #[inline]
     pub(crate) fn add(&mut self, x: f64) {
         self.add_scaled(x * DOWN);
     }
 
-    /// Adds `x`, already scaled by 2^-64.
-    #[inline]
-    fn add_scaled(&mut self, x: f64) {
+    /// Adds `x`, already scaled by 2^-64 ([`scaled`]).
+    #[inline(always)]
+    pub(crate) fn add_scaled(&mut self, x: f64) {
         let s = self.hi + x;
         let b = s - self.hi;
         self.lo += (self.hi - (s - b)) + (x - b);
@@ -110,6 +116,32 @@ impl Rolling {
             self.next = 0;
         }
         self.len == width
+    }
+
+    /// How many values [`Rolling::quiet`] can take now: none until `width` values are
+    /// held, then those before the ring wraps.
+    #[inline]
+    pub(crate) fn quiet_room(&self) -> usize {
+        let width = self.buf.len();
+        if self.len == width {
+            width - self.next
+        } else {
+            0
+        }
+    }
+
+    /// For a caller pushing `m` values itself (`m` at most [`Rolling::quiet_room`]): the
+    /// next `m` slots, each holding the scaled value its push drops, and the sum. Each
+    /// push, as [`Rolling::push_full`] does it: `sum.add_scaled(-slot)`, `slot = x`,
+    /// `sum.add_scaled(x)`, with `x` [`scaled`].
+    #[inline]
+    pub(crate) fn quiet(&mut self, m: usize) -> (&mut [f64], &mut Sum) {
+        let from = self.next;
+        self.next += m;
+        if self.next == self.buf.len() {
+            self.next = 0;
+        }
+        (&mut self.buf[from..from + m], &mut self.sum)
     }
 
     /// The mean of the last `width` values (of fewer before there are that many).
