@@ -177,6 +177,34 @@ mod tests {
     }
 
     #[test]
+    fn quiet_pushes_match_push_full_to_the_bit() {
+        let value = |i: u64| ((i * 7919) % 1013) as f64 * 0.37 - 150.0;
+        let (mut a, mut b) = (Rolling::new(7), Rolling::new(7));
+        let mut i = 0;
+        while i < 1000 {
+            let room = b.quiet_room();
+            if room == 0 {
+                a.push_full(value(i));
+                b.push_full(value(i));
+                i += 1;
+                continue;
+            }
+            let m = room.min(3);
+            let (slots, sum) = b.quiet(m);
+            for (k, slot) in slots.iter_mut().enumerate() {
+                let x = scaled(value(i + k as u64));
+                sum.add_scaled(-*slot);
+                *slot = x;
+                sum.add_scaled(x);
+                a.push_full(value(i + k as u64));
+            }
+            i += m as u64;
+            assert_eq!(a.full_mean().to_bits(), b.full_mean().to_bits());
+        }
+        assert!(i >= 1000);
+    }
+
+    #[test]
     fn compensated_sum_is_exact_for_tenths() {
         let mut s = Sum::default();
         for _ in 0..10 {
