@@ -19,7 +19,7 @@ use arrow_array::Array;
 
 use super::EvalOptions;
 use super::error::EvalError;
-use super::run::{RunScan, Span};
+use super::run::{Ceiling, RunScan, Span};
 use super::spill::Spill;
 use crate::trace::{Columns, Located, ParquetSource, Projection, TraceReader};
 
@@ -141,13 +141,12 @@ impl<'o> Pass1<'o> {
 
     /// Rows `from..to` of a vouched batch, one run and one interval.
     fn span(&mut self, r: usize, c: &Columns<'_>, from: usize, to: usize) -> Result<(), EvalError> {
-        self.xs.clear();
         let rewards = &c.reward[from..to];
-        if self.options.include_payout {
-            self.xs.extend_from_slice(rewards);
-        } else {
-            // x = reward - sum(payout), the set payouts summed in column order as the row
-            // path sums its terms.
+        // x = reward - sum(payout), the set payouts summed in column order as the row path
+        // sums its terms; the reward itself when payouts count or there are none.
+        let x_is_reward = self.options.include_payout || c.payouts.is_empty();
+        if !x_is_reward {
+            self.xs.clear();
             self.xs.extend((from..to).map(|j| {
                 let payout: f64 = c
                     .payouts
@@ -158,30 +157,32 @@ impl<'o> Pass1<'o> {
                 c.reward[j] - payout
             }));
         }
+        let xs = if x_is_reward { rewards } else { &self.xs };
+        let sparse;
+        let ceiling = match c.ceiling {
+            Some(col) if col.null_count() == 0 => Ceiling::Dense(&col.values()[from..to]),
+            Some(col) => {
+                let values: &[f64] = &col.values()[from..to];
+                sparse = move |k: usize| col.is_valid(from + k).then(|| values[k]);
+                Ceiling::Sparse(&sparse)
+            }
+            None => Ceiling::Absent,
+        };
         let span = Span {
             step: c.step[from],
             episodes: &c.episode[from..to],
             rewards,
-            xs: &self.xs,
+            xs,
+            x_is_reward,
             components: c
                 .components
                 .iter()
                 .map(|(name, values)| (*name, &values[from..to]))
                 .collect(),
+            ceiling,
         };
-        let run = &mut self.runs[r];
-        match c.ceiling {
-            Some(col) => {
-                let values: &[f64] = &col.values()[from..to];
-                if col.null_count() == 0 {
-                    run.push_span(&span, |k| Some(values[k]));
-                } else {
-                    run.push_span(&span, |k| col.is_valid(from + k).then(|| values[k]));
-                }
-            }
-            None => run.push_span(&span, |_| None),
-        }
-        self.spill.push_all(&self.xs)?;
+        self.runs[r].push_span(&span);
+        self.spill.push_all(xs)?;
         if let Some(last) = self.segments.last_mut() {
             last.1 += (to - from) as u64;
         }

@@ -133,15 +133,7 @@ pub fn svg(report: &Report) -> String {
     }
     let height = ly + 20.0;
 
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="white"/>"#
-    );
+    let mut s = svg_start(height);
     let payout = if report.include_payout {
         "payouts included"
     } else {
@@ -177,21 +169,7 @@ pub fn svg(report: &Report) -> String {
             }
         }
     }
-    let _ = writeln!(
-        s,
-        "<g stroke=\"#333\"><line x1=\"{LEFT}\" y1=\"{BOTTOM}\" x2=\"{RIGHT}\" y2=\"{BOTTOM}\"/><line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{BOTTOM}\"/></g>"
-    );
-    let (xt, xstep) = ticks(x_lo, x_hi, 8);
-    for v in xt {
-        let x = sx(v);
-        let _ = writeln!(
-            s,
-            "<line x1=\"{x:.1}\" y1=\"{BOTTOM}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#333\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            BOTTOM + 5.0,
-            BOTTOM + 19.0,
-            tick_label(v, xstep)
-        );
-    }
+    axes_and_x_ticks(&mut s, x_lo, x_hi, sx);
     let (yt, ystep) = ticks(y_lo, y_hi, 6);
     for v in yt {
         let y = sy(v);
@@ -265,6 +243,40 @@ pub fn plot_svg(report: &Report, path: &Path) -> Result<(), EvalError> {
         .map_err(|e| EvalError::InvalidOptions(e.to_string()))
 }
 
+/// The opening `<svg>` tag of a plot `height` high and its white background.
+fn svg_start(height: f64) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="white"/>"#
+    );
+    s
+}
+
+/// The two axes, and ticks with labels along the x axis from `x_lo` to `x_hi` (`sx` maps
+/// a value to its x coordinate).
+fn axes_and_x_ticks(s: &mut String, x_lo: f64, x_hi: f64, sx: impl Fn(f64) -> f64) {
+    let _ = writeln!(
+        *s,
+        "<g stroke=\"#333\"><line x1=\"{LEFT}\" y1=\"{BOTTOM}\" x2=\"{RIGHT}\" y2=\"{BOTTOM}\"/><line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{BOTTOM}\"/></g>"
+    );
+    let (xt, xstep) = ticks(x_lo, x_hi, 8);
+    for v in xt {
+        let x = sx(v);
+        let _ = writeln!(
+            *s,
+            "<line x1=\"{x:.1}\" y1=\"{BOTTOM}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#333\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            BOTTOM + 5.0,
+            BOTTOM + 19.0,
+            tick_label(v, xstep)
+        );
+    }
+}
+
 /// The performance profiles of `report`'s aggregate as SVG text: per algorithm, the
 /// fraction of scores above τ over the τ grid as a step line with its 95% bootstrap band,
 /// and a legend of algorithms.
@@ -285,36 +297,14 @@ pub fn profile_svg(report: &Report) -> String {
     let sx = |x: f64| LEFT + (x - x_lo) / (x_hi - x_lo) * (RIGHT - LEFT);
     let sy = |y: f64| BOTTOM - y * (BOTTOM - TOP);
     let height = BOTTOM + 70.0 + 20.0 * algorithms.len().div_ceil(4) as f64;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="white"/>"#
-    );
+    let mut s = svg_start(height);
     let _ = writeln!(
         s,
         r#"<text x="{}" y="24" text-anchor="middle" font-size="15">performance profile: fraction of runs × tasks with score &gt; τ ({})</text>"#,
         (LEFT + RIGHT) / 2.0,
         escape(&report.aggregate.score)
     );
-    let _ = writeln!(
-        s,
-        "<g stroke=\"#333\"><line x1=\"{LEFT}\" y1=\"{BOTTOM}\" x2=\"{RIGHT}\" y2=\"{BOTTOM}\"/><line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{BOTTOM}\"/></g>"
-    );
-    let (xt, xstep) = ticks(x_lo, x_hi, 8);
-    for v in xt {
-        let x = sx(v);
-        let _ = writeln!(
-            s,
-            "<line x1=\"{x:.1}\" y1=\"{BOTTOM}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#333\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            BOTTOM + 5.0,
-            BOTTOM + 19.0,
-            tick_label(v, xstep)
-        );
-    }
+    axes_and_x_ticks(&mut s, x_lo, x_hi, sx);
     for v in [0.0, 0.25, 0.5, 0.75, 1.0] {
         let y = sy(v);
         let _ = writeln!(

@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use super::report::{ConfigurationReport, IntervalReport, RunReport};
-use super::sum::{Rolling, Sum};
+use super::sum::{Rolling, Sum, scaled};
 use crate::regime::{NotifyLevel, Origin};
 use crate::trace::RowRef;
 
@@ -42,6 +42,17 @@ struct Open {
     components: Vec<(String, Sum)>,
     /// Where each name is in `components`, for rows whose names come in another order.
     component_index: HashMap<String, usize>,
+    /// True while every x so far equals its reward (no payouts, or payouts counted):
+    /// `sum_r` then stands for `sum_x`, which is the same sum.
+    x_is_reward: bool,
+    /// True when the interval's blocks are the run-wide ones (it opened where a run-wide
+    /// block starts): `block` then stands for the run-wide block, which is the same sum,
+    /// and the interval's block means are at `first_block..` in `RunScan::blocks`.
+    aligned: bool,
+    first_block: usize,
+    /// True while each of the interval's block means equals its run-wide one to the bit
+    /// (they differ only where a mean overflows or is subnormal).
+    blocks_match: bool,
 }
 
 impl Open {
@@ -65,8 +76,32 @@ pub(crate) struct Span<'a> {
     pub(crate) rewards: &'a [f64],
     /// x_t of each row.
     pub(crate) xs: &'a [f64],
+    /// True when `xs` is `rewards` (payouts counted, or none).
+    pub(crate) x_is_reward: bool,
     /// Each component's name and its values in these rows.
     pub(crate) components: Vec<(&'a str, &'a [f64])>,
+    pub(crate) ceiling: Ceiling<'a>,
+}
+
+/// The ceilings of a [`Span`]'s rows.
+pub(crate) enum Ceiling<'a> {
+    /// No row has one.
+    Absent,
+    /// Every row has one.
+    Dense(&'a [f64]),
+    /// Row k's, or `None`.
+    Sparse(&'a dyn Fn(usize) -> Option<f64>),
+}
+
+impl Ceiling<'_> {
+    #[inline(always)]
+    fn get(&self, k: usize) -> Option<f64> {
+        match self {
+            Ceiling::Absent => None,
+            Ceiling::Dense(c) => Some(c[k]),
+            Ceiling::Sparse(f) => f(k),
+        }
+    }
 }
 
 /// What the configuration totals need from a closed interval.
@@ -109,6 +144,23 @@ impl Ord for Block {
     fn cmp(&self, other: &Self) -> Ordering {
         self.0.total_cmp(&other.0)
     }
+}
+
+/// Adds block mean `b` to `heap`, which keeps the `lowest` lowest.
+fn keep_lowest(heap: &mut BinaryHeap<Block>, b: f64, lowest: usize) {
+    heap.push(Block(b));
+    if heap.len() > lowest {
+        heap.pop();
+    }
+}
+
+/// cvar05: the mean of the `lowest` block means `heap` kept, summed from the lowest up.
+fn lowest_mean(heap: BinaryHeap<Block>, lowest: usize) -> f64 {
+    let mut s = Sum::default();
+    for b in heap.into_sorted_vec() {
+        s.add(b.0);
+    }
+    s.mean(lowest as f64)
 }
 
 /// Pass 2's position in the run.
@@ -276,6 +328,10 @@ impl RunScan {
                 ceiling: Sum::default(),
                 components: Vec::new(),
                 component_index: HashMap::new(),
+                x_is_reward: true,
+                aligned: self.run_block_len == 0,
+                first_block: self.blocks.len(),
+                blocks_match: true,
             });
         }
         if let Some(open) = self.open.as_mut() {
@@ -294,28 +350,168 @@ impl RunScan {
 
     /// Pass 1 for rows that continue the run and its open interval (the label of the row
     /// before them): the same operations as [`RunScan::push`] on each row, in row order,
-    /// with each component's place found once. `ceiling(k)` is row k's ceiling.
-    pub(crate) fn push_span(&mut self, span: &Span<'_>, ceiling: impl Fn(usize) -> Option<f64>) {
+    /// with each component's place found once.
+    ///
+    /// Stretches of quiet rows ([`RunScan::quiet_rows`]) go through [`RunScan::quiet`],
+    /// one loop with every sum in registers; the others, row by row.
+    pub(crate) fn push_span(&mut self, span: &Span<'_>) {
         let slots: Vec<usize> = match self.open.as_mut() {
             Some(open) => span.components.iter().map(|(n, _)| open.slot(n)).collect(),
             None => Vec::new(),
         };
-        for (k, ((&episode, &reward), &x)) in span
-            .episodes
-            .iter()
-            .zip(span.rewards)
-            .zip(span.xs)
-            .enumerate()
-        {
+        let n = span.rewards.len();
+        let mut k = 0;
+        while k < n {
+            let m = self.quiet_rows(span, k);
+            if m > 0 {
+                let shared_x = self.open.as_ref().is_some_and(|o| o.x_is_reward);
+                let aligned = self.open.as_ref().is_some_and(|o| o.aligned);
+                match (shared_x, aligned, &span.ceiling) {
+                    (true, true, Ceiling::Dense(c)) => {
+                        self.quiet::<true, true, true>(span, k, m, &slots, c)
+                    }
+                    (true, false, Ceiling::Dense(c)) => {
+                        self.quiet::<true, false, true>(span, k, m, &slots, c)
+                    }
+                    (false, true, Ceiling::Dense(c)) => {
+                        self.quiet::<false, true, true>(span, k, m, &slots, c)
+                    }
+                    (false, false, Ceiling::Dense(c)) => {
+                        self.quiet::<false, false, true>(span, k, m, &slots, c)
+                    }
+                    (true, true, _) => self.quiet::<true, true, false>(span, k, m, &slots, &[]),
+                    (true, false, _) => self.quiet::<true, false, false>(span, k, m, &slots, &[]),
+                    (false, true, _) => self.quiet::<false, true, false>(span, k, m, &slots, &[]),
+                    (false, false, _) => self.quiet::<false, false, false>(span, k, m, &slots, &[]),
+                }
+                k += m;
+                continue;
+            }
             let step = span.step + k as u64;
-            self.count(step, episode);
+            self.count(step, span.episodes[k]);
             if let Some(open) = self.open.as_mut() {
                 for (&slot, (_, values)) in slots.iter().zip(&span.components) {
                     open.components[slot].1.add(values[k]);
                 }
             }
-            self.accumulate(step, reward, x, ceiling(k));
+            self.accumulate(step, span.rewards[k], span.xs[k], span.ceiling.get(k));
+            k += 1;
         }
+    }
+
+    /// How many rows of `span` from row `k` on are quiet: rows that end no block, take no
+    /// curve point, wrap neither rolling window, leave no crossing to look for and whose
+    /// ceiling is there in all or none. Such rows only add to sums.
+    fn quiet_rows(&self, span: &Span<'_>, k: usize) -> usize {
+        let Some(open) = self.open.as_ref() else {
+            return 0;
+        };
+        let waiting = open.head.is_none()
+            || (open.reached.is_none() && open.reference.is_some())
+            || (open.l2_reached.is_none() && open.l2_reference.is_some());
+        if waiting || self.rows == 0 || matches!(span.ceiling, Ceiling::Sparse(_)) {
+            return 0;
+        }
+        let last = self.window - 1;
+        let mut m = (span.rewards.len() - k)
+            .min(last - open.block_len)
+            .min(self.rolling.quiet_room())
+            .min(self.smooth.quiet_room())
+            .min(usize::try_from(self.curve.countdown).unwrap_or(usize::MAX));
+        if !open.aligned {
+            m = m.min(last - self.run_block_len);
+        }
+        if open.x_is_reward && !span.x_is_reward {
+            // sum_r stands for sum_x up to the first row whose x is not its reward.
+            m = span.xs[k..k + m]
+                .iter()
+                .zip(&span.rewards[k..k + m])
+                .position(|(x, r)| x != r)
+                .unwrap_or(m);
+        }
+        m
+    }
+
+    /// Rows `k..k + m` of `span`, quiet ([`RunScan::quiet_rows`]): the operations
+    /// [`RunScan::push`] does on them, each sum's in row order. `SHARED_X`: x is each
+    /// row's reward and `sum_r` stands for `sum_x`; `ALIGNED`: the interval's block stands
+    /// for the run-wide one; `CEIL`: `ceilings` holds every row's ceiling (none has one
+    /// otherwise).
+    fn quiet<const SHARED_X: bool, const ALIGNED: bool, const CEIL: bool>(
+        &mut self,
+        span: &Span<'_>,
+        k: usize,
+        m: usize,
+        slots: &[usize],
+        ceilings: &[f64],
+    ) {
+        let Some(open) = self.open.as_mut() else {
+            return;
+        };
+        let rows = k..k + m;
+        let mut last_episode = self.last_episode;
+        let mut episodes = 0;
+        for &e in &span.episodes[rows.clone()] {
+            episodes += u64::from(e != last_episode);
+            last_episode = e;
+        }
+        self.episodes += episodes;
+        self.last_episode = last_episode;
+        self.rows += m as u64;
+        let last_step = span.step + (k + m - 1) as u64;
+        self.next_step = last_step.saturating_add(1);
+        self.curve.countdown -= m as u64;
+        self.curve.last = Some(last_step);
+
+        for (&slot, (_, values)) in slots.iter().zip(&span.components) {
+            let sum = &mut open.components[slot].1;
+            for &v in &values[rows.clone()] {
+                sum.add(v);
+            }
+        }
+        open.n += m as u64;
+        open.block_len += m;
+        if CEIL {
+            open.ceiling_rows += m as u64;
+        }
+        if !ALIGNED {
+            self.run_block_len += m;
+        }
+        let (rolling_slots, rolling) = self.rolling.quiet(m);
+        let (smooth_slots, smooth) = self.smooth.quiet(m);
+        let (mut rolling_sum, mut smooth_sum) = (*rolling, *smooth);
+        let (mut sum_r, mut sum_x, mut block) = (open.sum_r, open.sum_x, open.block);
+        let (mut gap, mut ceiling, mut run_block) = (open.gap, open.ceiling, self.run_block);
+        let rewards = &span.rewards[rows.clone()];
+        let xs = &span.xs[rows.clone()];
+        let ceilings = if CEIL { &ceilings[rows] } else { &[][..] };
+        for j in 0..m {
+            let r = scaled(rewards[j]);
+            let x = if SHARED_X { r } else { scaled(xs[j]) };
+            sum_r.add_scaled(r);
+            if !SHARED_X {
+                sum_x.add_scaled(x);
+            }
+            block.add_scaled(x);
+            if !ALIGNED {
+                run_block.add_scaled(x);
+            }
+            if CEIL {
+                let c = scaled(ceilings[j]);
+                gap.add_scaled(c);
+                gap.add_scaled(-r);
+                ceiling.add_scaled(c);
+            }
+            rolling_sum.add_scaled(-rolling_slots[j]);
+            rolling_slots[j] = x;
+            rolling_sum.add_scaled(x);
+            smooth_sum.add_scaled(-smooth_slots[j]);
+            smooth_slots[j] = x;
+            smooth_sum.add_scaled(x);
+        }
+        (*rolling, *smooth) = (rolling_sum, smooth_sum);
+        (open.sum_r, open.sum_x, open.block) = (sum_r, sum_x, block);
+        (open.gap, open.ceiling, self.run_block) = (gap, ceiling, run_block);
     }
 
     /// Counts a row and its episode.
@@ -335,9 +531,19 @@ impl RunScan {
     #[inline(always)]
     fn accumulate(&mut self, step: u64, reward: f64, x: f64, ceiling: Option<f64>) {
         let window = self.window;
+        let mut shared_block = false;
         if let Some(open) = self.open.as_mut() {
             open.n += 1;
+            if open.x_is_reward && x != reward {
+                // sum_x takes over from sum_r, which stood for it so far. (Both zeros
+                // count as equal: adding either leaves a sum's bits as they are.)
+                open.sum_x = open.sum_r;
+                open.x_is_reward = false;
+            }
             open.sum_r.add(reward);
+            if !open.x_is_reward {
+                open.sum_x.add(x);
+            }
             // m_k(t) is worked out (a division) only while something waits for it.
             if self.rolling.push_full(x)
                 && (open.head.is_none()
@@ -353,11 +559,16 @@ impl RunScan {
                     open.l2_reached = Some(step);
                 }
             }
-            open.sum_x.add(x);
             open.block.add(x);
             open.block_len += 1;
             if open.block_len == window {
                 let b = open.block.mean(window as f64);
+                if open.aligned {
+                    // The run-wide block ends here too, with the same sum.
+                    let run_wide = open.block.value() / window as f64;
+                    open.blocks_match &= run_wide.to_bits() == b.to_bits();
+                    self.blocks.push(run_wide);
+                }
                 open.block = Sum::default();
                 open.block_len = 0;
                 open.blocks += 1;
@@ -373,13 +584,16 @@ impl RunScan {
                 open.gap.add(-reward);
                 open.ceiling.add(c);
             }
+            shared_block = open.aligned;
         }
-        self.run_block.add(x);
-        self.run_block_len += 1;
-        if self.run_block_len == window {
-            self.blocks.push(self.run_block.value() / window as f64);
-            self.run_block = Sum::default();
-            self.run_block_len = 0;
+        if !shared_block {
+            self.run_block.add(x);
+            self.run_block_len += 1;
+            if self.run_block_len == window {
+                self.blocks.push(self.run_block.value() / window as f64);
+                self.run_block = Sum::default();
+                self.run_block_len = 0;
+            }
         }
         self.smooth.push_full(x);
         let smooth = &self.smooth;
@@ -391,6 +605,11 @@ impl RunScan {
         let Some(open) = self.open.take() else {
             return;
         };
+        if open.aligned {
+            // The run-wide block goes on from where the interval's stopped.
+            self.run_block = open.block;
+            self.run_block_len = open.block_len;
+        }
         let window = self.window as u64;
         let n = open.n;
         let full = n >= window;
@@ -422,13 +641,22 @@ impl RunScan {
         });
         let (stability_std, cvar05) = if full {
             let lowest = open.blocks.div_ceil(20) as usize;
+            let mut cvar05 = open.block_min;
             if lowest > 1 {
-                need.lowest = Some(lowest);
+                let first = open.first_block;
+                match self.blocks.get(first..first + open.blocks as usize) {
+                    // The interval's block means are the run-wide ones: no replay.
+                    Some(blocks) if open.aligned && open.blocks_match => {
+                        let mut heap = BinaryHeap::with_capacity(lowest + 1);
+                        for &b in blocks {
+                            keep_lowest(&mut heap, b, lowest);
+                        }
+                        cvar05 = lowest_mean(heap, lowest);
+                    }
+                    _ => need.lowest = Some(lowest),
+                }
             }
-            (
-                (open.block_m2 / open.blocks as f64).max(0.0).sqrt(),
-                open.block_min,
-            )
+            ((open.block_m2 / open.blocks as f64).max(0.0).sqrt(), cvar05)
         } else {
             (0.0, tail)
         };
@@ -439,7 +667,12 @@ impl RunScan {
                 (tail >= b).then_some(n)
             }
         });
-        let mean_x = open.sum_x.value() / n as f64;
+        let sum_x = if open.x_is_reward {
+            open.sum_r
+        } else {
+            open.sum_x
+        };
+        let mean_x = sum_x.value() / n as f64;
         let maintenance = self.last_tail.get(&open.label).map(|p| mean_x - p);
         let forgetting = self.last_tail.get(&open.label).map(|p| p - head);
         self.last_tail.insert(open.label.clone(), tail);
@@ -516,19 +749,12 @@ impl RunScan {
             r.block.add(x);
             r.block_len += 1;
             if r.block_len == self.window {
-                r.lowest.push(Block(r.block.mean(self.window as f64)));
-                if r.lowest.len() > lowest {
-                    r.lowest.pop();
-                }
+                keep_lowest(&mut r.lowest, r.block.mean(self.window as f64), lowest);
                 r.block = Sum::default();
                 r.block_len = 0;
             }
             if step == interval.end {
-                let mut s = Sum::default();
-                for b in std::mem::take(&mut r.lowest).into_sorted_vec() {
-                    s.add(b.0);
-                }
-                interval.cvar05 = s.mean(lowest as f64);
+                interval.cvar05 = lowest_mean(std::mem::take(&mut r.lowest), lowest);
                 need.lowest = None;
             }
         }

@@ -54,9 +54,10 @@ impl Spill {
 
     /// Writes several values, in order.
     pub(crate) fn push_all(&mut self, xs: &[f64]) -> Result<(), EvalError> {
-        self.bytes.resize(xs.len() * 8, 0);
-        for (out, x) in self.bytes.chunks_exact_mut(8).zip(xs) {
-            out.copy_from_slice(&x.to_le_bytes());
+        self.bytes.clear();
+        self.bytes.reserve(xs.len() * 8);
+        for x in xs {
+            self.bytes.extend_from_slice(&x.to_le_bytes());
         }
         self.out
             .write_all(&self.bytes)

@@ -20,15 +20,21 @@ pub(crate) struct Sum {
 const DOWN: f64 = 1.0 / 18_446_744_073_709_551_616.0;
 const UP: f64 = 18_446_744_073_709_551_616.0;
 
+/// `x` scaled as a [`Sum`] holds it, for [`Sum::add_scaled`].
+#[inline(always)]
+pub(crate) fn scaled(x: f64) -> f64 {
+    x * DOWN
+}
+
 impl Sum {
     #[inline]
     pub(crate) fn add(&mut self, x: f64) {
         self.add_scaled(x * DOWN);
     }
 
-    /// Adds `x`, already scaled by 2^-64.
-    #[inline]
-    fn add_scaled(&mut self, x: f64) {
+    /// Adds `x`, already scaled by 2^-64 ([`scaled`]).
+    #[inline(always)]
+    pub(crate) fn add_scaled(&mut self, x: f64) {
         let s = self.hi + x;
         let b = s - self.hi;
         self.lo += (self.hi - (s - b)) + (x - b);
@@ -112,6 +118,32 @@ impl Rolling {
         self.len == width
     }
 
+    /// How many values [`Rolling::quiet`] can take now: none until `width` values are
+    /// held, then those before the ring wraps.
+    #[inline]
+    pub(crate) fn quiet_room(&self) -> usize {
+        let width = self.buf.len();
+        if self.len == width {
+            width - self.next
+        } else {
+            0
+        }
+    }
+
+    /// For a caller pushing `m` values itself (`m` at most [`Rolling::quiet_room`]): the
+    /// next `m` slots, each holding the scaled value its push drops, and the sum. Each
+    /// push, as [`Rolling::push_full`] does it: `sum.add_scaled(-slot)`, `slot = x`,
+    /// `sum.add_scaled(x)`, with `x` [`scaled`].
+    #[inline]
+    pub(crate) fn quiet(&mut self, m: usize) -> (&mut [f64], &mut Sum) {
+        let from = self.next;
+        self.next += m;
+        if self.next == self.buf.len() {
+            self.next = 0;
+        }
+        (&mut self.buf[from..from + m], &mut self.sum)
+    }
+
     /// The mean of the last `width` values (of fewer before there are that many).
     #[inline]
     pub(crate) fn full_mean(&self) -> f64 {
@@ -142,6 +174,34 @@ mod tests {
         }
         let fresh = fresh.value() / 10.0;
         assert_eq!(last, Some(fresh));
+    }
+
+    #[test]
+    fn quiet_pushes_match_push_full_to_the_bit() {
+        let value = |i: u64| ((i * 7919) % 1013) as f64 * 0.37 - 150.0;
+        let (mut a, mut b) = (Rolling::new(7), Rolling::new(7));
+        let mut i = 0;
+        while i < 1000 {
+            let room = b.quiet_room();
+            if room == 0 {
+                a.push_full(value(i));
+                b.push_full(value(i));
+                i += 1;
+                continue;
+            }
+            let m = room.min(3);
+            let (slots, sum) = b.quiet(m);
+            for (k, slot) in slots.iter_mut().enumerate() {
+                let x = scaled(value(i + k as u64));
+                sum.add_scaled(-*slot);
+                *slot = x;
+                sum.add_scaled(x);
+                a.push_full(value(i + k as u64));
+            }
+            i += m as u64;
+            assert_eq!(a.full_mean().to_bits(), b.full_mean().to_bits());
+        }
+        assert!(i >= 1000);
     }
 
     #[test]
