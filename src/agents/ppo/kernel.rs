@@ -13,8 +13,8 @@
 //!
 //! - [`matmul_acc`] and [`matmul_tn_acc`]: each output starts from what it held and adds the
 //!   products over the shared dimension from first to last. The tiles (4 rows by 16, 8 or 4
-//!   columns; 8 rows by 1 column for the last `n mod 4`) only decide which outputs are
-//!   computed together, in vector registers;
+//!   columns; a lone row by 64, 32, 16, 8 or 4; 8 rows by 1 column for the last `n mod 4`)
+//!   only decide which outputs are computed together, in vector registers;
 //! - [`sum_squares`]: eight partial sums (element `k` in lane `k mod 8`, over whole chunks of
 //!   eight), folded pairwise in a fixed order, then the leftover elements in order;
 //! - [`exp`] and [`tanh`]: elementwise, with a polynomial of this module's own (so no
@@ -144,10 +144,11 @@ macro_rules! row_tile {
     };
 }
 
-/// Walks `rows × n`: the columns up to the last multiple of 4 in tiles of 4 (or 1) rows and
-/// 16, 8 or 4 columns, then the last `n mod 4` columns one at a time in tiles of 8 rows (or
-/// 4, or 1), so a narrow output (a policy head of 2, a value head of 1) still has 8
-/// independent sums in flight. `$tile` takes `(left, $b, $c, n, (i, j))`, with `left` the
+/// Walks `rows × n`: the columns up to the last multiple of 4 in tiles of 4 rows and 16, 8
+/// or 4 columns (a lone row, as when acting on one observation: 64, 32, 16, 8 or 4 columns,
+/// so 8 vectors of sums are in flight), then the last `n mod 4` columns one at a time in
+/// tiles of 8 rows (or 4, or 1), so a narrow output (a policy head of 2, a value head of 1)
+/// still has 8 independent sums in flight. `$tile` takes `(left, $b, $c, n, (i, j))`, with `left` the
 /// value of `$left` for the row block starting at `$i`.
 macro_rules! tiles {
     ($tile:ident, |$i:ident| $left:expr, $b:expr, $c:expr, $rows:expr, $n:expr) => {{
@@ -162,7 +163,17 @@ macro_rules! tiles {
                 j += if four {
                     row_tile!($tile, 4, left, $b, $c, n, ($i, j), wide)
                 } else {
-                    row_tile!($tile, 1, left, $b, $c, n, ($i, j), wide)
+                    match wide - j {
+                        64.. => {
+                            $tile::<1, 64>(left, $b, $c, n, ($i, j));
+                            64
+                        }
+                        32.. => {
+                            $tile::<1, 32>(left, $b, $c, n, ($i, j));
+                            32
+                        }
+                        _ => row_tile!($tile, 1, left, $b, $c, n, ($i, j), wide),
+                    }
                 };
             }
             $i += if four { 4 } else { 1 };
@@ -344,6 +355,9 @@ mod tests {
             (21, 64, 1),
             (13, 7, 3),
             (64, 64, 2),
+            (1, 64, 64),
+            (6, 9, 100),
+            (1, 46, 48),
         ] {
             let (a, b) = (numbers(m * k, 1), numbers(k * n, 2));
             // c[i][j] plus Σ_kk left(i, kk) b[kk][j], kk from first to last.
