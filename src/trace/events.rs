@@ -32,10 +32,11 @@ use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray, UInt6
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
+use parquet::basic::Compression;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use serde::{Deserialize, Serialize};
 
+use super::parquet_pages::zstd_level;
 use super::parquet_writer::{PART_SECONDS, PartThread, check_rows, cut_back, part_name, sync_dir};
 use super::{TraceError, TraceFormat};
 use crate::env::WorldEvent;
@@ -291,6 +292,8 @@ struct EventColumns {
     rows: Vec<Compact>,
     texts: Vec<String>,
     keys: HashMap<String, u32>,
+    /// Each text column's last key.
+    last: [u32; 6],
 }
 
 impl EventColumns {
@@ -306,29 +309,40 @@ impl EventColumns {
         self.rows.clear();
         self.texts.clear();
         self.keys.clear();
+        self.last = [NO_TEXT; 6];
     }
 
-    fn key(&mut self, text: Option<&str>) -> u32 {
+    /// The key of `text` in column `column`: the column's last key when it holds the same
+    /// text (the run id, and the event name of a run of episode ends), else hashed.
+    fn key(&mut self, column: usize, text: Option<&str>) -> u32 {
         let Some(text) = text else {
             return NO_TEXT;
         };
-        if let Some(&k) = self.keys.get(text) {
-            return k;
+        let last = self.last[column];
+        if self.text(last) == Some(text) {
+            return last;
         }
-        let k = self.texts.len() as u32;
-        self.texts.push(text.to_string());
-        self.keys.insert(text.to_string(), k);
+        let k = match self.keys.get(text) {
+            Some(&k) => k,
+            None => {
+                let k = self.texts.len() as u32;
+                self.texts.push(text.to_string());
+                self.keys.insert(text.to_string(), k);
+                k
+            }
+        };
+        self.last[column] = k;
         k
     }
 
     fn push(&mut self, row: &EventView<'_>) {
         let texts = [
-            self.key(Some(row.run_id)),
-            self.key(Some(row.event)),
-            self.key(row.from_regime),
-            self.key(row.to_regime),
-            self.key(row.origin),
-            self.key(row.kind),
+            self.key(0, Some(row.run_id)),
+            self.key(1, Some(row.event)),
+            self.key(2, row.from_regime),
+            self.key(3, row.to_regime),
+            self.key(4, row.origin),
+            self.key(5, row.kind),
         ];
         self.rows.push(Compact {
             step: row.step,
@@ -393,9 +407,10 @@ fn write_part(dir: &Path, schema: &SchemaRef, part: &mut EventPart) -> Result<u6
     let batch = to_batch(schema, &part.rows).map_err(|e| err(&e))?;
     let n = part.rows.len() as u64;
     part.rows.clear();
-    let level = ZstdLevel::try_new(3).unwrap_or_default();
+    // Nothing reads the statistics of an events table.
     let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(level))
+        .set_compression(Compression::ZSTD(zstd_level()))
+        .set_statistics_enabled(EnabledStatistics::None)
         .build();
     let mut file = File::create(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
     let mut writer =

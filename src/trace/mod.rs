@@ -57,6 +57,7 @@ mod events;
 mod jsonl;
 pub mod l2logger;
 mod manifest;
+mod parquet_pages;
 mod parquet_reader;
 mod parquet_writer;
 mod reader;

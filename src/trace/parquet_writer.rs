@@ -23,12 +23,11 @@
 //! [`TraceSink::close`] wait until every part handed over is on disk, so a checkpoint
 //! never records a row that is not.
 //!
-//! The columns whose values the writer knows by key are written without Parquet's own
-//! dictionary encoder, which hashes every value of every row: the run's identity (`run_id`,
-//! `seed`, `algorithm_id`, `task`, `notify`: one value per run) and the regime label and
-//! origin (which change rarely) are kept as runs of keys, and each becomes one
-//! dictionary page and one data page of RLE runs ([`keyed_chunk`]). They read back as the
-//! same dictionary-encoded columns, in every reader.
+//! The part thread encodes every column but `obs` and `action` itself, straight from the
+//! typed buffers ([`ChunkEncoder`]): no Arrow arrays, no per-value dictionary hashing, no
+//! statistics. The run's identity (`run_id`, `seed`, `algorithm_id`, `task`, `notify`: one
+//! value per run) and the regime label and origin (which change rarely) are kept as runs
+//! of keys and read back as the same dictionary-encoded columns, in every reader.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -38,25 +37,19 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use arrow_array::builder::{ListBuilder, PrimitiveBuilder};
-use arrow_array::types::{Float32Type, Float64Type, Int32Type};
-use arrow_array::{
-    ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, Float64Array, Int32Array,
-    StringArray, UInt64Array,
-};
-use arrow_buffer::{ArrowNativeType, BooleanBuffer, NullBuffer, ScalarBuffer};
+use arrow_array::types::{Float32Type, Float64Type};
+use arrow_array::{ArrayRef, ArrowPrimitiveType};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use bytes::Bytes;
 use parquet::arrow::arrow_writer::{ArrowRowGroupWriterFactory, compute_leaves};
 use parquet::arrow::{ArrowSchemaConverter, ArrowWriter, add_encoded_arrow_schema_to_metadata};
-use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::column::page::{CompressedPage, Page, PageWriter};
-use parquet::column::writer::ColumnCloseResult;
+use parquet::basic::{Compression, Encoding};
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{ColumnChunkMetaData, KeyValue};
+use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
-use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
-use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor};
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::{ColumnPath, SchemaDescriptor};
 
+use super::parquet_pages::{Chunk, ChunkEncoder, Runs, push_run, zstd_level};
 use super::row::{RowRecord, RunIdentity};
 use super::{TraceColumns, TraceError, TraceSink};
 use crate::regime::Origin;
@@ -148,8 +141,10 @@ pub fn schema(components: &[String], payouts: &[String], record_transitions: boo
     Schema::new(fields)
 }
 
-/// The writer properties every part uses: zstd, dictionaries for the strings and the
-/// (often repeating) rewards, delta encoding for the counters.
+/// The writer properties of a part: its file metadata, and for the columns Parquet's own
+/// writers encode (`obs` and `action`, and every column of a part that `--resume` cuts
+/// back) zstd, dictionaries for the strings and the (often repeating) rewards, delta
+/// encoding for the counters.
 fn properties(metadata: Vec<KeyValue>) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(zstd_level()))
@@ -161,23 +156,6 @@ fn properties(metadata: Vec<KeyValue>) -> WriterProperties {
             .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
     }
     b.build()
-}
-
-/// The zstd level of every page.
-const ZSTD_LEVEL: i32 = 3;
-
-fn zstd_level() -> ZstdLevel {
-    ZstdLevel::try_new(ZSTD_LEVEL).unwrap_or_default()
-}
-
-/// Runs of equal keys, in row order: `(key, rows)`.
-type Runs = Vec<(u32, u32)>;
-
-fn push_run(runs: &mut Runs, key: u32) {
-    match runs.last_mut() {
-        Some((k, n)) if *k == key => *n += 1,
-        _ => runs.push((key, 1)),
-    }
 }
 
 /// Rows waiting for the next part, one buffer per column.
@@ -296,18 +274,7 @@ struct PartLayout {
     record_transitions: bool,
     /// Rows of a whole part (the first is smaller).
     part_rows: usize,
-}
-
-/// A column of a part: known by key (written by [`keyed_chunk`]) or an Arrow array for
-/// Parquet's own encoders.
-enum Column {
-    Keyed {
-        /// The PLAIN-encoded dictionary values.
-        dict: Vec<u8>,
-        len: usize,
-        runs: Runs,
-    },
-    Array(ArrayRef),
+    pages: ChunkEncoder,
 }
 
 /// The PLAIN encoding of strings: each one's length (u32, little-endian), then its bytes.
@@ -318,40 +285,6 @@ fn plain_strings<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
         out.extend_from_slice(v.as_bytes());
     }
     out
-}
-
-/// A string column whose value is the same on every row.
-fn constant(text: &str, rows: usize) -> Column {
-    Column::Keyed {
-        dict: plain_strings([text]),
-        len: 1,
-        runs: vec![(0, rows as u32)],
-    }
-}
-
-/// A string column of keys into `labels`: written from its runs when they are few (the
-/// common case, a label held for many steps), else handed to Parquet's encoder as a
-/// dictionary array, whose bit-packing suits keys that change every few rows.
-fn labelled<'a>(
-    labels: impl IntoIterator<Item = &'a str> + Clone,
-    runs: &Runs,
-    rows: usize,
-) -> Column {
-    if runs.len() <= rows / 16 + 1 {
-        return Column::Keyed {
-            dict: plain_strings(labels.clone()),
-            len: labels.into_iter().count(),
-            runs: runs.clone(),
-        };
-    }
-    let keys: Int32Array = runs
-        .iter()
-        .flat_map(|&(k, n)| std::iter::repeat_n(k as i32, n as usize))
-        .collect();
-    Column::Array(Arc::new(DictionaryArray::<Int32Type>::new(
-        keys,
-        Arc::new(StringArray::from_iter_values(labels)),
-    )))
 }
 
 /// A list column: row `i` holds `values[ends[i - 1]..ends[i]]` (from 0 for the first).
@@ -367,80 +300,56 @@ fn list<T: ArrowPrimitiveType>(values: &[T::Native], ends: &[usize]) -> ArrayRef
 }
 
 impl PartLayout {
-    /// The part's columns, in schema order. The number columns' buffers are lent to
-    /// Arrow without a copy (see [`Lent`]).
-    fn columns(&self, job: &PartJob, lent: &Lent) -> Vec<Column> {
+    /// The chunks of the part's columns up to `ceiling`, in schema order, encoded from
+    /// its buffers by [`ChunkEncoder`].
+    fn chunks(&mut self, job: &PartJob) -> Result<Vec<Chunk>, ParquetError> {
         let c = &job.cols;
-        let n = lent.step.len();
+        let n = c.len();
         let id = &self.identity;
-        let u64s =
-            |v: &ScalarBuffer<u64>| Column::Array(Arc::new(UInt64Array::new(v.clone(), None)));
-        let f64s = |v: &ScalarBuffer<f64>, valid: Option<&[bool]>| {
-            Column::Array(Arc::new(Float64Array::new(
-                v.clone(),
-                valid.map(NullBuffer::from),
-            )))
-        };
-        let bools =
-            |v: &[bool]| Column::Array(Arc::new(BooleanArray::new(BooleanBuffer::from(v), None)));
-        let mut columns = vec![
-            constant(&id.run_id, n),
-            Column::Keyed {
-                dict: id.seed.to_le_bytes().to_vec(),
-                len: 1,
-                runs: vec![(0, n as u32)],
-            },
-            constant(&id.algorithm_id, n),
-            constant(&id.task, n),
+        let whole = vec![(0, n as u32)];
+        let strings = |s: &str| plain_strings([s]);
+        let mut keyed = vec![
+            (strings(&id.run_id), 1, &whole),
+            (id.seed.to_le_bytes().to_vec(), 1, &whole),
+            (strings(&id.algorithm_id), 1, &whole),
+            (strings(&id.task), 1, &whole),
         ];
         if !id.notify.is_none() {
-            columns.push(constant(id.notify.as_str(), n));
+            keyed.push((strings(id.notify.as_str()), 1, &whole));
         }
-        columns.extend([
-            u64s(&lent.step),
-            u64s(&lent.episode),
-            u64s(&lent.episode_step),
-            f64s(&lent.reward, None),
-        ]);
-        for v in &lent.components {
-            columns.push(f64s(v, None));
+        let mut chunks = Vec::with_capacity(self.parquet.num_columns());
+        let at = |chunks: &Vec<Chunk>| self.parquet.column(chunks.len());
+        let pages = &mut self.pages;
+        for (dict, len, runs) in keyed {
+            chunks.push(pages.keyed(at(&chunks), &dict, len, runs)?);
         }
-        for v in &lent.payouts {
-            columns.push(f64s(v, Some(&c.payout_valid)));
+        for v in [&c.step, &c.episode, &c.episode_step] {
+            chunks.push(pages.counters(at(&chunks), v)?);
         }
-        columns.push(labelled(
-            job.regimes.iter().map(String::as_str),
-            &c.regime,
-            n,
-        ));
-        columns.push(labelled(ORIGINS, &c.origin, n));
-        columns.push(bools(&c.terminated));
-        columns.push(bools(&c.truncated));
-        columns.push(f64s(&lent.ceiling, Some(&c.ceiling_valid)));
-        if self.record_transitions {
-            columns.push(Column::Array(list::<Float32Type>(&c.obs, &c.obs_ends)));
-            columns.push(Column::Array(list::<Float64Type>(
-                &c.action,
-                &c.action_ends,
-            )));
+        chunks.push(pages.floats(at(&chunks), &c.reward, None)?);
+        for v in &c.components {
+            chunks.push(pages.floats(at(&chunks), v, None)?);
         }
-        columns
+        for v in &c.payouts {
+            chunks.push(pages.floats(at(&chunks), v, Some(&c.payout_valid[..]))?);
+        }
+        let regimes = plain_strings(job.regimes.iter().map(String::as_str));
+        chunks.push(pages.keyed(at(&chunks), &regimes, job.regimes.len(), &c.regime)?);
+        let origins = plain_strings(ORIGINS);
+        chunks.push(pages.keyed(at(&chunks), &origins, ORIGINS.len(), &c.origin)?);
+        chunks.push(pages.flags(at(&chunks), &c.terminated)?);
+        chunks.push(pages.flags(at(&chunks), &c.truncated)?);
+        chunks.push(pages.floats(at(&chunks), &c.ceiling, Some(&c.ceiling_valid[..]))?);
+        Ok(chunks)
     }
 
     /// Writes `job` as its part file: temp file, fsync, rename, directory fsync. Returns
     /// the rows written.
-    fn write_part(&self, job: &mut PartJob) -> Result<u64, TraceError> {
+    fn write_part(&mut self, job: &PartJob) -> Result<u64, TraceError> {
         let n = job.cols.len();
         if n == 0 {
             return Ok(0);
         }
-        let lent = Lent::take(&mut job.cols);
-        let result = self.write_file(job, &lent, n);
-        lent.give_back(&mut job.cols);
-        result
-    }
-
-    fn write_file(&self, job: &PartJob, lent: &Lent, n: usize) -> Result<u64, TraceError> {
         let name = part_name(job.index);
         let tmp = self.dir.join(format!(".{name}.tmp"));
         let target = self.dir.join(&name);
@@ -455,33 +364,44 @@ impl PartLayout {
         let mut props = properties(metadata);
         add_encoded_arrow_schema_to_metadata(&self.schema, &mut props);
         let props = Arc::new(props);
-        let columns = self.columns(job, lent);
+        let chunks = self.chunks(job).map_err(err)?;
 
         let mut file = File::create(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
         let mut writer =
             SerializedFileWriter::new(&mut file, self.parquet.root_schema_ptr(), props)
                 .map_err(err)?;
-        let factory = ArrowRowGroupWriterFactory::new(&writer, self.schema.clone());
-        let encoders = factory.create_column_writers(0).map_err(err)?;
+        // `obs` and `action` go through Parquet's own writers, after the other columns.
+        let lists = if self.record_transitions {
+            let factory = ArrowRowGroupWriterFactory::new(&writer, self.schema.clone());
+            let c = &job.cols;
+            let arrays = [
+                list::<Float32Type>(&c.obs, &c.obs_ends),
+                list::<Float64Type>(&c.action, &c.action_ends),
+            ];
+            let encoders = factory.create_column_writers(0).map_err(err)?;
+            let at = encoders.len() - arrays.len();
+            encoders
+                .into_iter()
+                .enumerate()
+                .skip(at)
+                .zip(arrays)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut rows = writer.next_row_group().map_err(err)?;
-        for (i, (column, mut encoder)) in columns.into_iter().zip(encoders).enumerate() {
-            match column {
-                Column::Keyed { dict, len, runs } => {
-                    let (bytes, close) =
-                        keyed_chunk(self.parquet.column(i), dict, len, &runs).map_err(err)?;
-                    rows.append_column(&bytes, close).map_err(err)?;
-                }
-                Column::Array(array) => {
-                    for leaf in compute_leaves(self.schema.field(i), &array).map_err(err)? {
-                        encoder.write(&leaf).map_err(err)?;
-                    }
-                    encoder
-                        .close()
-                        .map_err(err)?
-                        .append_to_row_group(&mut rows)
-                        .map_err(err)?;
-                }
+        for (bytes, close) in chunks {
+            rows.append_column(&bytes, close).map_err(err)?;
+        }
+        for ((i, mut encoder), array) in lists {
+            for leaf in compute_leaves(self.schema.field(i), &array).map_err(err)? {
+                encoder.write(&leaf).map_err(err)?;
             }
+            encoder
+                .close()
+                .map_err(err)?
+                .append_to_row_group(&mut rows)
+                .map_err(err)?;
         }
         rows.close().map_err(err)?;
         writer.close().map_err(err)?;
@@ -494,7 +414,7 @@ impl PartLayout {
 
     /// Writes `job` as its part file ([`PartLayout::write_part`]), then hands its buffers
     /// back empty and grown to a whole part's rows: the first set of buffers starts small.
-    fn write(&self, job: &mut PartJob) -> Result<u64, TraceError> {
+    fn write(&mut self, job: &mut PartJob) -> Result<u64, TraceError> {
         let result = self.write_part(job);
         job.cols.clear();
         if job.cols.limit < self.part_rows {
@@ -502,149 +422,6 @@ impl PartLayout {
         }
         result
     }
-}
-
-/// The number columns of a part, moved out of its buffers for Arrow to read in place, and
-/// moved back ([`Lent::give_back`]) once the part is written: no copy, and no fresh
-/// memory for the kernel to map at every part.
-struct Lent {
-    step: ScalarBuffer<u64>,
-    episode: ScalarBuffer<u64>,
-    episode_step: ScalarBuffer<u64>,
-    reward: ScalarBuffer<f64>,
-    components: Vec<ScalarBuffer<f64>>,
-    payouts: Vec<ScalarBuffer<f64>>,
-    ceiling: ScalarBuffer<f64>,
-}
-
-fn lend<T: ArrowNativeType>(v: &mut Vec<T>) -> ScalarBuffer<T> {
-    ScalarBuffer::from(std::mem::take(v))
-}
-
-/// Puts `buffer` back into `v`, empty; when Arrow still shares it, `v` gets fresh room for
-/// `rows` values instead.
-fn take_back<T: ArrowNativeType>(v: &mut Vec<T>, buffer: ScalarBuffer<T>, rows: usize) {
-    match buffer.into_inner().into_vec::<T>() {
-        Ok(mut back) => {
-            back.clear();
-            *v = back;
-        }
-        Err(_) => *v = Vec::with_capacity(rows),
-    }
-}
-
-impl Lent {
-    fn take(c: &mut Columns) -> Lent {
-        Lent {
-            step: lend(&mut c.step),
-            episode: lend(&mut c.episode),
-            episode_step: lend(&mut c.episode_step),
-            reward: lend(&mut c.reward),
-            components: c.components.iter_mut().map(lend).collect(),
-            payouts: c.payouts.iter_mut().map(lend).collect(),
-            ceiling: lend(&mut c.ceiling),
-        }
-    }
-
-    fn give_back(self, c: &mut Columns) {
-        let rows = c.limit;
-        take_back(&mut c.step, self.step, rows);
-        take_back(&mut c.episode, self.episode, rows);
-        take_back(&mut c.episode_step, self.episode_step, rows);
-        take_back(&mut c.reward, self.reward, rows);
-        for (v, b) in c.components.iter_mut().zip(self.components) {
-            take_back(v, b, rows);
-        }
-        for (v, b) in c.payouts.iter_mut().zip(self.payouts) {
-            take_back(v, b, rows);
-        }
-        take_back(&mut c.ceiling, self.ceiling, rows);
-    }
-}
-
-/// A dictionary column chunk written from its keys: one PLAIN dictionary page holding
-/// `dict` (`len` values) and one data page of RLE runs, both zstd-compressed like every
-/// other page. Both are a few bytes however many rows the runs cover.
-fn keyed_chunk(
-    descr: ColumnDescPtr,
-    dict: Vec<u8>,
-    len: usize,
-    runs: &Runs,
-) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
-    // The RLE / bit-packing hybrid: the key width, then per run a ULEB128 header (the run
-    // length, shifted left once) and the key in as few bytes as the width needs.
-    let width = (usize::BITS - len.saturating_sub(1).leading_zeros()) as u8;
-    let key_bytes = usize::from(width).div_ceil(8);
-    let mut data = Vec::with_capacity(1 + runs.len() * 8);
-    data.push(width);
-    let mut rows: u64 = 0;
-    for &(key, n) in runs {
-        rows += u64::from(n);
-        let mut header = u64::from(n) << 1;
-        while header >= 0x80 {
-            data.push((header as u8) | 0x80);
-            header >>= 7;
-        }
-        data.push(header as u8);
-        data.extend_from_slice(&key.to_le_bytes()[..key_bytes]);
-    }
-    let values = u32::try_from(rows)
-        .map_err(|_| ParquetError::General(format!("{rows} rows do not fit one page")))?;
-    let zstd = |raw: &[u8]| -> Result<Bytes, ParquetError> {
-        zstd::bulk::compress(raw, ZSTD_LEVEL)
-            .map(Bytes::from)
-            .map_err(|e| ParquetError::External(Box::new(e)))
-    };
-    let mut sink = TrackedWrite::new(Vec::new());
-    let mut pages = SerializedPageWriter::new(&mut sink);
-    let dict_size = dict.len();
-    let dict_page = pages.write_page(CompressedPage::new(
-        Page::DictionaryPage {
-            buf: zstd(&dict)?,
-            num_values: len as u32,
-            encoding: Encoding::PLAIN,
-            is_sorted: false,
-        },
-        dict_size,
-    ))?;
-    let data_size = data.len();
-    let data_page = pages.write_page(CompressedPage::new(
-        Page::DataPage {
-            buf: zstd(&data)?,
-            num_values: values,
-            encoding: Encoding::RLE_DICTIONARY,
-            def_level_encoding: Encoding::RLE,
-            rep_level_encoding: Encoding::RLE,
-            statistics: None,
-        },
-        data_size,
-    ))?;
-    pages.close()?;
-    let bytes = Bytes::from(sink.into_inner()?);
-    let total = bytes.len() as i64;
-    let uncompressed = (dict_page.uncompressed_size + data_page.uncompressed_size) as i64;
-    let metadata = ColumnChunkMetaData::builder(descr)
-        .set_compression(Compression::ZSTD(zstd_level()))
-        .set_encodings(vec![
-            Encoding::PLAIN,
-            Encoding::RLE,
-            Encoding::RLE_DICTIONARY,
-        ])
-        .set_num_values(rows as i64)
-        .set_total_compressed_size(total)
-        .set_total_uncompressed_size(uncompressed)
-        .set_dictionary_page_offset(Some(dict_page.offset as i64))
-        .set_data_page_offset(data_page.offset as i64)
-        .build()?;
-    let close = ColumnCloseResult {
-        bytes_written: total as u64,
-        rows_written: rows,
-        metadata,
-        bloom_filter: None,
-        column_index: None,
-        offset_index: None,
-    };
-    Ok((bytes, close))
 }
 
 /// Writes parts on a thread of their own, one at a time and in the order handed over. The
@@ -812,13 +589,15 @@ impl ParquetWriter {
         let parquet = ArrowSchemaConverter::new()
             .convert(&schema)
             .map_err(|e| TraceError::io(dir, std::io::Error::other(e.to_string())))?;
-        let layout = PartLayout {
+        let mut layout = PartLayout {
             dir: dir.to_path_buf(),
             schema,
             parquet: Arc::new(parquet),
             identity: identity.clone(),
             record_transitions,
             part_rows,
+            pages: ChunkEncoder::new()
+                .map_err(|e| TraceError::io(dir, std::io::Error::other(e.to_string())))?,
         };
         let mut parts = PartThread::spawn(dir, move |job: &mut PartJob| layout.write(job))?;
         // The second set of buffers is grown on the part thread while the first, small
