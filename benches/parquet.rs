@@ -1,7 +1,10 @@
 //! Tracing cost by format: the CartPole harness with a random agent writing no trace, JSON
 //! Lines and Parquet in one run so their medians compare, and `eval`'s row source reading
 //! each back. The Parquet writer encodes and writes its parts on a thread of its own, so
-//! its figure is wall time with that thread running beside the stepping one.
+//! its figure is wall time with that thread running beside the stepping one. A 1M-step run
+//! pays the writer's fixed costs (its threads, its first and last parts, the final sync)
+//! over few rows; the 10M-step group shows the rate of a long run, which is what the trace
+//! is for.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use perennial::agents::RandomAgent;
@@ -23,11 +26,11 @@ fn path(format: TraceFormat) -> PathBuf {
     ))
 }
 
-fn harness(format: Option<TraceFormat>) -> u64 {
+fn harness(format: Option<TraceFormat>, steps: u64) -> u64 {
     let env = CartPole::new(CartPoleParams::default());
     let agent = RandomAgent::new(env.spec().action_space.clone(), 1);
     let config = HarnessConfig {
-        steps: STEPS,
+        steps,
         auto_reset: true,
         ..HarnessConfig::default()
     };
@@ -51,10 +54,12 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("trace_cartpole_random_1m_steps");
     group.throughput(Throughput::Elements(STEPS));
     group.sample_size(10);
-    group.bench_function("harness_no_trace", |b| b.iter(|| black_box(harness(None))));
+    group.bench_function("harness_no_trace", |b| {
+        b.iter(|| black_box(harness(None, STEPS)))
+    });
     for format in [TraceFormat::Jsonl, TraceFormat::Parquet] {
         group.bench_function(format!("harness_{}", format.extension()), |b| {
-            b.iter(|| black_box(harness(Some(format))))
+            b.iter(|| black_box(harness(Some(format), STEPS)))
         });
     }
     for format in [TraceFormat::Jsonl, TraceFormat::Parquet] {
@@ -62,6 +67,18 @@ fn bench(c: &mut Criterion) {
             b.iter(|| black_box(read_all(format)))
         });
     }
+    group.finish();
+
+    let long = 10 * STEPS;
+    let mut group = c.benchmark_group("trace_cartpole_random_10m_steps");
+    group.throughput(Throughput::Elements(long));
+    group.sample_size(10);
+    group.bench_function("harness_no_trace", |b| {
+        b.iter(|| black_box(harness(None, long)))
+    });
+    group.bench_function("harness_parquet", |b| {
+        b.iter(|| black_box(harness(Some(TraceFormat::Parquet), long)))
+    });
     group.finish();
     support::remove_outputs(&format!("perennial-bench-parquet-{}.", std::process::id()));
 }
