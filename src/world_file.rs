@@ -205,6 +205,15 @@ struct RewardDef {
     terms: Vec<Spanned<Term>>,
 }
 
+/// The field a serde error message names between backticks (`unknown field `x``,
+/// `missing field `x``); `None` for a syntax error, whose backticks quote a token.
+pub(crate) fn serde_field(message: &str) -> Option<&str> {
+    message
+        .contains(" field `")
+        .then(|| message.split('`').nth(1))
+        .flatten()
+}
+
 /// A TOML table (`[world.params]`, an agent's options) as the typed struct `T`, or the
 /// error with the key to blame: the one serde names between backticks (an unknown field),
 /// else the first key that fails on its own (a value of the wrong type or range names
@@ -435,14 +444,8 @@ impl WorldFile {
     ) -> Result<Self, WorldFileError> {
         let ctx = Ctx { path, text };
         let def: FileDef = toml::from_str(text).map_err(|e| {
-            // Only serde's field errors name a field between backticks; a syntax error's
-            // backticks quote a token.
             let msg = e.message().trim();
-            let field = msg
-                .contains(" field `")
-                .then(|| msg.split('`').nth(1).map(str::to_string))
-                .flatten();
-            ctx.err(e.span(), field.as_deref(), msg.to_string())
+            ctx.err(e.span(), serde_field(msg), msg.to_string())
         })?;
         let world_def = def.world.get_ref();
         let kind_name = world_def.kind.get_ref();

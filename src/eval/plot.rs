@@ -169,29 +169,19 @@ pub fn svg(report: &Report) -> String {
             }
         }
     }
-    axes_and_x_ticks(&mut s, x_lo, x_hi, sx);
     let (yt, ystep) = ticks(y_lo, y_hi, 6);
-    for v in yt {
-        let y = sy(v);
-        let _ = writeln!(
-            s,
-            "<line x1=\"{}\" y1=\"{y:.1}\" x2=\"{LEFT}\" y2=\"{y:.1}\" stroke=\"#333\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            LEFT - 5.0,
-            LEFT - 8.0,
-            y + 4.0,
-            tick_label(v, ystep)
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">step</text>"#,
-        (LEFT + RIGHT) / 2.0,
-        BOTTOM + 40.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="20" y="{0}" text-anchor="middle" transform="rotate(-90 20 {0})">reward (rolling mean)</text>"#,
-        (TOP + BOTTOM) / 2.0
+    axes(
+        &mut s,
+        (x_lo, x_hi),
+        Axis {
+            title: "step",
+            place: sx,
+        },
+        yt.into_iter().map(|v| (v, tick_label(v, ystep))),
+        Axis {
+            title: "reward (rolling mean)",
+            place: sy,
+        },
     );
     for (i, run) in report.runs.iter().enumerate() {
         let mut points = String::new();
@@ -257,24 +247,59 @@ fn svg_start(height: f64) -> String {
     s
 }
 
-/// The two axes, and ticks with labels along the x axis from `x_lo` to `x_hi` (`sx` maps
-/// a value to its x coordinate).
-fn axes_and_x_ticks(s: &mut String, x_lo: f64, x_hi: f64, sx: impl Fn(f64) -> f64) {
+/// One axis of a plot: its title, and where its values go on the page.
+struct Axis<'a, F> {
+    title: &'a str,
+    place: F,
+}
+
+/// The two axes: ticks with labels along the x axis from `x_lo` to `x_hi`, the y axis's
+/// `y_ticks` (value and label), and both titles.
+fn axes(
+    s: &mut String,
+    (x_lo, x_hi): (f64, f64),
+    x: Axis<'_, impl Fn(f64) -> f64>,
+    y_ticks: impl IntoIterator<Item = (f64, String)>,
+    y: Axis<'_, impl Fn(f64) -> f64>,
+) {
     let _ = writeln!(
         *s,
         "<g stroke=\"#333\"><line x1=\"{LEFT}\" y1=\"{BOTTOM}\" x2=\"{RIGHT}\" y2=\"{BOTTOM}\"/><line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{BOTTOM}\"/></g>"
     );
     let (xt, xstep) = ticks(x_lo, x_hi, 8);
     for v in xt {
-        let x = sx(v);
+        let at = (x.place)(v);
         let _ = writeln!(
             *s,
-            "<line x1=\"{x:.1}\" y1=\"{BOTTOM}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#333\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            "<line x1=\"{at:.1}\" y1=\"{BOTTOM}\" x2=\"{at:.1}\" y2=\"{}\" stroke=\"#333\"/><text x=\"{at:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
             BOTTOM + 5.0,
             BOTTOM + 19.0,
             tick_label(v, xstep)
         );
     }
+    for (v, label) in y_ticks {
+        let at = (y.place)(v);
+        let _ = writeln!(
+            *s,
+            "<line x1=\"{}\" y1=\"{at:.1}\" x2=\"{LEFT}\" y2=\"{at:.1}\" stroke=\"#333\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
+            LEFT - 5.0,
+            LEFT - 8.0,
+            at + 4.0
+        );
+    }
+    let _ = writeln!(
+        *s,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        (LEFT + RIGHT) / 2.0,
+        BOTTOM + 40.0,
+        x.title
+    );
+    let _ = writeln!(
+        *s,
+        r#"<text x="20" y="{0}" text-anchor="middle" transform="rotate(-90 20 {0})">{1}</text>"#,
+        (TOP + BOTTOM) / 2.0,
+        y.title
+    );
 }
 
 /// The performance profiles of `report`'s aggregate as SVG text: per algorithm, the
@@ -304,27 +329,18 @@ pub fn profile_svg(report: &Report) -> String {
         (LEFT + RIGHT) / 2.0,
         escape(&report.aggregate.score)
     );
-    axes_and_x_ticks(&mut s, x_lo, x_hi, sx);
-    for v in [0.0, 0.25, 0.5, 0.75, 1.0] {
-        let y = sy(v);
-        let _ = writeln!(
-            s,
-            "<line x1=\"{}\" y1=\"{y:.1}\" x2=\"{LEFT}\" y2=\"{y:.1}\" stroke=\"#333\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v}</text>",
-            LEFT - 5.0,
-            LEFT - 8.0,
-            y + 4.0
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">τ</text>"#,
-        (LEFT + RIGHT) / 2.0,
-        BOTTOM + 40.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="20" y="{0}" text-anchor="middle" transform="rotate(-90 20 {0})">fraction with score &gt; τ</text>"#,
-        (TOP + BOTTOM) / 2.0
+    axes(
+        &mut s,
+        (x_lo, x_hi),
+        Axis {
+            title: "τ",
+            place: sx,
+        },
+        [0.0, 0.25, 0.5, 0.75, 1.0].map(|v: f64| (v, v.to_string())),
+        Axis {
+            title: "fraction with score &gt; τ",
+            place: sy,
+        },
     );
     for (i, a) in algorithms.iter().enumerate() {
         let colour = RUN_COLOURS[i % RUN_COLOURS.len()];

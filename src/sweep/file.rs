@@ -10,7 +10,7 @@ use super::error::SweepFileError;
 use crate::harness::HarnessConfig;
 use crate::registry::{BuildError, Registry, RunRequest};
 use crate::trace::TraceFormat;
-use crate::world_file::{WorldFile, read_text};
+use crate::world_file::{WorldFile, read_text, serde_field};
 
 /// A validated sweep file: every (world, agent, seed) combination is one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -197,11 +197,8 @@ impl SweepFile {
         let ctx = Ctx { path, text };
         let def: FileDef = toml::from_str(text).map_err(|e| {
             let msg = e.message().trim();
-            // Only serde's field errors name a field between backticks.
-            let field = msg
-                .contains(" field `")
-                .then(|| msg.split('`').nth(1).map(|f| format!("sweep.{f}")))
-                .flatten()
+            let field = serde_field(msg)
+                .map(|f| format!("sweep.{f}"))
                 .unwrap_or_default();
             ctx.err(e.span(), &field, msg.to_string())
         })?;

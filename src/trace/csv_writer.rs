@@ -1,11 +1,10 @@
 //! The CSV trace writer: maps flattened into `c.<name>` and `p.<name>` columns.
 
+use super::LineFormat;
 use super::row::{COLUMNS, RowRecord, RunIdentity};
-use super::{RowBuffer, TraceError, TraceSink};
 
-/// Writes rows as CSV with a header line.
+/// Renders rows as CSV records (the header is written by [`header`] when the file is new).
 pub(crate) struct CsvWriter {
-    out: RowBuffer,
     /// The identity cells: `run_id`, `seed`, `algorithm_id`, `task`, and `notify` unless
     /// it is `none`.
     identity: Vec<String>,
@@ -49,21 +48,13 @@ fn fmt_f64(v: f64) -> String {
 }
 
 impl CsvWriter {
-    /// A writer to `out`; writes the header at once when the file is `fresh`.
-    ///
-    /// # Errors
-    ///
-    /// The header cannot be written.
+    /// The format of a run with this identity and these payout names.
     pub(crate) fn new(
-        out: RowBuffer,
         identity: &RunIdentity,
-        components: &[String],
         payouts: &[String],
         record_transitions: bool,
-        fresh: bool,
-    ) -> Result<Self, TraceError> {
-        let mut w = CsvWriter {
-            out,
+    ) -> Self {
+        CsvWriter {
             identity: [
                 identity.run_id.clone(),
                 identity.seed.to_string(),
@@ -76,33 +67,23 @@ impl CsvWriter {
             record_transitions,
             payout_count: payouts.len(),
             fields: Vec::new(),
-        };
-        if fresh {
-            w.fields = header(
-                components,
-                payouts,
-                record_transitions,
-                !identity.notify.is_none(),
-            );
-            w.emit()?;
         }
-        Ok(w)
     }
 
-    fn emit(&mut self) -> Result<(), TraceError> {
+    /// Appends `fields` to `buf` as one CSV record (quoted where needed).
+    pub(crate) fn encode_fields(fields: &[String], buf: &mut Vec<u8>) -> std::io::Result<()> {
         let mut line = csv::WriterBuilder::new().from_writer(Vec::new());
-        line.write_record(&self.fields)
-            .map_err(|e| TraceError::io(&self.out.path, std::io::Error::other(e)))?;
+        line.write_record(fields).map_err(std::io::Error::other)?;
         let bytes = line
             .into_inner()
-            .map_err(|e| TraceError::io(&self.out.path, std::io::Error::other(e.to_string())))?;
-        self.out.buf.extend(bytes);
-        self.out.row_done()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        buf.extend(bytes);
+        Ok(())
     }
 }
 
-impl TraceSink for CsvWriter {
-    fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
+impl LineFormat for CsvWriter {
+    fn encode(&mut self, row: &RowRecord<'_>, buf: &mut Vec<u8>) -> std::io::Result<()> {
         self.fields.clear();
         self.fields.extend(self.identity.iter().cloned());
         self.fields.push(row.step.to_string());
@@ -130,18 +111,6 @@ impl TraceSink for CsvWriter {
             self.fields
                 .push(row.action_json.unwrap_or("null").to_string());
         }
-        self.emit()
-    }
-
-    fn flush(&mut self) -> Result<(), TraceError> {
-        self.out.flush()
-    }
-
-    fn sync(&mut self) -> Result<Option<u64>, TraceError> {
-        self.out.sync().map(Some)
-    }
-
-    fn tail(&mut self) -> Result<Option<String>, TraceError> {
-        self.out.tail()
+        Self::encode_fields(&self.fields, buf)
     }
 }

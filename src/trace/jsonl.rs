@@ -1,14 +1,13 @@
 //! The JSON Lines trace writer: one object per line, columns in DESIGN order.
 
+use super::LineFormat;
 use super::row::{RowRecord, RunIdentity};
-use super::{RowBuffer, TraceError, TraceSink};
 
-/// Writes rows as JSON Lines.
+/// Renders rows as JSON Lines.
 ///
 /// The run's constant columns and the component keys are rendered once, so a row costs a
 /// handful of number formats; strings are escaped by `serde_json`.
 pub(crate) struct JsonlWriter {
-    out: RowBuffer,
     prefix: Vec<u8>,
     component_keys: Vec<Vec<u8>>,
     payout_keys: Vec<Vec<u8>>,
@@ -23,9 +22,8 @@ fn json_string(s: &str) -> Vec<u8> {
 }
 
 impl JsonlWriter {
-    /// A writer to `out` for a run with these reward term names.
+    /// The format of a run with this identity and these reward term names.
     pub(crate) fn new(
-        out: RowBuffer,
         identity: &RunIdentity,
         components: &[String],
         payouts: &[String],
@@ -50,7 +48,6 @@ impl JsonlWriter {
             k
         };
         JsonlWriter {
-            out,
             prefix,
             component_keys: components.iter().map(key).collect(),
             payout_keys: payouts.iter().map(key).collect(),
@@ -85,13 +82,12 @@ fn push_map(buf: &mut Vec<u8>, keys: &[Vec<u8>], values: &[f64]) {
     buf.push(b'}');
 }
 
-impl TraceSink for JsonlWriter {
-    fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
+impl LineFormat for JsonlWriter {
+    fn encode(&mut self, row: &RowRecord<'_>, b: &mut Vec<u8>) -> std::io::Result<()> {
         if row.regime != self.last_regime {
             self.last_regime = row.regime.to_string();
             self.last_regime_json = json_string(row.regime);
         }
-        let b = &mut self.out.buf;
         b.extend(&self.prefix);
         push_u64(b, row.step);
         b.extend(b",\"episode\":");
@@ -141,18 +137,6 @@ impl TraceSink for JsonlWriter {
             b.extend(row.action_json.unwrap_or("null").as_bytes());
         }
         b.extend(b"}\n");
-        self.out.row_done()
-    }
-
-    fn flush(&mut self) -> Result<(), TraceError> {
-        self.out.flush()
-    }
-
-    fn sync(&mut self) -> Result<Option<u64>, TraceError> {
-        self.out.sync().map(Some)
-    }
-
-    fn tail(&mut self) -> Result<Option<String>, TraceError> {
-        self.out.tail()
+        Ok(())
     }
 }

@@ -377,21 +377,26 @@ fn open_sink(
     let (components, payouts) = (&columns.components[..], &columns.payouts[..]);
     let record_transitions = columns.record_transitions;
     Ok(match format {
-        TraceFormat::Jsonl => Box::new(JsonlWriter::new(
+        TraceFormat::Jsonl => Box::new(LineSink {
+            format: JsonlWriter::new(identity, components, payouts, record_transitions),
             out,
-            identity,
-            components,
-            payouts,
-            record_transitions,
-        )),
-        TraceFormat::Csv => Box::new(CsvWriter::new(
-            out,
-            identity,
-            components,
-            payouts,
-            record_transitions,
-            fresh,
-        )?),
+        }),
+        TraceFormat::Csv => {
+            let mut sink = LineSink {
+                format: CsvWriter::new(identity, payouts, record_transitions),
+                out,
+            };
+            if fresh {
+                let head = csv_writer::header(
+                    components,
+                    payouts,
+                    record_transitions,
+                    !identity.notify.is_none(),
+                );
+                sink.write_line(|_, buf| CsvWriter::encode_fields(&head, buf))?;
+            }
+            Box::new(sink)
+        }
         TraceFormat::Parquet => {
             return Err(TraceError::io(
                 &out.path,
@@ -399,6 +404,52 @@ fn open_sink(
             ));
         }
     })
+}
+
+/// How a line format (JSON Lines, CSV) renders one row as one whole line.
+trait LineFormat {
+    /// Appends `row` and its line end to `buf`.
+    ///
+    /// # Errors
+    ///
+    /// The row cannot be rendered.
+    fn encode(&mut self, row: &RowRecord<'_>, buf: &mut Vec<u8>) -> std::io::Result<()>;
+}
+
+/// A trace of whole lines: `format` renders each row, `out` hands whole lines to the file.
+struct LineSink<F> {
+    format: F,
+    out: RowBuffer,
+}
+
+impl<F> LineSink<F> {
+    /// Appends one line rendered by `render`, naming the file if it fails.
+    fn write_line(
+        &mut self,
+        render: impl FnOnce(&mut F, &mut Vec<u8>) -> std::io::Result<()>,
+    ) -> Result<(), TraceError> {
+        render(&mut self.format, &mut self.out.buf)
+            .map_err(|e| TraceError::io(&self.out.path, e))?;
+        self.out.row_done()
+    }
+}
+
+impl<F: LineFormat> TraceSink for LineSink<F> {
+    fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
+        self.write_line(|format, buf| format.encode(row, buf))
+    }
+
+    fn flush(&mut self) -> Result<(), TraceError> {
+        self.out.flush()
+    }
+
+    fn sync(&mut self) -> Result<Option<u64>, TraceError> {
+        self.out.sync().map(Some)
+    }
+
+    fn tail(&mut self) -> Result<Option<String>, TraceError> {
+        self.out.tail()
+    }
 }
 
 /// Whole-row output buffering shared by the writers: rows are appended to a buffer and the
