@@ -9,7 +9,7 @@
 //! writes); pyarrow, pandas and polars skip hidden files, so they read the directory as one
 //! table at any moment.
 //!
-//! Rows wait in buffers until a part is cut: when the buffers reach [`PART_BYTES`], at a
+//! Rows wait in column buffers until a part is cut: when the buffers reach [`PART_BYTES`], at a
 //! flush (a window boundary) when a part is due ([`PartCadence`], `--part-seconds`), at
 //! every [`TraceSink::sync`] (checkpoints) and when the run ends. What a SIGKILL loses
 //! depends on the cadence:
@@ -29,13 +29,12 @@
 //! A checkpointed run loses nothing either way, since `--resume` rewrites from the
 //! checkpoint.
 //!
-//! The stepping thread only appends one fixed-size record per row ([`Slot`]; the reward
-//! terms and transitions to buffers of their own). Splitting the records into columns,
-//! encoding, compression, the write, the fsync and the rename happen on a thread of the
-//! writer's own ([`PartThread`]), one part at a time and in order, while the next part's
-//! buffers fill; two sets of buffers take turns, so nothing is allocated per row or per
-//! part once both exist. [`TraceSink::sync`] and [`TraceSink::close`] wait until every part
-//! handed over is on disk, so a checkpoint never records a row that is not.
+//! The stepping thread only fills buffers. Encoding, compression, the write, the fsync and
+//! the rename happen on a thread of the writer's own ([`PartThread`]), one part at a time
+//! and in order, while the next part's buffers fill; two sets of buffers take turns, so
+//! nothing is allocated per row or per part once both exist. [`TraceSink::sync`] and
+//! [`TraceSink::close`] wait until every part handed over is on disk, so a checkpoint
+//! never records a row that is not.
 //!
 //! The part thread encodes every column but `obs` and `action` itself, straight from the
 //! typed buffers ([`ChunkEncoder`]): no Arrow arrays, no per-value dictionary hashing, no
@@ -137,7 +136,7 @@ pub const ACTION_KEY: &str = "perennial.action";
 
 const ORIGINS: [&str; 4] = ["initial", "scheduled", "stochastic", "manual"];
 
-fn origin_key(o: Origin) -> u8 {
+fn origin_key(o: Origin) -> u32 {
     match o {
         Origin::Initial => 0,
         Origin::Scheduled => 1,
@@ -221,37 +220,22 @@ fn properties(metadata: Vec<KeyValue>) -> WriterProperties {
     b.build()
 }
 
-/// One row's fixed-size fields as the stepping thread stores them: writing a row is one
-/// push. The part thread splits them into columns ([`Split`]).
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    step: u64,
-    episode: u64,
-    episode_step: u64,
-    reward: f64,
-    /// 0 when the row has none ([`HAS_CEILING`] clear).
-    ceiling: f64,
-    /// The key of the row's label in the `regime` dictionary.
-    regime: u32,
-    /// The key of its origin in [`ORIGINS`].
-    origin: u8,
-    /// [`TERMINATED`], [`TRUNCATED`], [`HAS_CEILING`], [`HAS_PAYOUT`].
-    flags: u8,
-}
-
-const TERMINATED: u8 = 1;
-const TRUNCATED: u8 = 2;
-const HAS_CEILING: u8 = 4;
-const HAS_PAYOUT: u8 = 8;
-
-/// Rows waiting for the next part, as the stepping thread writes them.
+/// Rows waiting for the next part, one buffer per column.
 #[derive(Default)]
 struct Columns {
-    rows: Vec<Slot>,
-    /// Each row's component values, then its payout values (0 where the row has none):
-    /// [`Columns::width`] values per row.
-    terms: Vec<f64>,
-    width: usize,
+    step: Vec<u64>,
+    episode: Vec<u64>,
+    episode_step: Vec<u64>,
+    reward: Vec<f64>,
+    components: Vec<Vec<f64>>,
+    payouts: Vec<Vec<f64>>,
+    payout_valid: Vec<bool>,
+    regime: Runs,
+    origin: Runs,
+    terminated: Vec<bool>,
+    truncated: Vec<bool>,
+    ceiling: Vec<f64>,
+    ceiling_valid: Vec<bool>,
     obs: Vec<f32>,
     obs_ends: Vec<usize>,
     action: Vec<f64>,
@@ -269,13 +253,21 @@ fn touch<T: Clone + Default>(v: &mut Vec<T>, rows: usize) {
 }
 
 impl Columns {
-    /// Empty buffers for `rows` rows of a trace with `width` reward terms (components
-    /// and payouts).
-    fn with_capacity(rows: usize, width: usize) -> Self {
+    /// Empty buffers for `rows` rows of a trace with these many terms.
+    fn with_capacity(rows: usize, components: usize, payouts: usize) -> Self {
+        let f64s = || Vec::with_capacity(rows);
         Columns {
-            rows: Vec::with_capacity(rows),
-            terms: Vec::with_capacity(rows * width),
-            width,
+            step: Vec::with_capacity(rows),
+            episode: Vec::with_capacity(rows),
+            episode_step: Vec::with_capacity(rows),
+            reward: f64s(),
+            components: (0..components).map(|_| f64s()).collect(),
+            payouts: (0..payouts).map(|_| f64s()).collect(),
+            payout_valid: Vec::with_capacity(if payouts > 0 { rows } else { 0 }),
+            terminated: Vec::with_capacity(rows),
+            truncated: Vec::with_capacity(rows),
+            ceiling: f64s(),
+            ceiling_valid: Vec::with_capacity(rows),
             limit: rows,
             ..Columns::default()
         }
@@ -285,97 +277,43 @@ impl Columns {
     /// thread, so the stepping thread never waits for the kernel to map a fresh page.
     fn grow(&mut self, rows: usize) {
         self.limit = rows;
-        touch(&mut self.rows, rows);
-        touch(&mut self.terms, rows * self.width);
+        touch(&mut self.step, rows);
+        touch(&mut self.episode, rows);
+        touch(&mut self.episode_step, rows);
+        touch(&mut self.reward, rows);
+        self.components.iter_mut().for_each(|v| touch(v, rows));
+        if !self.payouts.is_empty() {
+            self.payouts.iter_mut().for_each(|v| touch(v, rows));
+            touch(&mut self.payout_valid, rows);
+        }
+        touch(&mut self.terminated, rows);
+        touch(&mut self.truncated, rows);
+        touch(&mut self.ceiling, rows);
+        touch(&mut self.ceiling_valid, rows);
     }
 
     fn len(&self) -> usize {
-        self.rows.len()
+        self.step.len()
     }
 
     fn clear(&mut self) {
-        self.rows.clear();
-        self.terms.clear();
+        self.step.clear();
+        self.episode.clear();
+        self.episode_step.clear();
+        self.reward.clear();
+        self.components.iter_mut().for_each(Vec::clear);
+        self.payouts.iter_mut().for_each(Vec::clear);
+        self.payout_valid.clear();
+        self.regime.clear();
+        self.origin.clear();
+        self.terminated.clear();
+        self.truncated.clear();
+        self.ceiling.clear();
+        self.ceiling_valid.clear();
         self.obs.clear();
         self.obs_ends.clear();
         self.action.clear();
         self.action_ends.clear();
-    }
-}
-
-/// A part's rows split into one buffer per column, on the part thread (reused from part
-/// to part).
-#[derive(Default)]
-struct Split {
-    step: Vec<u64>,
-    episode: Vec<u64>,
-    episode_step: Vec<u64>,
-    reward: Vec<f64>,
-    components: Vec<Vec<f64>>,
-    payouts: Vec<Vec<f64>>,
-    payout_valid: Vec<bool>,
-    regime: Runs,
-    origin: Runs,
-    terminated: Vec<bool>,
-    truncated: Vec<bool>,
-    ceiling: Vec<f64>,
-    ceiling_valid: Vec<bool>,
-}
-
-impl Split {
-    /// Empty buffers for a trace with these many components and payouts.
-    fn new(components: usize, payouts: usize) -> Self {
-        Split {
-            components: vec![Vec::new(); components],
-            payouts: vec![Vec::new(); payouts],
-            ..Split::default()
-        }
-    }
-
-    /// Splits `c`'s rows into the column buffers, replacing what they held: one pass over
-    /// the rows.
-    fn fill(&mut self, c: &Columns) {
-        let n = c.len();
-        for v in [&mut self.step, &mut self.episode, &mut self.episode_step] {
-            v.clear();
-            v.reserve(n);
-        }
-        for v in [&mut self.reward, &mut self.ceiling] {
-            v.clear();
-            v.reserve(n);
-        }
-        for v in [
-            &mut self.terminated,
-            &mut self.truncated,
-            &mut self.ceiling_valid,
-        ] {
-            v.clear();
-            v.reserve(n);
-        }
-        self.regime.clear();
-        self.origin.clear();
-        for r in &c.rows {
-            self.step.push(r.step);
-            self.episode.push(r.episode);
-            self.episode_step.push(r.episode_step);
-            self.reward.push(r.reward);
-            self.ceiling.push(r.ceiling);
-            self.terminated.push(r.flags & TERMINATED != 0);
-            self.truncated.push(r.flags & TRUNCATED != 0);
-            self.ceiling_valid.push(r.flags & HAS_CEILING != 0);
-            push_run(&mut self.regime, r.regime);
-            push_run(&mut self.origin, u32::from(r.origin));
-        }
-        let terms = self.components.iter_mut().chain(self.payouts.iter_mut());
-        for (i, col) in terms.enumerate() {
-            col.clear();
-            col.extend(c.terms.iter().skip(i).step_by(c.width.max(1)));
-        }
-        self.payout_valid.clear();
-        if !self.payouts.is_empty() {
-            let valid = c.rows.iter().map(|r| r.flags & HAS_PAYOUT != 0);
-            self.payout_valid.extend(valid);
-        }
     }
 }
 
@@ -419,8 +357,6 @@ struct PartLayout {
     /// Rows of a whole part (the first is smaller).
     part_rows: usize,
     pages: ChunkEncoder,
-    /// The rows of the part being written, one buffer per column.
-    split: Split,
 }
 
 /// The PLAIN encoding of strings: each one's length (u32, little-endian), then its bytes.
@@ -449,9 +385,8 @@ impl PartLayout {
     /// The chunks of the part's columns up to `ceiling`, in schema order, encoded from
     /// its buffers by [`ChunkEncoder`].
     fn chunks(&mut self, job: &PartJob) -> Result<Vec<Chunk>, ParquetError> {
-        self.split.fill(&job.cols);
-        let c = &self.split;
-        let n = job.cols.len();
+        let c = &job.cols;
+        let n = c.len();
         let id = &self.identity;
         let whole = vec![(0, n as u32)];
         let strings = |s: &str| plain_strings([s]);
@@ -691,10 +626,8 @@ pub(crate) struct ParquetWriter {
     record_transitions: bool,
     /// Regime labels in order of first appearance: the dictionary of the `regime` column.
     regimes: Vec<String>,
-    /// The label of the last row and its key (`None` before the first row).
-    label: Option<(String, u32)>,
-    /// Components per row (the first values of a row's terms; its payouts follow).
-    components: usize,
+    /// The key of the label of the last row.
+    regime_key: Option<u32>,
     cols: Columns,
     /// The other set of buffers, back from the part thread; `None` while its part is in
     /// flight.
@@ -731,7 +664,6 @@ impl ParquetWriter {
             + 12
             + if record_transitions { 64 } else { 0 };
         let part_rows = (PART_BYTES / row_bytes).max(1024);
-        let width = components.len() + payouts.len();
         let schema = Arc::new(with_notify(
             schema(components, payouts, record_transitions),
             identity,
@@ -748,13 +680,12 @@ impl ParquetWriter {
             part_rows,
             pages: ChunkEncoder::new()
                 .map_err(|e| TraceError::io(dir, std::io::Error::other(e.to_string())))?,
-            split: Split::new(components.len(), payouts.len()),
         };
         let mut parts = PartThread::spawn(dir, move |job: &mut PartJob| layout.write(job))?;
         // The second set of buffers is grown on the part thread while the first, small
         // one fills: the first part holds at most FIRST_PART_ROWS rows.
         parts.send(PartJob {
-            cols: Columns::with_capacity(0, width),
+            cols: Columns::with_capacity(0, components.len(), payouts.len()),
             index: next_part,
             regimes: Vec::new(),
             manifest: None,
@@ -764,9 +695,12 @@ impl ParquetWriter {
             dir: dir.to_path_buf(),
             record_transitions,
             regimes: Vec::new(),
-            label: None,
-            components: components.len(),
-            cols: Columns::with_capacity(part_rows.min(FIRST_PART_ROWS), width),
+            regime_key: None,
+            cols: Columns::with_capacity(
+                part_rows.min(FIRST_PART_ROWS),
+                components.len(),
+                payouts.len(),
+            ),
             spare: None,
             parts,
             part_rows,
@@ -778,18 +712,13 @@ impl ParquetWriter {
         })
     }
 
-    /// The key of `label` in the `regime` dictionary, added when new: the label of the
-    /// last row is compared in place, the dictionary searched only when it differs.
-    #[inline]
+    /// The key of `label` in the `regime` dictionary, added when new.
     fn regime_key(&mut self, label: &str) -> u32 {
-        match &self.label {
-            Some((last, k)) if same_label(last.as_bytes(), label.as_bytes()) => *k,
-            _ => self.new_label(label),
+        if let Some(k) = self.regime_key
+            && same_label(self.regimes[k as usize].as_bytes(), label.as_bytes())
+        {
+            return k;
         }
-    }
-
-    #[cold]
-    fn new_label(&mut self, label: &str) -> u32 {
         let k = match self.regimes.iter().position(|r| r == label) {
             Some(k) => k,
             None => {
@@ -797,48 +726,8 @@ impl ParquetWriter {
                 self.regimes.len() - 1
             }
         } as u32;
-        self.label = Some((label.to_string(), k));
+        self.regime_key = Some(k);
         k
-    }
-
-    /// Appends a row's component and payout values to the terms buffer: exactly
-    /// `components` values then one per payout, 0 where the row has none.
-    fn push_terms(&mut self, row: &RowRecord<'_>) {
-        let c = &mut self.cols;
-        let (n, p) = (self.components, c.width - self.components);
-        let comps = &row.components[..row.components.len().min(n)];
-        c.terms.extend_from_slice(comps);
-        c.terms.extend(std::iter::repeat_n(0.0, n - comps.len()));
-        let pays = &row.payouts[..row.payouts.len().min(p)];
-        c.terms.extend_from_slice(pays);
-        c.terms.extend(std::iter::repeat_n(0.0, p - pays.len()));
-    }
-
-    /// Appends a row's `obs` and `action` to their list buffers.
-    fn push_transition(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
-        let c = &mut self.cols;
-        c.obs.extend_from_slice(row.obs.unwrap_or_default());
-        c.obs_ends.push(c.obs.len());
-        let text = row.action_json.unwrap_or("null").trim();
-        let array = text.starts_with('[');
-        self.action_kind
-            .get_or_insert(if array { "array" } else { "scalar" });
-        if array {
-            let values: Vec<f64> = serde_json::from_str(text).map_err(|e| {
-                TraceError::io(
-                    &self.dir,
-                    std::io::Error::other(format!(
-                        "step {}: the action {text} is not an array of numbers: {e}",
-                        row.step
-                    )),
-                )
-            })?;
-            c.action.extend(values);
-        } else if let Ok(v) = text.parse::<f64>() {
-            c.action.push(v);
-        }
-        c.action_ends.push(c.action.len());
-        Ok(())
     }
 
     /// Takes back the buffers of a finished part, waiting for it when `block`.
@@ -864,7 +753,11 @@ impl ParquetWriter {
         self.collect(true)?;
         let next = match self.spare.take() {
             Some(cols) => cols,
-            None => Columns::with_capacity(self.part_rows, self.cols.width),
+            None => Columns::with_capacity(
+                self.part_rows,
+                self.cols.components.len(),
+                self.cols.payouts.len(),
+            ),
         };
         let cols = std::mem::replace(&mut self.cols, next);
         self.parts.send(PartJob {
@@ -902,27 +795,50 @@ pub(crate) fn sync_dir(dir: &Path) {
 impl TraceSink for ParquetWriter {
     fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
         let regime = self.regime_key(row.regime);
-        let flags = u8::from(row.terminated) * TERMINATED
-            | u8::from(row.truncated) * TRUNCATED
-            | u8::from(row.ceiling.is_some()) * HAS_CEILING
-            | u8::from(!row.payouts.is_empty()) * HAS_PAYOUT;
-        self.cols.rows.push(Slot {
-            step: row.step,
-            episode: row.episode,
-            episode_step: row.episode_step,
-            reward: row.reward,
-            ceiling: row.ceiling.unwrap_or(0.0),
-            regime,
-            origin: origin_key(row.origin),
-            flags,
-        });
-        if self.cols.width > 0 {
-            self.push_terms(row);
+        let c = &mut self.cols;
+        c.step.push(row.step);
+        c.episode.push(row.episode);
+        c.episode_step.push(row.episode_step);
+        c.reward.push(row.reward);
+        for (col, &v) in c.components.iter_mut().zip(row.components) {
+            col.push(v);
         }
+        if !c.payouts.is_empty() {
+            for (i, col) in c.payouts.iter_mut().enumerate() {
+                col.push(row.payouts.get(i).copied().unwrap_or(0.0));
+            }
+            c.payout_valid.push(!row.payouts.is_empty());
+        }
+        push_run(&mut c.regime, regime);
+        push_run(&mut c.origin, origin_key(row.origin));
+        c.terminated.push(row.terminated);
+        c.truncated.push(row.truncated);
+        c.ceiling.push(row.ceiling.unwrap_or(0.0));
+        c.ceiling_valid.push(row.ceiling.is_some());
         if self.record_transitions {
-            self.push_transition(row)?;
+            c.obs.extend_from_slice(row.obs.unwrap_or_default());
+            c.obs_ends.push(c.obs.len());
+            let text = row.action_json.unwrap_or("null").trim();
+            let array = text.starts_with('[');
+            self.action_kind
+                .get_or_insert(if array { "array" } else { "scalar" });
+            if array {
+                let values: Vec<f64> = serde_json::from_str(text).map_err(|e| {
+                    TraceError::io(
+                        &self.dir,
+                        std::io::Error::other(format!(
+                            "step {}: the action {text} is not an array of numbers: {e}",
+                            row.step
+                        )),
+                    )
+                })?;
+                c.action.extend(values);
+            } else if let Ok(v) = text.parse::<f64>() {
+                c.action.push(v);
+            }
+            c.action_ends.push(c.action.len());
         }
-        if self.cols.len() >= self.cols.limit {
+        if c.len() >= c.limit {
             self.cut_part()?;
         }
         Ok(())
