@@ -23,8 +23,9 @@
 //!   renamed into place (written, fsynced, renamed, directory fsynced), as a JSON Lines
 //!   flush waits for its write: a killed run keeps every row up to its last whole window,
 //!   exactly what a JSON Lines run keeps. It costs a part file (and an events part) and two
-//!   fsyncs per window on the stepping thread: on this machine CartPole with 256-step
-//!   windows ran at about 20 k steps/s instead of millions, with about 19 bytes per row.
+//!   fsyncs per window on the stepping thread: on this machine (loaded) CartPole with
+//!   256-step windows ran at about 27 k steps/s instead of 1.6 M, with 19 bytes per row
+//!   instead of 0.32 (3,907 parts for 1M steps); the warehouse took 4.6 times as long.
 //!
 //! A checkpointed run loses nothing either way, since `--resume` rewrites from the
 //! checkpoint.
