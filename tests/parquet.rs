@@ -199,6 +199,67 @@ fn sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run() {
 }
 
 #[test]
+fn with_part_seconds_0_a_sigkill_keeps_every_window_flushed_before_it() {
+    let (cut, whole) = (temp("every-window.parquet"), temp("every-window.jsonl"));
+    let window = 100;
+    let mut child = common::perennial()
+        .args(run_args(
+            "worlds/warehouse.toml",
+            "10000000",
+            &["--seed", "4", "--format", "parquet", "--part-seconds", "0"],
+        ))
+        .args(["--window-steps", "100", "--trace", path(&cut)])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    // Five windows flushed means five part files on disk (each renamed into place whole).
+    let started = std::time::Instant::now();
+    while !cut.exists() || parts(&cut).len() < 5 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "no five parts appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Every part is one whole window: nothing flushed was lost, nothing torn was kept.
+    let kept = rows(&[&cut]);
+    let n = kept.len();
+    assert!(n >= 5 * window, "{n} rows in {} parts", parts(&cut).len());
+    assert!(n < 10_000_000, "the run was killed mid-way");
+    assert_eq!(n % window, 0, "{n} rows are not whole windows");
+    assert_eq!(parts(&cut).len(), n / window);
+    // ... and they are the rows an uninterrupted run writes first, as JSON Lines too.
+    let steps = n.to_string();
+    let extra = [
+        "--seed",
+        "4",
+        "--window-steps",
+        "100",
+        "--trace",
+        path(&whole),
+    ];
+    run(&run_args("worlds/warehouse.toml", &steps, &extra));
+    assert_eq!(kept, rows(&[&whole]));
+}
+
+#[test]
+fn part_seconds_must_be_a_number_of_seconds() {
+    let trace = temp("bad-part-seconds.parquet");
+    for bad in ["-1", "NaN", "inf", "soon"] {
+        let mut args = cartpole_args("10", "parquet", &trace);
+        args.extend(["--part-seconds", bad]);
+        fails_with(&args, 2, "--part-seconds");
+    }
+    let mut args = cartpole_args("10", "parquet", &trace);
+    args.extend(["--part-seconds", "0.5"]);
+    run(&args);
+    assert_eq!(rows(&[&trace]).len(), 10);
+}
+
+#[test]
 fn a_torn_part_is_reported_and_the_complete_parts_are_read() {
     let trace = temp("torn.parquet");
     let ckpt = temp("torn.ckpt.json");

@@ -43,6 +43,12 @@ pub struct RunArgs {
     /// Also write the `obs` and `action` columns.
     #[arg(long)]
     pub record_transitions: bool,
+    /// Parquet: a window's flush cuts a part file once this many seconds have passed since
+    /// the last (a killed run loses at most about that much); 0 cuts one at every window and
+    /// waits until it is on disk, so a killed run keeps every row a JSON Lines trace would
+    /// [default: 1].
+    #[arg(long, value_name = "SECS", value_parser = part_seconds, allow_negative_numbers = true)]
+    pub part_seconds: Option<f64>,
     /// Write no trace (for timing).
     #[arg(long, conflicts_with = "trace")]
     pub no_trace: bool,
@@ -54,7 +60,7 @@ pub struct RunArgs {
     pub checkpoint: Option<PathBuf>,
     /// Continue the run saved in this checkpoint: the trace is cut back to the checkpoint's
     /// step and appended to; every other flag comes from the checkpoint.
-    #[arg(long, value_name = "CHECKPOINT", conflicts_with_all = ["world_file", "agent", "agent_opt", "steps", "seed", "window_steps", "auto_reset", "trace", "run_id", "record_transitions", "no_trace", "checkpoint_every", "notify"])]
+    #[arg(long, value_name = "CHECKPOINT", conflicts_with_all = ["world_file", "agent", "agent_opt", "steps", "seed", "window_steps", "auto_reset", "trace", "run_id", "record_transitions", "part_seconds", "no_trace", "checkpoint_every", "notify"])]
     pub resume: Option<PathBuf>,
     /// With --resume: continue even though the world file changed since the checkpoint
     /// (the run then follows the edited file, and its trace differs from an uninterrupted one).
@@ -76,4 +82,13 @@ pub enum FormatArg {
     Csv,
     /// A directory of Parquet part files.
     Parquet,
+}
+
+/// Parses `--part-seconds`: a number of seconds, 0 or more.
+fn part_seconds(s: &str) -> Result<f64, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    crate::trace::part_interval(secs, "--part-seconds").map(|_| secs)
 }

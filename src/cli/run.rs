@@ -39,6 +39,13 @@ pub struct RunPlan {
     pub run_id: Option<String>,
     /// The trace format.
     pub format: TraceFormat,
+    /// Seconds between two parts of a Parquet trace (`--part-seconds`; 0: a part at
+    /// every window).
+    #[serde(
+        default = "default_part_seconds",
+        skip_serializing_if = "is_default_part_seconds"
+    )]
+    pub part_seconds: f64,
     /// The trace file (resolved to its default once the run id is known).
     pub trace: Option<PathBuf>,
     /// Write no trace.
@@ -57,7 +64,21 @@ pub struct RunPlan {
     pub world_hash: String,
 }
 
+fn default_part_seconds() -> f64 {
+    crate::trace::PART_SECONDS as f64
+}
+
+fn is_default_part_seconds(s: &f64) -> bool {
+    *s == default_part_seconds()
+}
+
 impl RunPlan {
+    /// How often a window's flush cuts a Parquet part (checked again: a checkpoint's plan
+    /// may have been edited).
+    fn part_interval(&self) -> Result<std::time::Duration, Failure> {
+        crate::trace::part_interval(self.part_seconds, "--part-seconds").map_err(Failure::input)
+    }
+
     fn request<'a>(&'a self, world: &'a WorldFile) -> RunRequest<'a> {
         RunRequest {
             world,
@@ -217,6 +238,7 @@ fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failur
             FormatArg::Csv => TraceFormat::Csv,
             FormatArg::Parquet => TraceFormat::Parquet,
         },
+        part_seconds: args.part_seconds.unwrap_or_else(default_part_seconds),
         trace: args.trace.as_deref().map(absolute),
         no_trace: args.no_trace,
         checkpoint_every: args.checkpoint_every,
@@ -284,6 +306,7 @@ fn start(
     let lock = lock_checkpoint(&plan)?;
     if let Some(p) = &plan.trace {
         ensure_parent(p)?;
+        harness.set_part_interval(plan.part_interval()?);
         harness
             .open_trace(p, plan.format, None)
             .map_err(Failure::input)?;
@@ -420,6 +443,7 @@ fn continue_from(
         .map_err(Failure::input)?;
     match (&plan.trace, trace_bytes) {
         (Some(p), Some(bytes)) => {
+            harness.set_part_interval(plan.part_interval()?);
             harness
                 .open_trace(p, plan.format, Some((bytes, tail.as_deref())))
                 .map_err(Failure::input)?;

@@ -213,6 +213,8 @@ pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
     interrupt: Option<&'static AtomicBool>,
     /// Where the label in force is published for a privileged reference agent.
     regime_probe: Option<RegimeProbe>,
+    /// How often a flush cuts a Parquet part (see [`Harness::part_interval`]).
+    part_interval: Option<std::time::Duration>,
 }
 
 /// Steps between two progress callbacks.
@@ -246,6 +248,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             pending_trace: None,
             interrupt: None,
             regime_probe: None,
+            part_interval: None,
         }
     }
 
@@ -312,6 +315,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             pending_trace: None,
             interrupt: None,
             regime_probe: None,
+            part_interval: None,
         })
     }
 
@@ -430,6 +434,13 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         self
     }
 
+    /// How often a window's flush cuts a part of a Parquet trace and its events table (1 s
+    /// by default; zero cuts one at every window). Other formats ignore it.
+    pub fn part_interval(mut self, every: std::time::Duration) -> Self {
+        self.part_interval = Some(every);
+        self
+    }
+
     /// Opens a trace file for this run: a new one, or with `append_at` the file cut back to
     /// that many bytes (a resumed run; see [`crate::trace::append`]), after checking that
     /// the file still ends with the checkpoint's last row, when one is given. The run's
@@ -454,16 +465,20 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             // Refuse a foreign events table before the trace is cut.
             EventWriter::check_append(&events, format, self.events_at.unwrap_or(0))?;
         }
-        let sink = match append_at {
+        let mut sink = match append_at {
             None => crate::trace::create(path, format, &self.identity, &columns)?,
             Some((bytes, tail)) => {
                 crate::trace::append(path, format, &self.identity, &columns, bytes, tail)?
             }
         };
-        let events = match append_at {
+        let mut events = match append_at {
             None => EventWriter::create(&events, format)?,
             Some(_) => EventWriter::append(&events, format, self.events_at.unwrap_or(0))?,
         };
+        if let Some(every) = self.part_interval {
+            sink.set_part_interval(every);
+            events.set_part_interval(every);
+        }
         self.sink = Some(sink);
         self.events = Some(events);
         Ok(())
@@ -956,6 +971,8 @@ pub trait DynHarness {
     fn set_stop_flag(&mut self, flag: &'static AtomicBool);
     /// See [`Harness::run_id`]; call it before the trace is opened.
     fn set_run_id(&mut self, run_id: String);
+    /// See [`Harness::part_interval`]; call it before the trace is opened.
+    fn set_part_interval(&mut self, every: std::time::Duration);
     /// Hands the trace sink the run manifest (see [`TraceSink::attach_manifest`]).
     fn attach_manifest(&mut self, json: &str);
     /// See [`Harness::checkpoint`].
@@ -994,6 +1011,10 @@ impl<E: Env + Shiftable, A: Agent<E>> DynHarness for Harness<E, A> {
 
     fn set_run_id(&mut self, run_id: String) {
         self.identity.run_id = run_id;
+    }
+
+    fn set_part_interval(&mut self, every: std::time::Duration) {
+        self.part_interval = Some(every);
     }
 
     fn attach_manifest(&mut self, json: &str) {

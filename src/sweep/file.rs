@@ -13,7 +13,7 @@ use crate::trace::TraceFormat;
 use crate::world_file::{WorldFile, read_text, serde_field};
 
 /// A validated sweep file: every (world, agent, seed) combination is one run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SweepFile {
     /// The file it was read from.
     pub path: PathBuf,
@@ -31,6 +31,9 @@ pub struct SweepFile {
     pub checkpoint_every: u64,
     /// Trace format (default JSON Lines).
     pub format: TraceFormat,
+    /// Parquet: seconds between two part files (`perennial run --part-seconds`; default
+    /// the run's own, 1).
+    pub part_seconds: Option<f64>,
 }
 
 /// One world of a sweep.
@@ -58,6 +61,7 @@ struct SweepDef {
     steps: Spanned<i64>,
     checkpoint_every: Option<Spanned<i64>>,
     format: Option<Spanned<String>>,
+    part_seconds: Option<Spanned<f64>>,
 }
 
 struct Ctx<'a> {
@@ -310,6 +314,15 @@ impl SweepFile {
                 ));
             }
         };
+        let part_seconds = match &def.part_seconds {
+            None => None,
+            Some(p) => {
+                let secs = *p.get_ref();
+                crate::trace::part_interval(secs, "part_seconds")
+                    .map_err(|e| ctx.err(Some(p.span()), "sweep.part_seconds", e))?;
+                Some(secs)
+            }
+        };
         Ok(SweepFile {
             path: path.to_path_buf(),
             name: name.clone(),
@@ -319,6 +332,7 @@ impl SweepFile {
             steps,
             checkpoint_every,
             format,
+            part_seconds,
         })
     }
 
@@ -552,6 +566,18 @@ mod tests {
                 7,
             ),
             ("format = \"csv\"", "format = \"xml\"", "sweep.format", 8),
+            (
+                "format = \"csv\"",
+                "format = \"csv\"\npart_seconds = -1",
+                "sweep.part_seconds",
+                9,
+            ),
+            (
+                "format = \"csv\"",
+                "format = \"csv\"\npart_seconds = nan",
+                "sweep.part_seconds",
+                9,
+            ),
         ] {
             let err = parse(&OK.replace(from, to)).unwrap_err();
             assert_eq!(err.field.as_deref(), Some(field), "{to}: {err}");

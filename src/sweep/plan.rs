@@ -57,7 +57,7 @@ pub fn plan(sweep: &SweepFile, dir: &Path) -> Vec<PlannedRun> {
                 let checkpoint = dir.join("checkpoints").join(format!("{run_id}.ckpt.json"));
                 let log = dir.join("logs").join(format!("{run_id}.log"));
                 let s = |p: &Path| p.to_string_lossy().into_owned();
-                let argv = vec![
+                let mut argv = vec![
                     "run".to_string(),
                     s(&world.path),
                     "--agent".into(),
@@ -77,6 +77,9 @@ pub fn plan(sweep: &SweepFile, dir: &Path) -> Vec<PlannedRun> {
                     "--checkpoint".into(),
                     s(&checkpoint),
                 ];
+                if let Some(secs) = sweep.part_seconds {
+                    argv.extend(["--part-seconds".into(), secs.to_string()]);
+                }
                 let resume_argv = vec!["run".to_string(), "--resume".into(), s(&checkpoint)];
                 runs.push(PlannedRun {
                     run_id,

@@ -26,7 +26,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -37,7 +37,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use serde::{Deserialize, Serialize};
 
 use super::parquet_pages::zstd_level;
-use super::parquet_writer::{PART_SECONDS, PartThread, check_rows, cut_back, part_name, sync_dir};
+use super::parquet_writer::{PartCadence, PartThread, check_rows, cut_back, part_name, sync_dir};
 use super::{TraceError, TraceFormat};
 use crate::env::WorldEvent;
 use crate::regime::Origin;
@@ -261,7 +261,7 @@ enum Out {
         parts: PartThread<EventPart>,
         next_part: usize,
         rows_done: u64,
-        last_part: Instant,
+        cadence: PartCadence,
     },
 }
 
@@ -511,7 +511,7 @@ impl EventWriter {
                 parts,
                 next_part,
                 rows_done,
-                last_part: Instant::now(),
+                cadence: PartCadence::default(),
             },
         })
     }
@@ -650,13 +650,13 @@ impl EventWriter {
             spare,
             parts,
             next_part,
-            last_part,
+            cadence,
             ..
         } = &mut self.out
         else {
             return Ok(());
         };
-        *last_part = Instant::now();
+        cadence.cut();
         let next = spare.take().unwrap_or_default();
         let part = EventPart {
             rows: std::mem::replace(rows, next),
@@ -667,8 +667,8 @@ impl EventWriter {
         Ok(())
     }
 
-    /// Hands whole rows to the file (JSON Lines, CSV), or cuts a Parquet part when
-    /// [`PART_SECONDS`] have passed since the last; called with the trace's flush.
+    /// Hands whole rows to the file (JSON Lines, CSV), or cuts a Parquet part when one is
+    /// due ([`EventWriter::set_part_interval`]); called with the trace's flush.
     ///
     /// # Errors
     ///
@@ -676,14 +676,25 @@ impl EventWriter {
     pub fn flush(&mut self) -> Result<(), TraceError> {
         match &self.out {
             Out::Lines { .. } => self.drain(),
-            Out::Parquet { last_part, .. } => {
-                let due = last_part.elapsed() >= Duration::from_secs(PART_SECONDS);
+            Out::Parquet { cadence, .. } => {
+                let (due, waits) = (cadence.due(), cadence.waits());
                 self.collect(false)?;
                 if due {
                     self.cut_part()?;
+                    if waits {
+                        self.collect(true)?;
+                    }
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// How often a flush cuts a Parquet part: as the trace's
+    /// ([`TraceSink::set_part_interval`](super::TraceSink::set_part_interval)). JSON Lines and CSV ignore it.
+    pub fn set_part_interval(&mut self, every: Duration) {
+        if let Out::Parquet { cadence, .. } = &mut self.out {
+            cadence.every = every;
         }
     }
 

@@ -25,8 +25,10 @@
 //! `obs` (float32) and `action` (float64) are list columns. Strings are dictionary-encoded
 //! and pages zstd-compressed. pyarrow, pandas and polars read the directory as one table.
 //! Parts are cut at checkpoints, at the end of the run, when about [`PART_BYTES`] of rows
-//! are buffered, and at a flush (window boundary) once [`PART_SECONDS`] have passed since
-//! the last part, so a killed run loses at most that last second or so of rows. Parts are
+//! are buffered, and at a flush (window boundary) once [`PART_SECONDS`] (`--part-seconds`,
+//! [`TraceSink::set_part_interval`]) have passed since the last part, so a killed run loses
+//! at most that last second or so of rows; at zero, a part is cut at every flush and the
+//! flush waits for it, so a killed run keeps what a JSON Lines run keeps. Parts are
 //! encoded and written on a thread of the writer's own while the next one fills. A
 //! checkpoint records the number of rows in finished parts, and `--resume` removes the
 //! parts after it (rewriting only a part that straddles it), after checking that the trace
@@ -71,7 +73,7 @@ pub use manifest::{
 pub use parquet_reader::parquet_manifest;
 pub(crate) use parquet_reader::{Columns, ParquetSource, Projection};
 pub use parquet_writer::{
-    ACTION_KEY, MANIFEST_KEY, PART_BYTES, PART_SECONDS, schema as parquet_schema,
+    ACTION_KEY, MANIFEST_KEY, PART_BYTES, PART_SECONDS, part_interval, schema as parquet_schema,
 };
 
 pub use error::{TornTail, TraceError};
@@ -138,6 +140,11 @@ pub trait TraceSink {
     /// Hands the sink the run manifest (JSON) to store in its files' metadata, for formats
     /// that have file metadata (Parquet); the default ignores it.
     fn attach_manifest(&mut self, _json: &str) {}
+
+    /// How often a flush cuts a Parquet part ([`PART_SECONDS`] by default; zero: at every
+    /// flush, waiting until the part is on disk). JSON Lines and CSV hand their rows to the
+    /// file at every flush and ignore it.
+    fn set_part_interval(&mut self, _every: std::time::Duration) {}
 }
 
 /// The columns a trace carries besides the fixed ones: the env's reward component and
