@@ -450,6 +450,34 @@ fn cases() -> Vec<Case> {
             expect: &["--window-steps is 18446744073709551615"],
         },
         Case {
+            what: "run: --part-seconds negative",
+            file: None,
+            args: &[
+                "run",
+                "worlds/cartpole.toml",
+                "--format",
+                "parquet",
+                "--part-seconds",
+                "-1",
+            ],
+            code: 2,
+            expect: &["--part-seconds is -1; give a number of seconds, 0 or more"],
+        },
+        Case {
+            what: "run: --part-seconds 1e300",
+            file: None,
+            args: &[
+                "run",
+                "worlds/cartpole.toml",
+                "--format",
+                "parquet",
+                "--part-seconds",
+                "1e300",
+            ],
+            code: 2,
+            expect: &["--part-seconds is 1e300 seconds, more than a run can last"],
+        },
+        Case {
             what: "world file: 4e9 SKUs",
             file: Some((
                 "many-skus.toml",

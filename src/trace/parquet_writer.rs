@@ -89,7 +89,15 @@ pub const PART_SECONDS: u64 = 1;
 /// A negative, NaN or infinite (or too large) value.
 pub fn part_interval(secs: f64, what: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|_| {
-        format!("{what} is {secs}; give a number of seconds, 0 or more (0: a part at every window)")
+        if secs >= 0.0 && secs.is_finite() {
+            format!(
+                "{what} is {secs:e} seconds, more than a run can last; give at most a few hours"
+            )
+        } else {
+            format!(
+                "{what} is {secs}; give a number of seconds, 0 or more (0: a part at every window)"
+            )
+        }
     })
 }
 
