@@ -22,6 +22,22 @@
 //! affect. Imitating a competent policy first starts it on the right side of the trap.
 //! The oracle is accepted as a teacher; it reads the regime in force, so a warm start from it
 //! is privileged while the teacher acts.
+//!
+//! # On the warehouse
+//!
+//! What kept PPO at base-stock's level over 2M steps of `worlds/warehouse.toml` (seeds 0, 1
+//! and 2; BENCHMARKS.md, "Warehouse, fifth pass"):
+//!
+//! ```sh
+//! perennial run worlds/warehouse.toml --agent ppo --window-steps 2048 \
+//!   --agent-opt teacher=base-stock --agent-opt teacher_steps=200000 --agent-opt teacher_lr=1e-3 \
+//!   --agent-opt lr=3e-5 --agent-opt gamma=0.999 --agent-opt scale_rewards=true
+//! ```
+//!
+//! Each part matters there: with 50,000 teacher steps, PPO's default `lr` after the warm
+//! start, `gamma = 0.99`, or unscaled rewards, the policy drifts back into the trap within
+//! the run. A reorder is paid at once and sold over the next days, so at `gamma = 0.99` it
+//! looks like a loss and PPO unlearns reordering.
 
 use serde::{Deserialize, Serialize};
 
