@@ -1,25 +1,16 @@
-//! A PPO family warmed up by a teacher: the policy imitates the teacher, bad teacher options
-//! are errors naming the option, and a checkpoint resumes byte for byte.
-
-use std::path::{Path, PathBuf};
+//! A PPO family warmed up by a teacher: the policy imitates the teacher, and bad teacher
+//! options are errors naming the option (`tests/ppo.rs` resumes one from a checkpoint).
 
 use perennial::agents::{
-    self, AgentBuilder, AgentCtx, AgentError, BalanceAgent, Ppo, PpoParams, RandomAgent, WarmStart,
+    self, AgentBuilder, AgentCtx, AgentError, BalanceAgent, Ppo, PpoParams, WarmStart,
 };
-use perennial::harness::{Agent, Checkpoint, CheckpointPlan, Harness, HarnessConfig};
+use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::prelude::*;
 use perennial::trace::TraceFormat;
 use perennial::world_file::WorldFile;
 
 mod common;
 use common::Scratch;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("warm-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("the target tmp dir is writable");
-    dir
-}
 
 fn cartpole() -> CartPole {
     CartPole::new(CartPoleParams::default())
@@ -147,7 +138,7 @@ fn behaviour_cloning_makes_the_policy_follow_its_teacher() {
 fn the_teacher_acts_for_its_steps_and_ppo_after() {
     // `balance` pushes right exactly when theta + 0.5 theta_dot > 0; count the steps where
     // the trace's action is another, before and after the handover.
-    let dir = temp_dir("handover");
+    let dir = Scratch::new("warm-handover");
     let path = dir.join("run.jsonl");
     let teaching = 300;
     let config = HarnessConfig {
@@ -261,77 +252,6 @@ fn a_world_files_teacher_is_checked_when_the_file_loads() {
     let err = WorldFile::load(&bad).unwrap_err();
     assert_eq!(err.field.as_deref(), Some("agent.ppo.teacher"), "{err}");
     assert_eq!(err.line, Some(6), "{err}");
-}
-
-/// Runs `make()` straight through and again with checkpoints every 300 steps, resumed from
-/// the last (step 900, inside a window); the traces and final states must match.
-fn resume_is_byte_identical(tag: &str, make: impl Fn() -> WarmStart<CartPole>) {
-    let dir = temp_dir(&format!("resume-{tag}"));
-    let steps = 1_000;
-    let whole_path = dir.join("whole.jsonl");
-    let mut whole = Harness::new(cartpole(), make(), 9)
-        .config(config(steps))
-        .trace(&whole_path, TraceFormat::Jsonl);
-    whole.advance(steps).expect("the run goes on");
-    let whole_state = Agent::<CartPole>::save_state(whole.agent()).expect("it saves its state");
-    whole.finish().expect("the run finishes");
-
-    let cut_path = dir.join("cut.jsonl");
-    let ckpt_path = dir.join("run.ckpt.json");
-    let mut cut = Harness::new(cartpole(), make(), 9)
-        .config(config(steps))
-        .trace(&cut_path, TraceFormat::Jsonl)
-        .checkpoint(CheckpointPlan {
-            path: ckpt_path.clone(),
-            every: 300,
-            meta: serde_json::Value::Null,
-        });
-    cut.advance(steps).expect("the run goes on");
-    cut.finish().expect("the run finishes");
-
-    let ckpt = Checkpoint::read(&ckpt_path).expect("a checkpoint was written");
-    assert_eq!(ckpt.step, 900);
-    let bytes = ckpt
-        .trace_bytes
-        .expect("the checkpoint knows the trace length");
-    let tail = ckpt.trace_tail.clone();
-    let mut resumed = Harness::resume(cartpole(), make(), ckpt, None).expect("it resumes");
-    resumed
-        .open_trace(
-            &cut_path,
-            TraceFormat::Jsonl,
-            Some((bytes, tail.as_deref())),
-        )
-        .expect("the trace reopens");
-    resumed.advance(steps).expect("the run goes on");
-    assert_eq!(
-        Agent::<CartPole>::save_state(resumed.agent()).expect("it saves its state"),
-        whole_state,
-        "{tag}: the resumed agent differs"
-    );
-    resumed.finish().expect("the run finishes");
-    assert!(
-        std::fs::read(&whole_path).unwrap() == std::fs::read(&cut_path).unwrap(),
-        "{tag}: the resumed trace differs from the uninterrupted one"
-    );
-}
-
-#[test]
-fn a_warm_start_resumes_from_a_checkpoint_byte_for_byte() {
-    // The checkpoint at step 900 falls while the teacher acts, and the handover at 950 in
-    // the middle of a window; the random teacher has a generator to restore.
-    resume_is_byte_identical("random-teacher", || {
-        warm(Box::new(RandomAgent::new(Space::Discrete { n: 2 }, 9)), 950)
-    });
-    // A context family, whose summary follows the teacher's steps, handed over before it.
-    resume_is_byte_identical("context-family", || {
-        let options: toml::Table =
-            toml::from_str("k = 4\nppo.hidden = [8]\nppo.epochs = 1").unwrap();
-        let ppo = Ppo::by_name("ppo-context", 4, 2, options, 9)
-            .unwrap()
-            .unwrap();
-        WarmStart::new(ppo, Box::new(BalanceAgent::default()), "balance", 400)
-    });
 }
 
 #[test]
