@@ -305,6 +305,7 @@ impl<K: WorldKind> Entry<K> {
             seed,
             regimes: &world.regimes,
             regime: probe.clone(),
+            agents: &self.agents,
         })
         .map_err(BuildError::Agent)
     }

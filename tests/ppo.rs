@@ -3,7 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use perennial::agents::{ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, ReplayParams};
+use perennial::agents::{
+    BalanceAgent, ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, RandomAgent,
+    ReplayParams, WarmStart,
+};
 use perennial::harness::{Agent, Checkpoint, CheckpointPlan, Harness, HarnessConfig, Window};
 use perennial::prelude::*;
 use perennial::trace::TraceFormat;
@@ -85,19 +88,23 @@ fn config(steps: u64) -> HarnessConfig {
     }
 }
 
-fn traced(harness: Harness<CartPole, Ppo>, path: &Path) -> Harness<CartPole, Ppo> {
+fn traced<A: Agent<CartPole>>(harness: Harness<CartPole, A>, path: &Path) -> Harness<CartPole, A> {
     harness.trace(path, TraceFormat::Jsonl)
 }
 
-/// Runs `name` straight through, and again with checkpoints (every 300 steps, so the last
-/// one falls mid-window) resumed from the last checkpoint; the traces and the final agent
-/// states must match byte for byte.
 fn resume_is_byte_identical(name: &str) {
+    agent_resumes_byte_for_byte(name, || family(name, 9));
+}
+
+/// Runs the agent `make` builds straight through, and again with checkpoints (every 300
+/// steps, so the last one falls mid-window) resumed from the last checkpoint; the traces and
+/// the final agent states must match byte for byte.
+fn agent_resumes_byte_for_byte<A: Agent<CartPole>>(name: &str, make: impl Fn() -> A) {
     let dir = temp_dir(&format!("resume-{name}"));
     let steps = 1_000;
     let whole_path = dir.join("whole.jsonl");
     let mut whole = traced(
-        Harness::new(cartpole(), family(name, 9), 9).config(config(steps)),
+        Harness::new(cartpole(), make(), 9).config(config(steps)),
         &whole_path,
     );
     whole.advance(steps).expect("the run goes on");
@@ -107,7 +114,7 @@ fn resume_is_byte_identical(name: &str) {
     let cut_path = dir.join("cut.jsonl");
     let ckpt_path = dir.join("run.ckpt.json");
     let mut cut = traced(
-        Harness::new(cartpole(), family(name, 9), 9).config(config(steps)),
+        Harness::new(cartpole(), make(), 9).config(config(steps)),
         &cut_path,
     )
     .checkpoint(CheckpointPlan {
@@ -124,7 +131,7 @@ fn resume_is_byte_identical(name: &str) {
         .trace_bytes
         .expect("the checkpoint knows the trace length");
     let tail = ckpt.trace_tail.clone();
-    let mut resumed = Harness::resume(cartpole(), family(name, 9), ckpt, None).expect("it resumes");
+    let mut resumed = Harness::resume(cartpole(), make(), ckpt, None).expect("it resumes");
     resumed
         .open_trace(
             &cut_path,
@@ -177,6 +184,21 @@ fn ppo_context_resumes_from_a_checkpoint_byte_for_byte() {
 #[test]
 fn ppo_plastic_resumes_from_a_checkpoint_byte_for_byte() {
     resume_is_byte_identical("ppo-plastic");
+}
+
+#[test]
+fn a_warm_start_resumes_from_a_checkpoint_byte_for_byte() {
+    // The checkpoint at step 900 falls while the teacher acts, and the handover at 950 in
+    // the middle of a window; the random teacher has a generator to restore.
+    agent_resumes_byte_for_byte("ppo-random-teacher", || {
+        let teacher = RandomAgent::new(Space::Discrete { n: 2 }, 9);
+        WarmStart::new(family("ppo", 9), Box::new(teacher), "random", 950).teacher_lr(3e-3)
+    });
+    // A context family, whose summary follows the teacher's steps, handed over before it.
+    agent_resumes_byte_for_byte("ppo-context-balance-teacher", || {
+        let teacher = BalanceAgent::default();
+        WarmStart::new(family("ppo-context", 9), Box::new(teacher), "balance", 400)
+    });
 }
 
 #[test]

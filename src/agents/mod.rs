@@ -10,6 +10,9 @@
 //! | `actor-critic` | [`ActorCritic`] | any with a `Discrete` action space | yes, on every window |
 //! | `ppo`, `ppo-replay`, `ppo-ewc`, `ppo-context`, `ppo-plastic` | [`Ppo`] | any with a `Discrete` action space | yes, on every window (see [`ppo`]) |
 //!
+//! Every PPO family also takes a warm start from a teacher, any other agent of the world:
+//! options `teacher` and `teacher_steps` (see [`warm_start`]).
+//!
 //! # The agent registry
 //!
 //! Agents are built by name from an [`AgentCtx`]: the env (so a world's own agent can read
@@ -54,6 +57,7 @@ mod base_stock;
 mod oracle;
 pub mod ppo;
 mod random;
+pub mod warm_start;
 
 pub use actor_critic::{ActorCritic, ActorCriticParams};
 pub use balance::BalanceAgent;
@@ -61,6 +65,7 @@ pub use base_stock::{AdaptiveBaseStock, AdaptiveParams, BaseStockAgent, BaseStoc
 pub use oracle::{Oracle, OracleParams};
 pub use ppo::{ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, ReplayParams, UpdateStats};
 pub use random::RandomAgent;
+pub use warm_start::{WarmStart, WarmStartParams};
 
 use std::fmt;
 
@@ -75,7 +80,7 @@ use crate::world_file::typed_table;
 
 /// What an agent builder receives.
 #[derive(Debug)]
-pub struct AgentCtx<'a, E> {
+pub struct AgentCtx<'a, E: Env> {
     /// The name the agent was asked for.
     pub name: &'a str,
     /// The env the agent will act in (freshly built, not reset).
@@ -89,6 +94,10 @@ pub struct AgentCtx<'a, E> {
     /// Where the harness publishes the regime label in force. Privileged: only reference
     /// agents read it (see [`RegimeProbe`]).
     pub regime: RegimeProbe,
+    /// The world kind's agents (the generic ones and its own), for an agent that builds
+    /// another by name (a warm start's teacher); empty outside a registry, where only the
+    /// generic agents are found.
+    pub agents: &'a [(&'static str, AgentBuilder<E>)],
 }
 
 impl<'a, E: Env> AgentCtx<'a, E> {
@@ -101,6 +110,7 @@ impl<'a, E: Env> AgentCtx<'a, E> {
             seed,
             regimes: &[],
             regime: RegimeProbe::new(),
+            agents: &[],
         }
     }
 
@@ -116,10 +126,7 @@ impl<'a, E: Env> AgentCtx<'a, E> {
     /// An option is unknown or has the wrong type; the error names it, as
     /// [`AgentError::Option`] when it is a key of the table.
     pub fn options<P: DeserializeOwned>(&self) -> Result<P, AgentError> {
-        typed_table(self.options).map_err(|(key, message)| match key {
-            Some(field) => AgentError::option(self.name, field, message),
-            None => AgentError::new(self.name, message),
-        })
+        typed_options(self.name, self.options)
     }
 
     /// The number of actions of a `Discrete` action space.
@@ -136,6 +143,14 @@ impl<'a, E: Env> AgentCtx<'a, E> {
             )),
         }
     }
+}
+
+/// `options` of agent `agent` as its params struct; see [`AgentCtx::options`].
+fn typed_options<P: DeserializeOwned>(agent: &str, options: &toml::Table) -> Result<P, AgentError> {
+    typed_table(options).map_err(|(key, message)| match key {
+        Some(field) => AgentError::option(agent, field, message),
+        None => AgentError::new(agent, message),
+    })
 }
 
 /// An agent that cannot be built: unknown name or bad options.
@@ -245,17 +260,38 @@ pub fn generic<E: Env<Action = usize> + 'static>() -> Vec<(&'static str, AgentBu
     ]
 }
 
-/// Builds the PPO family `ctx.name` from its options table.
+/// Builds the PPO family `ctx.name` from its options table, warmed up by a teacher when
+/// the table names one (see [`warm_start`]).
 fn ppo_family<E: Env<Action = usize> + 'static>(
     ctx: &AgentCtx<'_, E>,
 ) -> Result<Box<dyn Agent<E>>, AgentError> {
-    let n = ctx.discrete_actions()?;
+    let mut options = ctx.options.clone();
+    let warm = WarmStartParams::take(ctx.name, &mut options)?;
+    let n = ctx
+        .discrete_actions()
+        .map_err(|e| match (&warm.teacher, e) {
+            (Some(_), AgentError::Build { agent, message }) => {
+                AgentError::option(&agent, "teacher", message)
+            }
+            (_, e) => e,
+        })?;
     let dim = ctx.spec().observation_space.len();
-    match Ppo::by_name(ctx.name, dim, n, ctx.options.clone(), ctx.seed) {
-        Ok(Some(agent)) => Ok(Box::new(agent)),
-        Ok(None) => Err(AgentError::unknown(ctx.name, &ppo::FAMILIES)),
-        Err(message) => Err(AgentError::new(ctx.name, message)),
-    }
+    let agent = match Ppo::by_name(ctx.name, dim, n, options, ctx.seed) {
+        Ok(Some(agent)) => agent,
+        Ok(None) => return Err(AgentError::unknown(ctx.name, &ppo::FAMILIES)),
+        Err(message) => return Err(AgentError::new(ctx.name, message)),
+    };
+    Ok(match WarmStart::teacher(ctx, &warm)? {
+        Some(teacher) => {
+            let steps = warm
+                .teacher_steps
+                .unwrap_or(warm_start::DEFAULT_TEACHER_STEPS);
+            let name = warm.teacher.as_deref().unwrap_or_default();
+            let lr = warm.teacher_lr.unwrap_or(agent.params().lr);
+            Box::new(WarmStart::new(agent, teacher, name, steps).teacher_lr(lr))
+        }
+        None => Box::new(agent),
+    })
 }
 
 /// The generic agent named `name`, if there is one.

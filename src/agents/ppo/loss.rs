@@ -109,6 +109,43 @@ pub fn policy_loss(
     out
 }
 
+/// Behaviour cloning on the rows of a batch where `taught[i]`: the cross-entropy
+/// `-ln π(a_i)` of the action a teacher took, averaged over the whole batch (so a row weighs
+/// as much as under [`policy_loss`]). Overwrites those rows of `d_logits` (`batch ×
+/// n_actions`) with the gradient, `(π - onehot(a_i)) / batch`, and leaves the others.
+/// Returns the cross-entropy and the policy entropy, each summed over the taught rows.
+pub fn cloning_loss(
+    logits: &[f32],
+    actions: &[usize],
+    taught: &[bool],
+    d_logits: &mut [f32],
+) -> (f64, f64) {
+    let batch = actions.len();
+    let n = logits.len() / batch.max(1);
+    let inv = 1.0 / batch.max(1) as f32;
+    let (mut cross_entropy, mut entropy) = (0.0f64, 0.0f64);
+    for (i, (d, z)) in d_logits
+        .chunks_exact_mut(n)
+        .zip(logits.chunks_exact(n))
+        .enumerate()
+        .filter(|(i, _)| taught[*i])
+    {
+        softmax(z, d);
+        let a = actions[i];
+        cross_entropy -= f64::from(d[a].max(f32::MIN_POSITIVE).ln());
+        entropy -= d
+            .iter()
+            .filter(|&&p| p > 0.0)
+            .map(|&p| f64::from(p) * f64::from(p.ln()))
+            .sum::<f64>();
+        for (j, d) in d.iter_mut().enumerate() {
+            let onehot = if j == a { 1.0 } else { 0.0 };
+            *d = (*d - onehot) * inv;
+        }
+    }
+    (cross_entropy, entropy)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

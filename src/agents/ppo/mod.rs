@@ -50,7 +50,7 @@ use crate::seed::{self, Stream};
 
 pub use context::ContextParams;
 pub use ewc::{ChangeDetector, EwcParams};
-pub use loss::{PolicyLoss, log_prob, policy_loss, softmax};
+pub use loss::{PolicyLoss, cloning_loss, log_prob, policy_loss, softmax};
 pub use net::{Adam, ForwardWeights, Mlp};
 pub use normalizer::{Normalizer, ReturnScale};
 pub use plastic::PlasticParams;
@@ -173,6 +173,10 @@ pub struct UpdateStats {
     pub replay_loss: f64,
     /// `ppo-ewc`: the penalty `λ/2 Σ F (θ - θ*)²` (0 for other families).
     pub ewc_penalty: f64,
+    /// A warm start's behaviour cloning: the mean cross-entropy `-ln π(a)` of the teacher's
+    /// actions on the rows a teacher acted in (0 when none did; see [`Ppo::learn_taught`]).
+    #[serde(default)]
+    pub bc_loss: f64,
 }
 
 /// What a family adds to plain PPO, with its state.
@@ -195,6 +199,20 @@ struct Scratch {
     cache: Cache,
     /// The policy's forward weights, rebuilt after every update (empty after a load).
     policy_fw: ForwardWeights,
+}
+
+/// What an update fits, row by row of its window.
+struct Targets<'a> {
+    /// The actions taken.
+    actions: &'a [usize],
+    /// Rows `0..taught` were acted in by a teacher: behaviour cloning, not the PPO ratio.
+    taught: usize,
+    /// The rollout policy's log-probabilities of the actions.
+    old_logp: &'a [f32],
+    /// GAE advantages.
+    adv: &'a [f32],
+    /// The value network's targets.
+    returns: &'a [f32],
 }
 
 /// PPO, or one of its continual families, for any world with a `Discrete` action space and a
@@ -514,8 +532,9 @@ impl Ppo {
         }
     }
 
-    fn sample(&mut self, obs: &[f32]) -> usize {
-        self.refresh_forward_weights();
+    /// What a step on `obs` records besides the action: the normalised input into the
+    /// scratch buffer, and the context family's summary (updated and logged for the update).
+    fn record_input(&mut self, obs: &[f32]) {
         let s = &mut self.scratch;
         s.input.clear();
         self.norm.apply(
@@ -528,6 +547,38 @@ impl Ppo {
             s.input.extend_from_slice(c.current());
             c.log_current();
         }
+    }
+
+    /// Sees `obs` without choosing an action, on a step another agent (a warm start's
+    /// teacher) acts in: the context family records the step as [`Agent::act`] would, so the
+    /// update sees the context the step was taken in. Draws nothing from the generator.
+    pub fn follow(&mut self, obs: &[f32]) {
+        if let Family::Context(_) = self.family {
+            self.record_input(obs);
+        }
+    }
+
+    /// Learns from `window`, whose first `taught` rows a teacher acted in (see
+    /// [`crate::agents::WarmStart`]), with Adam step size `lr` for both networks. On those
+    /// rows the policy is trained by behaviour cloning, the cross-entropy `-ln π(a)` of the
+    /// teacher's action, and not by the clipped ratio, which assumes the actions were drawn
+    /// from the policy itself; the other rows, the value network and the normaliser learn as
+    /// in [`Agent::update`] (which is `learn_taught(window, 0, lr)` with the `lr` option).
+    /// `ppo-replay` stores the teacher's action on those rows as a one-hot distribution, the
+    /// behaviour policy there.
+    pub fn learn_taught<O: Observation>(
+        &mut self,
+        window: &Window<O, usize>,
+        taught: usize,
+        lr: f32,
+    ) {
+        self.learn(window, taught.min(window.len()), lr);
+    }
+
+    fn sample(&mut self, obs: &[f32]) -> usize {
+        self.refresh_forward_weights();
+        self.record_input(obs);
+        let s = &mut self.scratch;
         self.policy
             .forward_one(&s.policy_fw, &s.input, &mut s.layers, &mut s.out);
         let max = s.out.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
@@ -565,7 +616,7 @@ impl Ppo {
         x
     }
 
-    fn learn<O: Observation>(&mut self, window: &Window<O, usize>) {
+    fn learn<O: Observation>(&mut self, window: &Window<O, usize>, taught: usize, lr: f32) {
         let n = window.len();
         if n == 0 {
             return;
@@ -597,15 +648,21 @@ impl Ppo {
                 )
             })
             .collect();
-        // The replay family stores the rollout policy's distributions.
+        // The replay family stores the behaviour policy's distributions: the rollout
+        // policy's, or the teacher's action as a one-hot on the rows a teacher acted in.
         let mut old_probs = Vec::new();
         if let Family::Replay(_) = self.family {
             old_probs.resize(n * self.n_actions, 0.0);
-            for (p, z) in old_probs
+            for (i, (p, z)) in old_probs
                 .chunks_exact_mut(self.n_actions)
                 .zip(logits.chunks_exact(self.n_actions))
+                .enumerate()
             {
-                softmax(z, p);
+                if i < taught {
+                    p[actions[i]] = 1.0;
+                } else {
+                    softmax(z, p);
+                }
             }
         }
 
@@ -658,7 +715,14 @@ impl Ppo {
             }
         }
 
-        self.stats = self.optimise(&x, &actions, &old_logp, &adv, &returns, &mut cache);
+        let targets = Targets {
+            actions: &actions,
+            taught,
+            old_logp: &old_logp,
+            adv: &adv,
+            returns: &returns,
+        };
+        self.stats = self.optimise(&x, &targets, lr, &mut cache);
         self.scratch.cache = cache;
 
         match &mut self.family {
@@ -701,16 +765,8 @@ impl Ppo {
     }
 
     /// The minibatch epochs of one update.
-    fn optimise(
-        &mut self,
-        x: &[f32],
-        actions: &[usize],
-        old_logp: &[f32],
-        adv: &[f32],
-        returns: &[f32],
-        cache: &mut Cache,
-    ) -> UpdateStats {
-        let n = actions.len();
+    fn optimise(&mut self, x: &[f32], t: &Targets<'_>, lr: f32, cache: &mut Cache) -> UpdateStats {
+        let n = t.actions.len();
         let width = self.policy.input_dim();
         let na = self.n_actions;
         let p = self.params.clone();
@@ -720,6 +776,7 @@ impl Ppo {
         let mut mb_a = Vec::with_capacity(mb);
         let mut mb_logp = Vec::with_capacity(mb);
         let mut mb_adv = Vec::with_capacity(mb);
+        let mut mb_taught = Vec::new();
         let mut d_logits = vec![0.0; mb * na];
         let mut d_v = vec![0.0; mb];
         let mut g_pi = vec![0.0; self.policy.len()];
@@ -727,6 +784,7 @@ impl Ppo {
         let mut stats = UpdateStats::default();
         let mut batches = 0usize;
         let mut samples = 0usize;
+        let mut taught_samples = 0usize;
         for _ in 0..p.epochs {
             // Fisher-Yates with the agent's generator, so the order is reproducible.
             for i in (1..n).rev() {
@@ -741,9 +799,9 @@ impl Ppo {
                 mb_adv.clear();
                 for &i in chunk {
                     mb_x.extend_from_slice(&x[i * width..(i + 1) * width]);
-                    mb_a.push(actions[i]);
-                    mb_logp.push(old_logp[i]);
-                    mb_adv.push(adv[i]);
+                    mb_a.push(t.actions[i]);
+                    mb_logp.push(t.old_logp[i]);
+                    mb_adv.push(t.adv[i]);
                 }
                 // Advantages normalised per minibatch, as in the reference implementations.
                 let mean = mb_adv.iter().sum::<f32>() / b as f32;
@@ -754,15 +812,32 @@ impl Ppo {
                 }
 
                 self.policy.forward_batch(&mb_x, b, cache);
-                let loss = policy_loss(
-                    cache.output(),
-                    &mb_a,
-                    &mb_logp,
-                    &mb_adv,
-                    p.clip,
-                    p.entropy_coef,
-                    &mut d_logits[..b * na],
-                );
+                mb_taught.clear();
+                mb_taught.extend(chunk.iter().map(|&i| i < t.taught));
+                let taught = mb_taught.iter().filter(|&&k| k).count();
+                let loss = if taught == b {
+                    PolicyLoss::default()
+                } else {
+                    policy_loss(
+                        cache.output(),
+                        &mb_a,
+                        &mb_logp,
+                        &mb_adv,
+                        p.clip,
+                        p.entropy_coef,
+                        &mut d_logits[..b * na],
+                    )
+                };
+                if taught > 0 {
+                    let (cross_entropy, entropy) =
+                        cloning_loss(cache.output(), &mb_a, &mb_taught, &mut d_logits[..b * na]);
+                    stats.bc_loss += cross_entropy;
+                    if taught == b {
+                        // A mixed minibatch's entropy is policy_loss's, over every row.
+                        stats.entropy += entropy;
+                    }
+                    taught_samples += taught;
+                }
                 g_pi.fill(0.0);
                 self.policy
                     .backward_batch(cache, &d_logits[..b * na], &mut g_pi);
@@ -784,19 +859,19 @@ impl Ppo {
                     _ => {}
                 }
                 self.policy_opt
-                    .step(&mut self.policy.params, &g_pi, p.lr, p.max_grad_norm);
+                    .step(&mut self.policy.params, &g_pi, lr, p.max_grad_norm);
 
                 self.value.forward_batch(&mb_x, b, cache);
                 let mut value_loss = 0.0f64;
                 for (k, &i) in chunk.iter().enumerate() {
-                    let err = cache.output()[k] - returns[i];
+                    let err = cache.output()[k] - t.returns[i];
                     value_loss += f64::from(0.5 * err * err);
                     d_v[k] = err / b as f32;
                 }
                 g_v.fill(0.0);
                 self.value.backward_batch(cache, &d_v[..b], &mut g_v);
                 self.value_opt
-                    .step(&mut self.value.params, &g_v, p.lr, p.max_grad_norm);
+                    .step(&mut self.value.params, &g_v, lr, p.max_grad_norm);
 
                 stats.policy_loss += loss.surrogate / b as f64;
                 stats.entropy += loss.entropy;
@@ -816,6 +891,7 @@ impl Ppo {
             clip_fraction: stats.clip_fraction / ns,
             replay_loss: stats.replay_loss / nb,
             ewc_penalty: stats.ewc_penalty / nb,
+            bc_loss: stats.bc_loss / taught_samples.max(1) as f64,
         }
     }
 }
@@ -833,7 +909,7 @@ where
     }
 
     fn update(&mut self, window: &Window<E::Obs, usize>) {
-        self.learn(window);
+        self.learn(window, 0, self.params.lr);
     }
 
     fn save_state(&self) -> Result<serde_json::Value, String> {
