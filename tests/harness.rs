@@ -10,7 +10,7 @@ use perennial::seed::{self, Stream};
 use perennial::trace::{TraceFormat, TraceReader, TraceRow};
 
 mod common;
-use common::temp;
+use common::{Still, temp};
 
 fn gravity_cycle(every: u64) -> Scheduler {
     let regimes = vec![
@@ -402,21 +402,6 @@ fn a_world_returning_a_nan_reward_stops_the_run_with_the_step_and_keeps_earlier_
 /// step, not at the first checkpoint.
 #[test]
 fn checkpoints_of_a_world_that_cannot_save_fail_before_the_first_step() {
-    struct Still(EnvSpec);
-    impl Env for Still {
-        type Obs = [f32; 1];
-        type Action = usize;
-        fn spec(&self) -> &EnvSpec {
-            &self.0
-        }
-        fn reset(&mut self, _seed: u64) -> [f32; 1] {
-            [0.0]
-        }
-        fn step(&mut self, _action: &usize) -> Result<Transition<[f32; 1]>, EnvError> {
-            Ok(Transition::new([0.0], 1.0))
-        }
-    }
-    impl Shiftable for Still {}
     let spec = EnvSpec::new(
         "still",
         Space::box_f32(vec![0.0], vec![0.0]),
@@ -428,7 +413,7 @@ fn checkpoints_of_a_world_that_cannot_save_fail_before_the_first_step() {
         meta: serde_json::Value::Null,
     };
     let err = Harness::new(
-        Still(spec),
+        Still { spec, reward: 1.0 },
         RandomAgent::new(Space::Discrete { n: 1 }, 0),
         0,
     )

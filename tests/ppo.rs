@@ -11,6 +11,9 @@ use perennial::harness::{Agent, Checkpoint, CheckpointPlan, Harness, HarnessConf
 use perennial::prelude::*;
 use perennial::trace::TraceFormat;
 
+mod common;
+use common::auto_reset_config as config;
+
 fn temp_dir(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ppo-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -77,15 +80,6 @@ fn family(name: &str, seed: u64) -> Ppo {
         other => panic!("no family {other}"),
     }
     .expect("valid parameters")
-}
-
-fn config(steps: u64) -> HarnessConfig {
-    HarnessConfig {
-        steps,
-        window_steps: 128,
-        auto_reset: true,
-        ..HarnessConfig::default()
-    }
 }
 
 fn traced<A: Agent<CartPole>>(harness: Harness<CartPole, A>, path: &Path) -> Harness<CartPole, A> {

@@ -10,19 +10,10 @@ use perennial::trace::TraceFormat;
 use perennial::world_file::WorldFile;
 
 mod common;
-use common::Scratch;
+use common::{Scratch, Still, auto_reset_config as config};
 
 fn cartpole() -> CartPole {
     CartPole::new(CartPoleParams::default())
-}
-
-fn config(steps: u64) -> HarnessConfig {
-    HarnessConfig {
-        steps,
-        window_steps: 128,
-        auto_reset: true,
-        ..HarnessConfig::default()
-    }
 }
 
 /// The agents the registry gives CartPole: the generic ones and `balance`.
@@ -210,29 +201,18 @@ fn teacher_options_are_read_and_bad_ones_name_the_option() {
 
 #[test]
 fn a_teacher_on_a_world_without_discrete_actions_is_an_option_error() {
-    struct Continuous(EnvSpec);
-    impl Env for Continuous {
-        type Obs = [f32; 1];
-        type Action = usize;
-        fn spec(&self) -> &EnvSpec {
-            &self.0
-        }
-        fn reset(&mut self, _seed: u64) -> [f32; 1] {
-            [0.0]
-        }
-        fn step(&mut self, _action: &usize) -> Result<Transition<[f32; 1]>, EnvError> {
-            Ok(Transition::new([0.0], 0.0))
-        }
-    }
     let space = Space::Box {
         low: vec![-1.0],
         high: vec![1.0],
         dtype: perennial::env::Dtype::F32,
     };
-    let env = Continuous(EnvSpec::new("continuous", space.clone(), space));
+    let env = Still {
+        spec: EnvSpec::new("continuous", space.clone(), space),
+        reward: 0.0,
+    };
     let options: toml::Table = toml::from_str("teacher = \"random\"").unwrap();
     let ctx = AgentCtx::new("ppo", &env, &options, 0);
-    let build = agents::by_name::<Continuous>("ppo").unwrap();
+    let build = agents::by_name::<Still>("ppo").unwrap();
     match build(&ctx).err().expect("refused") {
         AgentError::Option { field, message, .. } => {
             assert_eq!(field, "teacher");

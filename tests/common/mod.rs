@@ -2,6 +2,8 @@
 //! that remove themselves, and path text. Each test crate uses part of it.
 #![allow(dead_code)]
 
+use perennial::harness::HarnessConfig;
+use perennial::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -229,4 +231,37 @@ pub fn fails_with(args: &[&str], code: i32, message: &str) -> String {
     assert!(stderr.contains(message), "perennial {args:?}: {stderr}");
     assert!(!stderr.contains("panicked"), "perennial {args:?}: {stderr}");
     stderr
+}
+
+/// A world that stays still: one observation `[0.0]`, every step pays `reward` and ends
+/// nothing; its spaces are `spec`'s. It cannot save, and has no parameters to shift.
+pub struct Still {
+    pub spec: EnvSpec,
+    pub reward: f64,
+}
+
+impl Env for Still {
+    type Obs = [f32; 1];
+    type Action = usize;
+    fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+    fn reset(&mut self, _seed: u64) -> [f32; 1] {
+        [0.0]
+    }
+    fn step(&mut self, _action: &usize) -> Result<Transition<[f32; 1]>, EnvError> {
+        Ok(Transition::new([0.0], self.reward))
+    }
+}
+
+impl Shiftable for Still {}
+
+/// A harness config of `steps` steps in 128-step windows that resets ended episodes.
+pub fn auto_reset_config(steps: u64) -> HarnessConfig {
+    HarnessConfig {
+        steps,
+        window_steps: 128,
+        auto_reset: true,
+        ..HarnessConfig::default()
+    }
 }
