@@ -1,6 +1,9 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+/// This crate's version, as run manifests record it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub mod agents;
 pub mod cartpole;
 #[cfg(feature = "cli")]

@@ -142,6 +142,8 @@ pub struct WorldFile {
     pub notify: NotifyLevel,
     /// The kind's reward specification, used when the file gives none.
     default_reward: Option<RewardSpec>,
+    /// The text it was parsed from.
+    text: String,
 }
 
 #[derive(Deserialize)]
@@ -525,6 +527,7 @@ impl WorldFile {
             agents,
             notify,
             default_reward: kind.default_reward(),
+            text: text.to_string(),
         };
         check_agent_options(&ctx, kind, &world)?;
         Ok(world)
@@ -533,6 +536,20 @@ impl WorldFile {
     /// The world's kind name as written in the file.
     pub fn kind(&self) -> &str {
         &self.kind
+    }
+
+    /// The text the file was parsed from, e.g. for a run manifest.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The manifest's record of this file: its path, the hash of its text, and the text.
+    pub fn record(&self) -> crate::trace::WorldFileRecord {
+        crate::trace::WorldFileRecord {
+            path: self.path.clone(),
+            hash: crate::trace::content_hash(&self.text),
+            text: self.text.clone(),
+        }
     }
 
     /// The kind's parameters as `T` (e.g. [`crate::cartpole::CartPoleParams`] for a

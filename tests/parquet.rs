@@ -110,6 +110,10 @@ fn a_manifest_records_what_produced_the_run() {
             "11",
             "--run-id",
             "manifested",
+            "--agent",
+            "ppo",
+            "--agent-opt",
+            "lr=0.001",
             "--format",
             "parquet",
             "--trace",
@@ -118,6 +122,8 @@ fn a_manifest_records_what_produced_the_run() {
     ));
     let beside = Manifest::read(&Manifest::path_for(&trace, "manifested")).unwrap();
     assert_eq!(beside.seed, 11);
+    assert_eq!(beside.agent, "ppo");
+    assert_eq!(beside.agent_options, serde_json::json!({"lr": 0.001}));
     assert_eq!(beside.exit_status, "completed");
     assert!(beside.ended_at.is_some());
     let world = beside.world_file.as_ref().unwrap();

@@ -120,6 +120,7 @@ def export_episodes(
 def load_events(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Reads a run's events table, ``<run-id>.events.<format>`` beside its trace (JSON
     Lines, CSV, or a Parquet directory), as a list of dicts, one per event in step order.
+    ``path`` may also be the trace itself: the table beside it is read.
 
     Every dict has the table's columns: ``run_id``, ``step``, ``event``
     (``"regime_shift"``, ``"failure"`` or ``"episode_end"``), ``from_regime``,

@@ -59,7 +59,10 @@ class PerennialEnv(gym.Env):
     same columns and bytes, and the run's events (regime shifts, injected failures,
     episode ends) go to ``<run-id>.events.<format>`` beside it (read it with
     ``perennial.load_events``); ``close()`` flushes both, and so does garbage collection of
-    the env. Score the trace with ``perennial.evaluate`` or ``perennial eval``.
+    the env. A run manifest, ``<run-id>.manifest.json`` beside the trace (and in every
+    Parquet part's metadata), records the world file's path, hash and text, the seed, these
+    options and the start and end times; ``close()`` records the steps taken. Score the
+    trace with ``perennial.evaluate`` or ``perennial eval``.
 
     Args:
         world: a world file path, a shipped file name, or a registered id.

@@ -118,10 +118,15 @@ fn evaluate(traces: Vec<PathBuf>, window: usize, include_payout: bool) -> PyResu
 
 /// Reads an events table (`<run-id>.events.<format>`): its rows as a JSON array and the
 /// problems met reading it (a torn last line, a half-written part), which skip what they
-/// hit and are never errors.
+/// hit and are never errors. Given a trace that has an events table beside it, reads that
+/// table.
 #[pyfunction]
 fn load_events(path: PathBuf) -> PyResult<(String, Vec<String>)> {
     guarded(|| {
+        let path = match perennial::trace::is_events_table(&path) {
+            true => path,
+            false => perennial::trace::find_events(&path).unwrap_or(path),
+        };
         let mut reader = perennial::trace::EventReader::open(&path);
         let rows: Vec<perennial::trace::EventRow> = (&mut reader).collect();
         let json =

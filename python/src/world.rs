@@ -219,6 +219,10 @@ pub struct Run {
     sink: Option<Box<dyn TraceSink>>,
     /// The events table beside the trace, as `perennial run` writes it.
     events: Option<EventWriter>,
+    /// The run manifest beside the trace and where it is written.
+    manifest: Option<(std::path::PathBuf, trace::Manifest)>,
+    /// Why the run failed, for the manifest's exit status.
+    failure: Option<String>,
     world_events: Vec<WorldEvent>,
     step: u64,
     episode: u64,
@@ -276,6 +280,8 @@ impl Run {
             trace,
             sink: None,
             events: None,
+            manifest: None,
+            failure: None,
             world_events: Vec::new(),
             step: 0,
             episode: 0,
@@ -301,14 +307,75 @@ impl Run {
         }
         let spec = self.world.spec();
         let columns = trace::TraceColumns::for_env(spec, t.record_transitions);
-        let sink = trace::create(&t.path, t.format, &self.identity, &columns)
+        let mut sink = trace::create(&t.path, t.format, &self.identity, &columns)
             .map_err(|e| RunError::Usage(e.to_string()))?;
         let events = trace::events_path(&t.path, t.format);
         let events =
             EventWriter::create(&events, t.format).map_err(|e| RunError::Usage(e.to_string()))?;
+        let (path, manifest) = self.start_manifest(t);
+        manifest
+            .write(&path)
+            .map_err(|e| RunError::Usage(e.to_string()))?;
+        if let Ok(json) = serde_json::to_string(&manifest) {
+            sink.attach_manifest(&json);
+        }
         self.sink = Some(sink);
         self.events = Some(events);
+        self.manifest = Some((path, manifest));
         Ok(())
+    }
+
+    /// The run manifest as `perennial run` writes it, with the Python env's options in place
+    /// of the command line's.
+    fn start_manifest(&self, t: &TraceTarget) -> (std::path::PathBuf, trace::Manifest) {
+        let id = &self.identity;
+        let options = serde_json::json!({
+            "interface": "python",
+            "world": self.file.path,
+            "seed": id.seed,
+            "run_id": id.run_id,
+            "algorithm_id": id.algorithm_id,
+            "notify": id.notify,
+            "trace": t.path,
+            "format": t.format.extension(),
+            "record_transitions": t.record_transitions,
+        });
+        let manifest = trace::Manifest {
+            schema_version: trace::TRACE_SCHEMA_VERSION,
+            perennial_version: perennial::VERSION.to_string(),
+            run_id: id.run_id.clone(),
+            task: id.task.clone(),
+            world_file: Some(self.file.record()),
+            seed: id.seed,
+            agent: id.algorithm_id.clone(),
+            agent_options: serde_json::json!({}),
+            trace: Some(t.path.clone()),
+            options,
+            argv: std::env::args().collect(),
+            started_at: trace::utc_now(),
+            resumed_at: Vec::new(),
+            ended_at: None,
+            steps_done: 0,
+            exit_status: "running".into(),
+        };
+        (trace::Manifest::path_for(&t.path, &id.run_id), manifest)
+    }
+
+    /// Rewrites the manifest with the end time, the steps in the trace and how the run
+    /// ended.
+    fn end_manifest(&mut self) -> Result<(), RunError> {
+        let Some((path, mut manifest)) = self.manifest.take() else {
+            return Ok(());
+        };
+        manifest.ended_at = Some(trace::utc_now());
+        manifest.steps_done = self.step;
+        manifest.exit_status = match &self.failure {
+            Some(e) => format!("failed: {e}"),
+            None => "completed".into(),
+        };
+        manifest
+            .write(&path)
+            .map_err(|e| RunError::Failed(e.to_string()))
     }
 
     /// The world file the run was built from.
@@ -393,6 +460,9 @@ impl Run {
         if self.sink.take().is_some() {
             // No row was written: the file is recreated with the new identity.
             self.events = None;
+            if let Some((path, _)) = self.manifest.take() {
+                let _ = std::fs::remove_file(path);
+            }
             self.open_trace()?;
         }
         Ok(())
@@ -453,6 +523,9 @@ impl Run {
                 // Keep every complete row: the error is what the caller needs to see.
                 if let Some(sink) = self.sink.as_mut() {
                     let _ = sink.flush();
+                }
+                if let RunError::Failed(msg) = &e {
+                    self.failure = Some(msg.clone());
                 }
                 return Err(e);
             }
@@ -598,6 +671,15 @@ impl Run {
         };
         self.sink = None;
         self.trace = None;
-        flushed.and(closed)
+        let ended = self.end_manifest();
+        flushed.and(closed).and(ended)
+    }
+}
+
+impl Drop for Run {
+    /// An env dropped without `close` (garbage collection) still ends its manifest; the
+    /// trace and events writers flush on their own drop.
+    fn drop(&mut self) {
+        let _ = self.end_manifest();
     }
 }

@@ -550,15 +550,18 @@ fn start_manifest(
     let earlier = resumed_at.and_then(|_| crate::trace::Manifest::read(&path).ok());
     let manifest = crate::trace::Manifest {
         schema_version: crate::trace::TRACE_SCHEMA_VERSION,
-        perennial_version: env!("CARGO_PKG_VERSION").to_string(),
+        perennial_version: crate::VERSION.to_string(),
         run_id: identity.run_id.clone(),
         task: identity.task.clone(),
-        world_file: Some(
-            crate::trace::WorldFileRecord::read(&plan.world_file).map_err(Failure::input)?,
-        ),
+        // The text the run was built from, not the file as it is now.
+        world_file: Some(crate::trace::WorldFileRecord {
+            path: plan.world_file.clone(),
+            hash: plan.world_hash.clone(),
+            text: plan.world_text.clone(),
+        }),
         seed: identity.seed,
         agent: plan.agent.clone(),
-        agent_options: serde_json::json!({}),
+        agent_options: serde_json::to_value(&plan.agent_options).map_err(Failure::run)?,
         trace: Some(trace_path.clone()),
         options: serde_json::to_value(plan).map_err(Failure::run)?,
         argv: std::env::args().collect(),
