@@ -107,12 +107,27 @@ class PerennialVectorEnv(VectorEnv):
         return self._vec.reset(None if seed is None else int(seed)), {}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        obs, rewards, terminated, truncated, final_obs = self._vec.step(np.asarray(actions, dtype=np.int64))
+        obs, rewards, terminated, truncated, final_obs = self._vec.step(self._actions(actions))
         infos: dict[str, Any] = {}
         if final_obs is not None:
             for i in np.flatnonzero(terminated | truncated):
                 infos = self._add_info(infos, {"final_obs": final_obs[i], "final_info": {}}, int(i))
         return obs, rewards, terminated, truncated, infos
+
+    def _actions(self, actions: Any) -> np.ndarray:
+        # As the single env: integers only (a float is refused, not rounded), one per copy.
+        a = np.asarray(actions)
+        if a.ndim != 1:
+            raise ValueError(
+                f"actions of shape {a.shape}: give one integer action per copy, "
+                f"a 1-D array of {self.num_envs}; no copy was stepped"
+            )
+        if a.dtype.kind not in "iu" and a.size:
+            raise ValueError(
+                f"copy 0: invalid action {a[0].item()!r}: a discrete action is an integer "
+                f"(the actions are {a.dtype}); no copy was stepped"
+            )
+        return a.astype(np.int64, copy=False)
 
     def __reduce__(self):
         return (PerennialVectorEnv, (self._world, self.num_envs, self._mode))

@@ -89,6 +89,14 @@ def test_bad_batches_step_nothing():
         envs.step([0, 2, 0])
     with pytest.raises(ValueError, match="copy 2: invalid action -1"):
         envs.step([0, 1, -1])
+    with pytest.raises(ValueError, match="copy 0: invalid action 1.0: a discrete action is an integer"):
+        envs.step(np.array([1.0, 1.7, 0.2]))
+    with pytest.raises(ValueError, match="copy 0: .* a discrete action is an integer"):
+        envs.step([True, False, True])
+    with pytest.raises(ValueError, match="0 actions for 3 copies"):
+        envs.step([])
+    with pytest.raises(ValueError, match=r"actions of shape \(1, 3\)"):
+        envs.step(np.array([[0, 1, 0]]))
     with pytest.raises(ValueError, match="autoreset mode"):
         perennial.make_vec("perennial/CartPole-v1", 2, autoreset_mode="sometimes")
     with pytest.raises(ValueError, match="reset_mask"):
