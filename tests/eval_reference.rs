@@ -124,6 +124,35 @@ fn regret_and_normalized_regret_match_the_hand_computation() {
     assert_eq!(calm.regret, Some(0.625));
     assert_eq!(calm.normalized_regret, Some(1.0 / 3.0));
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    // The group of one run carries the same numbers, shown in the comparison table.
+    let group = &report.groups[0].configurations["calm"];
+    assert_eq!(group.regret.map(|e| e.mean), Some(0.625));
+    assert_eq!(group.normalized_regret.map(|e| e.mean), Some(1.0 / 3.0));
+    let text = perennial::eval::comparison_text(&report.groups);
+    assert!(text.contains("\n    regret "), "{text}");
+    assert!(text.contains("\n    normalized_regret "), "{text}");
+}
+
+#[test]
+fn group_regret_is_the_mean_over_seeds_of_each_runs_regret() {
+    let agents = [
+        trace("a1", "learner", 1, &[("calm", &[1.0, 1.0])]),
+        trace("a2", "learner", 2, &[("calm", &[0.0, 0.0])]),
+    ];
+    let refs = [
+        trace("r1", "oracle", 1, &[("calm", &[2.0, 2.0])]),
+        trace("r2", "oracle", 2, &[("calm", &[4.0, 4.0])]),
+    ];
+    let paths: Vec<_> = agents.iter().map(|a| a.to_path_buf()).collect();
+    let report = evaluate(&paths, &options(&[&refs[0], &refs[1]], &[])).unwrap();
+    let calm = &report.groups[0].configurations["calm"];
+    // Regrets 1 and 4: mean 2.5, a CI within them; no floor, no normalized regret.
+    let regret = calm.regret.unwrap();
+    assert_eq!((regret.mean, regret.n), (2.5, 2));
+    assert!(regret.ci_low >= 1.0 && regret.ci_high <= 4.0);
+    assert_eq!(calm.normalized_regret, None);
+    let text = perennial::eval::comparison_text(&report.groups);
+    assert!(!text.contains("normalized_regret"), "{text}");
 }
 
 #[test]
@@ -181,7 +210,20 @@ fn without_references_the_design_keys_are_unchanged() {
             .len(),
         7
     );
+    assert_eq!(
+        json["groups"][0]["configurations"]["calm"]
+            .as_object()
+            .unwrap()
+            .len(),
+        10
+    );
+    let text = perennial::eval::comparison_text(&report.groups);
+    assert!(!text.contains("regret"), "{text}");
     let with = serde_json::to_value(eval(&a, &[&a], &[])).unwrap();
+    assert_eq!(
+        with["groups"][0]["configurations"]["calm"]["regret"]["mean"],
+        0.0
+    );
     assert_eq!(with["runs"][0]["reference_run_id"], "agent");
     assert_eq!(with["runs"][0]["floor_run_id"], Value::Null);
     assert_eq!(with["runs"][0]["intervals"][0]["regret"], 0.0);

@@ -50,10 +50,18 @@ pub struct LabelComparison {
     pub gap: Option<Estimate>,
     /// The configuration's `normalized_gap`.
     pub normalized_gap: Option<Estimate>,
+    /// The configuration's `regret` against the paired reference run (`--reference`);
+    /// absent (not serialized) without references.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regret: Option<Estimate>,
+    /// The configuration's `normalized_regret` (`--reference` and `--floor`); absent
+    /// without both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normalized_regret: Option<Estimate>,
 }
 
 /// The metric names of [`LabelComparison`], in field order.
-pub const METRICS: [&str; 9] = [
+pub const METRICS: [&str; 11] = [
     "mean_reward",
     "adaptation_steps",
     "recovery_steps",
@@ -63,11 +71,13 @@ pub const METRICS: [&str; 9] = [
     "cvar05",
     "gap",
     "normalized_gap",
+    "regret",
+    "normalized_regret",
 ];
 
 impl LabelComparison {
     /// `(name, estimate)` for each metric, in [`METRICS`] order.
-    pub fn metrics(&self) -> [(&'static str, Option<Estimate>); 9] {
+    pub fn metrics(&self) -> [(&'static str, Option<Estimate>); 11] {
         let v = [
             self.mean_reward,
             self.adaptation_steps,
@@ -78,6 +88,8 @@ impl LabelComparison {
             self.cvar05,
             self.gap,
             self.normalized_gap,
+            self.regret,
+            self.normalized_regret,
         ];
         std::array::from_fn(|i| (METRICS[i], v[i]))
     }
@@ -181,7 +193,7 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64) -> Option<Estimate
 }
 
 /// One run's value of each metric under `label`, in [`METRICS`] order.
-fn run_values(run: &RunReport, label: &str) -> [Option<f64>; 9] {
+fn run_values(run: &RunReport, label: &str) -> [Option<f64>; 11] {
     let config = run.configurations.get(label);
     let of_label = || run.intervals.iter().filter(|i| i.regime == label);
     let after_first = || of_label().filter(|i| i.recovered.is_some());
@@ -197,6 +209,8 @@ fn run_values(run: &RunReport, label: &str) -> [Option<f64>; 9] {
         mean_of(of_label().map(|i| i.cvar05)),
         config.and_then(|c| c.gap),
         config.and_then(|c| c.normalized_gap),
+        config.and_then(|c| c.against?.regret),
+        config.and_then(|c| c.against?.normalized_regret),
     ]
 }
 
@@ -236,9 +250,9 @@ pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Compariso
             let configurations = labels
                 .into_iter()
                 .map(|label| {
-                    let per_run: Vec<[Option<f64>; 9]> =
+                    let per_run: Vec<[Option<f64>; 11]> =
                         members.iter().map(|r| run_values(r, label)).collect();
-                    let est: [Option<Estimate>; 9] = std::array::from_fn(|m| {
+                    let est: [Option<Estimate>; 11] = std::array::from_fn(|m| {
                         let values: Vec<f64> = per_run.iter().filter_map(|v| v[m]).collect();
                         let stream = seed ^ fnv1a(&[task, name.as_str(), label, METRICS[m]]);
                         bootstrap(&values, resamples, stream)
@@ -257,6 +271,8 @@ pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Compariso
                         cvar05: est[6],
                         gap: est[7],
                         normalized_gap: est[8],
+                        regret: est[9],
+                        normalized_regret: est[10],
                     };
                     (label.to_string(), comparison)
                 })
@@ -275,7 +291,8 @@ pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Compariso
 }
 
 /// A readable table per group: one line per metric, one column per label, each cell
-/// `mean [ci_low, ci_high]` (`-` where the metric does not apply).
+/// `mean [ci_low, ci_high]` (`-` where the metric does not apply). The regret lines are
+/// shown only when some run of the group was paired with a reference.
 pub fn comparison_text(groups: &[Comparison]) -> String {
     let mut out = String::new();
     for g in groups {
@@ -301,8 +318,16 @@ pub fn comparison_text(groups: &[Comparison]) -> String {
         runs.extend(g.configurations.values().map(|c| c.runs.to_string()));
         t.row(runs);
         for (m, name) in METRICS.iter().enumerate() {
+            let values: Vec<Option<Estimate>> = g
+                .configurations
+                .values()
+                .map(|c| c.metrics()[m].1)
+                .collect();
+            if name.ends_with("regret") && values.iter().all(Option::is_none) {
+                continue;
+            }
             let mut row = vec![name.to_string()];
-            row.extend(g.configurations.values().map(|c| cell(c.metrics()[m].1)));
+            row.extend(values.into_iter().map(cell));
             t.row(row);
         }
         t.render(&mut out, "    ");
