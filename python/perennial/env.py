@@ -77,6 +77,10 @@ class PerennialEnv(gym.Env):
         notify: what the agent is told at a shift: ``"none"``, ``"flag"``, ``"delta"`` or
             ``"label"`` (default: the world file's ``[notify] level``).
         render_mode: perennial worlds do not render; only None is accepted.
+        part_seconds: Parquet traces only: a flush cuts a part file once this many seconds
+            passed since the last (default 1; 0 cuts one at every flush, every 256 steps,
+            so a killed process keeps what a JSON Lines trace keeps, at the cost of many
+            small files).
     """
 
     metadata = {"render_modes": []}
@@ -93,6 +97,7 @@ class PerennialEnv(gym.Env):
         reveal_regime: bool = False,
         render_mode: Optional[str] = None,
         notify: Optional[str] = None,
+        part_seconds: Optional[float] = None,
     ) -> None:
         if render_mode is not None:
             raise ValueError(f"render_mode={render_mode!r}: perennial worlds do not render; use None")
@@ -110,6 +115,7 @@ class PerennialEnv(gym.Env):
             trace_format=trace_format,
             reveal_regime=reveal_regime,
             notify=notify,
+            part_seconds=part_seconds,
         )
         self._run = _core.Run(
             path,
@@ -120,6 +126,7 @@ class PerennialEnv(gym.Env):
             trace_format,
             record_transitions,
             notify,
+            None if part_seconds is None else float(part_seconds),
         )
         spec = self._run.spec()
         self.observation_space = to_space(spec["observation_space"])

@@ -43,7 +43,7 @@ impl Run {
         clippy::too_many_arguments,
         reason = "these are the Python constructor's keyword arguments"
     )]
-    #[pyo3(signature = (world, seed = 0, run_id = None, algorithm_id = "python".to_string(), trace = None, format = None, record_transitions = false, notify = None))]
+    #[pyo3(signature = (world, seed = 0, run_id = None, algorithm_id = "python".to_string(), trace = None, format = None, record_transitions = false, notify = None, part_seconds = None))]
     fn new(
         py: Python<'_>,
         world: &str,
@@ -54,6 +54,7 @@ impl Run {
         format: Option<&str>,
         record_transitions: bool,
         notify: Option<&str>,
+        part_seconds: Option<f64>,
     ) -> PyResult<Self> {
         guarded(|| {
             let notify = notify
@@ -75,10 +76,24 @@ impl Run {
                             )));
                         }
                     };
+                    let part_interval = match (part_seconds, format) {
+                        (None, _) => None,
+                        (Some(s), TraceFormat::Parquet) => Some(
+                            perennial::trace::part_interval(s, "part_seconds")
+                                .map_err(PyValueError::new_err)?,
+                        ),
+                        (Some(_), other) => {
+                            return Err(PyValueError::new_err(format!(
+                                "part_seconds is for Parquet traces (a directory of part files); this trace is {}: leave part_seconds out",
+                                other.extension()
+                            )));
+                        }
+                    };
                     Some(TraceTarget {
                         path,
                         format,
                         record_transitions,
+                        part_interval,
                     })
                 }
             };

@@ -186,6 +186,8 @@ pub struct TraceTarget {
     pub format: TraceFormat,
     /// Write the `obs` and `action` columns.
     pub record_transitions: bool,
+    /// How often a flush cuts a Parquet part (`None`: the writer's default).
+    pub part_interval: Option<std::time::Duration>,
 }
 
 /// The result of one step, borrowed from the run.
@@ -310,8 +312,12 @@ impl Run {
         let mut sink = trace::create(&t.path, t.format, &self.identity, &columns)
             .map_err(|e| RunError::Usage(e.to_string()))?;
         let events = trace::events_path(&t.path, t.format);
-        let events =
+        let mut events =
             EventWriter::create(&events, t.format).map_err(|e| RunError::Usage(e.to_string()))?;
+        if let Some(every) = t.part_interval {
+            sink.set_part_interval(every);
+            events.set_part_interval(every);
+        }
         let (path, manifest) = self.start_manifest(t);
         manifest
             .write(&path)
@@ -339,6 +345,7 @@ impl Run {
             "trace": t.path,
             "format": t.format.extension(),
             "record_transitions": t.record_transitions,
+            "part_seconds": t.part_interval.map(|d| d.as_secs_f64()),
         });
         let manifest = trace::Manifest {
             schema_version: trace::TRACE_SCHEMA_VERSION,

@@ -80,3 +80,28 @@ def test_load_events_given_the_trace_reads_the_table_beside_it(tmp_path):
     from_trace = perennial.load_events(trace)
     assert from_trace
     assert from_trace == perennial.load_events(tmp_path / "wh.events.parquet")
+
+
+def test_part_seconds_zero_cuts_a_part_at_every_flush(tmp_path):
+    trace = tmp_path / "pole.parquet"
+    env = perennial.make("perennial/CartPole-v1", seed=0, trace=trace, part_seconds=0)
+    _steps(env, 1000)
+    # Flushes at steps 256, 512 and 768 each cut a part before close.
+    assert len(list(trace.glob("part-*.parquet"))) == 3
+    env.close()
+    assert pq.read_table(trace).num_rows == 1000
+    m = json.loads((tmp_path / "cartpole-python-seed0.manifest.json").read_text())
+    assert m["options"]["part_seconds"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "trace, seconds, message",
+    [
+        ("p.parquet", -1.0, "part_seconds is -1"),
+        ("p.parquet", float("nan"), "part_seconds is NaN"),
+        ("p.jsonl", 1.0, "part_seconds is for Parquet traces"),
+    ],
+)
+def test_bad_part_seconds_are_refused_naming_the_option(tmp_path, trace, seconds, message):
+    with pytest.raises(ValueError, match=message):
+        perennial.make("perennial/CartPole-v1", trace=tmp_path / trace, part_seconds=seconds)
