@@ -44,6 +44,7 @@ __all__ = [
     "PerennialVectorEnv",
     "SweepError",
     "WorldFileError",
+    "agents",
     "evaluate",
     "export_episodes",
     "load_events",
@@ -59,6 +60,15 @@ def world_file(world: str | os.PathLike) -> str:
     """What a world resolves to: ``shipped:<name>`` for a registered id or shipped file
     name, else the path itself."""
     return resolve(world)
+
+
+def agents(world: str | os.PathLike) -> list[str]:
+    """The agent names ``perennial run --agent`` and sweep files accept for a world (a
+    path, a shipped name or a registered id): the generic agents (``random``,
+    ``actor-critic`` and the PPO families) first, then the world kind's own (``balance`` on
+    CartPole; ``base-stock``, ``adaptive-base-stock`` and ``oracle`` on the enterprise
+    world). The README's agents table says what each does."""
+    return list(_core.agents(resolve(world)))
 
 
 def make(world: str | os.PathLike, **options: Any) -> PerennialEnv:

@@ -97,6 +97,21 @@ fn check_world(py: Python<'_>, path: &str) -> PyResult<String> {
     })
 }
 
+/// The agent names `perennial run --agent` and sweep files accept for the world file at
+/// `path`, from the built-in registry: the generic agents, then the world kind's own.
+#[pyfunction]
+fn agents(py: Python<'_>, path: &str) -> PyResult<Vec<String>> {
+    guarded(|| {
+        let file = load_world(py, path)?;
+        let kind = perennial::registry::Registry::shared_builtin()
+            .kind(file.kind())
+            .ok_or_else(|| {
+                PyRuntimeError::new_err(format!("no world kind `{}` is built in", file.kind()))
+            })?;
+        Ok(kind.agent_names().into_iter().map(String::from).collect())
+    })
+}
+
 /// Scores traces as `perennial eval --json` does and returns that JSON document.
 #[pyfunction]
 #[pyo3(signature = (traces, window = 100, include_payout = false))]
@@ -195,6 +210,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<run::Run>()?;
     m.add_class::<vector::Vector>()?;
     m.add_function(wrap_pyfunction!(check_world, m)?)?;
+    m.add_function(wrap_pyfunction!(agents, m)?)?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_worlds, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;

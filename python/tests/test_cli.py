@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from perennial import _core
 
 
@@ -29,3 +31,19 @@ def test_the_console_script_runs_a_world_and_writes_its_trace(tmp_path, worlds_d
     )
     assert proc.returncode == 0, proc.stderr
     assert len(trace.read_text().splitlines()) == 50 or "episode" in proc.stdout
+
+
+def test_agents_lists_what_the_cli_accepts_for_each_world(tmp_path, worlds_dir, capfd):
+    import perennial
+
+    pole = perennial.agents("perennial/CartPole-v1")
+    store = perennial.agents("warehouse.toml")
+    assert pole[:3] == store[:3] == ["random", "actor-critic", "ppo"]
+    assert "balance" in pole and "base-stock" not in pole
+    assert {"base-stock", "adaptive-base-stock", "oracle"} <= set(store)
+    # The CLI's own list of valid agents, in its error for an unknown one, is the same.
+    assert _core.cli(["run", str(worlds_dir / "cartpole.toml"), "--agent", "nobody", "--steps", "1"]) == 2
+    err = capfd.readouterr().err
+    assert err.strip().endswith("use one of: " + ", ".join(pole)), err
+    with pytest.raises(perennial.WorldFileError):
+        perennial.agents(tmp_path / "missing.toml")
