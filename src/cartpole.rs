@@ -218,11 +218,13 @@ impl CartPole {
         self.spec = cartpole_spec(&self.params);
     }
 
+    #[inline]
     fn observation(&self) -> [f32; 4] {
         self.state.map(|v| v as f32)
     }
 
     /// One Gymnasium physics update; the operation order is Gymnasium's, for bitwise agreement.
+    #[inline]
     fn integrate(&mut self, action: usize) {
         let p = &self.params;
         let [x, x_dot, theta, theta_dot] = self.state;
@@ -276,6 +278,9 @@ impl Env for CartPole {
         self.observation()
     }
 
+    // Inlined into the harness loop: the transition is then built in place, not returned
+    // through memory and copied.
+    #[inline(always)]
     fn step(&mut self, action: &usize) -> Result<Transition<[f32; 4]>, EnvError> {
         check_step(self.started, self.ended, action, &self.spec.action_space)?;
         self.integrate(*action);
@@ -304,6 +309,7 @@ impl Env for CartPole {
 
     crate::serde_env_state!(; then recompute_derived);
 
+    #[inline]
     fn ceiling(&self) -> Option<Ceiling> {
         let best = if self.params.sutton_barto_reward {
             0.0

@@ -55,3 +55,53 @@ pub(crate) fn nth_u64(mut rng: ChaCha8Rng, n: u64) -> u64 {
 pub fn derive(seed: u64, stream: Stream, episode: u64) -> u64 {
     nth_u64(rng(seed, stream), episode)
 }
+
+/// The seeds [`derive`] gives one stream of one run, episode after episode, drawn from a
+/// single generator kept between calls: `get(k)` is `derive(seed, stream, k)`, but the
+/// harness, which asks for the next episode's seed at every auto-reset, neither keys a
+/// generator nor computes a block per episode (the generator's buffer holds 32 seeds).
+#[derive(Clone, Debug)]
+pub(crate) struct Derived {
+    rng: ChaCha8Rng,
+    /// The episode whose seed the generator's position gives without a seek.
+    next: u64,
+}
+
+impl Derived {
+    /// The seeds of `stream` of the run seeded with `seed`.
+    pub(crate) fn new(seed: u64, stream: Stream) -> Self {
+        Derived {
+            rng: rng(seed, stream),
+            next: 0,
+        }
+    }
+
+    /// `derive(seed, stream, episode)`; the next episode's is the generator's next word.
+    pub(crate) fn get(&mut self, episode: u64) -> u64 {
+        if episode != self.next {
+            self.rng.set_word_pos(u128::from(episode) * 2);
+        }
+        self.next = episode.wrapping_add(1);
+        rand::Rng::next_u64(&mut self.rng)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_seeds_are_derive_in_order_and_after_a_jump() {
+        for seed in [0, 7, u64::MAX] {
+            let mut seeds = Derived::new(seed, Stream::World);
+            let order = (0..70).chain([5, 6, 1000, 1001, 3, 0, 0, 64, 63]);
+            for episode in order {
+                assert_eq!(
+                    seeds.get(episode),
+                    derive(seed, Stream::World, episode),
+                    "seed {seed}, episode {episode}"
+                );
+            }
+        }
+    }
+}

@@ -464,6 +464,20 @@ fn cases() -> Vec<Case> {
             expect: &["--part-seconds is -1; give a number of seconds, 0 or more"],
         },
         Case {
+            what: "run: --part-seconds with JSON Lines",
+            file: None,
+            args: &[
+                "run",
+                "worlds/cartpole.toml",
+                "--format",
+                "jsonl",
+                "--part-seconds",
+                "0",
+            ],
+            code: 2,
+            expect: &["--part-seconds applies to Parquet traces only"],
+        },
+        Case {
             what: "run: --part-seconds 1e300",
             file: None,
             args: &[

@@ -45,8 +45,8 @@ pub struct RunArgs {
     pub record_transitions: bool,
     /// Parquet: a window's flush cuts a part file once this many seconds have passed since
     /// the last (a killed run loses at most about that much); 0 cuts one at every window and
-    /// waits until it is on disk, so a killed run keeps every row a JSON Lines trace would
-    /// [default: 1].
+    /// waits until it is renamed into place, so a killed run keeps every row a JSON Lines
+    /// trace would [default: 1]. With another format it is an error.
     #[arg(long, value_name = "SECS", value_parser = part_seconds, allow_negative_numbers = true)]
     pub part_seconds: Option<f64>,
     /// Write no trace (for timing).

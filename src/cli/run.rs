@@ -226,6 +226,11 @@ fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failur
     for opt in &args.agent_opt {
         set_option(&mut agent_options, opt).map_err(Failure::input)?;
     }
+    if args.part_seconds.is_some() && !matches!(args.format, FormatArg::Parquet) {
+        return Err(Failure::input(
+            "--part-seconds applies to Parquet traces only (--format parquet): JSON Lines and CSV hand every window's rows to the file at its flush",
+        ));
+    }
     Ok(RunPlan {
         world_file,
         agent,

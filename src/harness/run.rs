@@ -215,6 +215,8 @@ pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
     regime_probe: Option<RegimeProbe>,
     /// How often a flush cuts a Parquet part (see [`Harness::part_interval`]).
     part_interval: Option<std::time::Duration>,
+    /// The episodes' world seeds ([`episode_seed`]), drawn in order.
+    world_seeds: seed::Derived,
 }
 
 /// Steps between two progress callbacks.
@@ -249,6 +251,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             interrupt: None,
             regime_probe: None,
             part_interval: None,
+            world_seeds: seed::Derived::new(seed, Stream::World),
         }
     }
 
@@ -289,6 +292,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         let window: Window<E::Obs, E::Action> =
             serde_json::from_value(checkpoint.window).map_err(|e| bad("window", e.to_string()))?;
         Ok(Harness {
+            world_seeds: seed::Derived::new(checkpoint.identity.seed, Stream::World),
             env,
             agent,
             scheduler: checkpoint.scheduler,
@@ -612,7 +616,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             .labels
             .entry(self.scheduler.label().to_string())
             .or_default();
-        self.state.obs = Some(self.env.reset(episode_seed(self.identity.seed, 0)));
+        self.state.obs = Some(self.env.reset(self.world_seeds.get(0)));
         if self.checkpoint.is_some() {
             // At once, not at the first checkpoint hours into the run.
             self.env.save_state().map_err(|e| {
@@ -816,10 +820,13 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if let Some(events) = self.events.as_mut() {
             self.env.drain_events(&mut self.world_events);
             let run_id = &self.identity.run_id;
-            for e in self.world_events.drain(..) {
-                events
-                    .write(EventRow::failure(run_id, step, &e))
-                    .map_err(|source| HarnessError::TraceAt { step, source })?;
+            // Most steps of most worlds have none: no drain to build and drop.
+            if !self.world_events.is_empty() {
+                for e in self.world_events.drain(..) {
+                    events
+                        .write(EventRow::failure(run_id, step, &e))
+                        .map_err(|source| HarnessError::TraceAt { step, source })?;
+                }
             }
             if done {
                 let (episode, end) = (self.state.episode, (t.terminated, t.truncated));
@@ -874,7 +881,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             }
             st.episode += 1;
             st.episode_step = 0;
-            st.obs = Some(self.env.reset(episode_seed(self.identity.seed, st.episode)));
+            st.obs = Some(self.env.reset(self.world_seeds.get(st.episode)));
         } else {
             st.obs = Some(t.observation);
         }

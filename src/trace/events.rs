@@ -37,7 +37,9 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use serde::{Deserialize, Serialize};
 
 use super::parquet_pages::zstd_level;
-use super::parquet_writer::{PartCadence, PartThread, check_rows, cut_back, part_name, sync_dir};
+use super::parquet_writer::{
+    PartCadence, PartThread, check_rows, cut_back, part_name, place_part, sync_parts,
+};
 use super::{TraceError, TraceFormat};
 use crate::env::WorldEvent;
 use crate::regime::Origin;
@@ -269,6 +271,8 @@ enum Out {
 struct EventPart {
     rows: Box<EventColumns>,
     index: usize,
+    /// Fsynced, with the parts before it ([`place_part`]).
+    durable: bool,
 }
 
 /// No text: a null cell.
@@ -397,9 +401,22 @@ impl EventRow {
     }
 }
 
-/// Writes `part` into the table `dir` as its part file (temp file, fsync, rename,
-/// directory fsync), returns the rows written and leaves the part's buffer empty.
-fn write_part(dir: &Path, schema: &SchemaRef, part: &mut EventPart) -> Result<u64, TraceError> {
+/// Writes `part` into the table `dir` as its part file (temp file and rename, fsynced
+/// when the part is durable: [`place_part`]), returns the rows written and leaves the
+/// part's buffer empty.
+fn write_part(
+    dir: &Path,
+    schema: &SchemaRef,
+    part: &mut EventPart,
+    unsynced: &mut Vec<PathBuf>,
+) -> Result<u64, TraceError> {
+    if part.rows.is_empty() {
+        return if part.durable {
+            sync_parts(dir, unsynced).map(|()| 0)
+        } else {
+            Ok(0)
+        };
+    }
     let name = part_name(part.index);
     let tmp = dir.join(format!(".{name}.tmp"));
     let err =
@@ -417,11 +434,7 @@ fn write_part(dir: &Path, schema: &SchemaRef, part: &mut EventPart) -> Result<u6
         ArrowWriter::try_new(&mut file, schema.clone(), Some(props)).map_err(|e| err(&e))?;
     writer.write(&batch).map_err(|e| err(&e))?;
     writer.close().map_err(|e| err(&e))?;
-    file.sync_all().map_err(|e| TraceError::io(&tmp, e))?;
-    drop(file);
-    let target = dir.join(&name);
-    std::fs::rename(&tmp, &target).map_err(|e| TraceError::io(&target, e))?;
-    sync_dir(dir);
+    place_part(dir, file, &tmp, &dir.join(&name), part.durable, unsynced)?;
     Ok(n)
 }
 
@@ -500,8 +513,9 @@ impl EventWriter {
 
     fn parquet(path: &Path, next_part: usize, rows_done: u64) -> Result<Self, TraceError> {
         let (dir, schema): (PathBuf, SchemaRef) = (path.to_path_buf(), Arc::new(schema()));
+        let mut unsynced = Vec::new();
         let parts = PartThread::spawn(path, move |part: &mut EventPart| {
-            write_part(&dir, &schema, part)
+            write_part(&dir, &schema, part, &mut unsynced)
         })?;
         Ok(EventWriter {
             path: path.to_path_buf(),
@@ -598,7 +612,7 @@ impl EventWriter {
         if full {
             match self.out {
                 Out::Lines { .. } => self.drain()?,
-                Out::Parquet { .. } => self.cut_part()?,
+                Out::Parquet { .. } => self.cut_part(false)?,
             }
         }
         Ok(())
@@ -637,10 +651,12 @@ impl EventWriter {
         Ok(())
     }
 
-    /// Hands the buffered rows to the part thread as the next part.
-    fn cut_part(&mut self) -> Result<(), TraceError> {
+    /// Hands the buffered rows to the part thread as the next part; a `durable` one (a
+    /// sync's, handed over even without rows) is fsynced with every part before it.
+    fn cut_part(&mut self, durable: bool) -> Result<(), TraceError> {
         if let Out::Parquet { rows, .. } = &self.out
             && rows.is_empty()
+            && !durable
         {
             return Ok(());
         }
@@ -658,12 +674,16 @@ impl EventWriter {
         };
         cadence.cut();
         let next = spare.take().unwrap_or_default();
+        let empty = rows.is_empty();
         let part = EventPart {
             rows: std::mem::replace(rows, next),
             index: *next_part,
+            durable,
         };
         parts.send(part)?;
-        *next_part += 1;
+        if !empty {
+            *next_part += 1;
+        }
         Ok(())
     }
 
@@ -680,7 +700,7 @@ impl EventWriter {
                 let (due, waits) = (cadence.due(), cadence.waits());
                 self.collect(false)?;
                 if due {
-                    self.cut_part()?;
+                    self.cut_part(false)?;
                     if waits {
                         self.collect(true)?;
                     }
@@ -706,7 +726,7 @@ impl EventWriter {
     /// An I/O error of the file.
     pub fn sync(&mut self) -> Result<u64, TraceError> {
         if matches!(self.out, Out::Parquet { .. }) {
-            self.cut_part()?;
+            self.cut_part(true)?;
             self.collect(true)?;
         } else {
             self.drain()?;
@@ -736,7 +756,7 @@ impl Drop for EventWriter {
         // Best effort: every row before the last explicit flush is already in the file.
         let _ = match self.out {
             Out::Lines { .. } => self.drain(),
-            Out::Parquet { .. } => self.cut_part().and_then(|()| self.collect(true)),
+            Out::Parquet { .. } => self.cut_part(true).and_then(|()| self.collect(true)),
         };
     }
 }

@@ -5,9 +5,13 @@
 //! the DESIGN columns (components and payouts flattened to `c.<name>` / `p.<name>` as CSV
 //! does; payout cells are null except on an episode's last step), strings dictionary-encoded,
 //! zstd-compressed, `step` and `episode_step` delta-encoded. A part is written to a hidden
-//! `.part-NNNNN.parquet.tmp`, synced, renamed, and the directory synced (the way SQLite
-//! writes); pyarrow, pandas and polars skip hidden files, so they read the directory as one
-//! table at any moment.
+//! `.part-NNNNN.parquet.tmp` and renamed into place; pyarrow, pandas and polars skip hidden
+//! files, so they read the directory as one table at any moment. A part cut at a window's
+//! flush is not fsynced, as a JSON Lines flush is not: its bytes are in the page cache, so
+//! a killed process leaves it whole. At every [`TraceSink::sync`] (checkpoints) and at the
+//! end of the run the part cut then, every part renamed without an fsync before it, and the
+//! directory are fsynced ([`place_part`]), so what a checkpoint records survives a power
+//! loss as well.
 //!
 //! Rows wait in column buffers until a part is cut: when the buffers reach [`PART_BYTES`], at a
 //! flush (a window boundary) when a part is due ([`PartCadence`], `--part-seconds`), at
@@ -20,12 +24,13 @@
 //!   most one window. It costs about one part file per S seconds (CartPole, 1M steps: 3
 //!   parts and 0.32 bytes per row).
 //! - `--part-seconds 0`: a part at every window boundary, and the flush waits until it is
-//!   renamed into place (written, fsynced, renamed, directory fsynced), as a JSON Lines
-//!   flush waits for its write: a killed run keeps every row up to its last whole window,
-//!   exactly what a JSON Lines run keeps. It costs a part file (and an events part) and two
-//!   fsyncs per window on the stepping thread: on this machine (loaded) CartPole with
-//!   256-step windows ran at about 27 k steps/s instead of 1.6 M, with 19 bytes per row
-//!   instead of 0.32 (3,907 parts for 1M steps); the warehouse took 4.6 times as long.
+//!   renamed into place (written and renamed), as a JSON Lines flush waits for its write:
+//!   a killed run keeps every row up to its last whole window, exactly what a JSON Lines
+//!   run keeps. It costs a part file (and an events part) per window, and two hand-overs to
+//!   the part threads that the stepping thread waits for: on this machine (loaded)
+//!   CartPole with 256-step windows ran at about 24 k steps/s instead of 1.6 M, with 19
+//!   bytes per row instead of 0.32 (3,907 parts for 1M steps); the warehouse took 4.6
+//!   times as long (measured when every part was also fsynced).
 //!
 //! A checkpointed run loses nothing either way, since `--resume` rewrites from the
 //! checkpoint.
@@ -327,7 +332,8 @@ impl Columns {
 }
 
 /// `a == b`, compared in a few loads without a call for labels of up to 16 bytes (the
-/// label check runs at every row).
+/// label check runs at every row): the first and the last word (half word, two bytes) of
+/// the label overlap and cover every byte.
 #[inline]
 fn same_label(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
@@ -336,13 +342,17 @@ fn same_label(a: &[u8], b: &[u8]) -> bool {
     }
     let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or([0; 8]));
     let half = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().unwrap_or([0; 4]));
-    match n {
-        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
-        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
-        // The first, middle and last bytes: every byte of 3 or fewer.
-        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
-        0 => true,
-        _ => a == b,
+    let pair = |s: &[u8], at: usize| u16::from_le_bytes(s[at..at + 2].try_into().unwrap_or([0; 2]));
+    if n > 16 {
+        a == b
+    } else if n >= 8 {
+        word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8)
+    } else if n >= 4 {
+        half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4)
+    } else if n >= 2 {
+        pair(a, 0) == pair(b, 0) && pair(a, n - 2) == pair(b, n - 2)
+    } else {
+        a.first() == b.first()
     }
 }
 
@@ -354,6 +364,8 @@ struct PartJob {
     regimes: Vec<String>,
     manifest: Option<Arc<str>>,
     action_kind: Option<&'static str>,
+    /// Cut by a sync or the end of the run: fsync it, and every part renamed without one.
+    durable: bool,
 }
 
 /// What every part of one trace shares: where it goes and its schema.
@@ -366,6 +378,8 @@ struct PartLayout {
     /// Rows of a whole part (the first is smaller).
     part_rows: usize,
     pages: ChunkEncoder,
+    /// Parts renamed into place without an fsync since the last durable one.
+    unsynced: Vec<PathBuf>,
 }
 
 /// The PLAIN encoding of strings: each one's length (u32, little-endian), then its bytes.
@@ -434,11 +448,14 @@ impl PartLayout {
         Ok(chunks)
     }
 
-    /// Writes `job` as its part file: temp file, fsync, rename, directory fsync. Returns
-    /// the rows written.
+    /// Writes `job` as its part file: temp file and rename, with the fsyncs of
+    /// [`place_part`] when the job is durable. Returns the rows written.
     fn write_part(&mut self, job: &PartJob) -> Result<u64, TraceError> {
         let n = job.cols.len();
         if n == 0 {
+            if job.durable {
+                sync_parts(&self.dir, &mut self.unsynced)?;
+            }
             return Ok(0);
         }
         let name = part_name(job.index);
@@ -496,10 +513,14 @@ impl PartLayout {
         }
         rows.close().map_err(err)?;
         writer.close().map_err(err)?;
-        file.sync_all().map_err(|e| TraceError::io(&tmp, e))?;
-        drop(file);
-        std::fs::rename(&tmp, &target).map_err(|e| TraceError::io(&target, e))?;
-        sync_dir(&self.dir);
+        place_part(
+            &self.dir,
+            file,
+            &tmp,
+            &target,
+            job.durable,
+            &mut self.unsynced,
+        )?;
         Ok(n as u64)
     }
 
@@ -651,6 +672,8 @@ pub(crate) struct ParquetWriter {
     manifest: Option<Arc<str>>,
     /// `scalar` or `array`, from the first action written.
     action_kind: Option<&'static str>,
+    /// Parts were handed over without an fsync since the last durable one.
+    unsynced: bool,
 }
 
 impl ParquetWriter {
@@ -689,6 +712,7 @@ impl ParquetWriter {
             part_rows,
             pages: ChunkEncoder::new()
                 .map_err(|e| TraceError::io(dir, std::io::Error::other(e.to_string())))?,
+            unsynced: Vec::new(),
         };
         let mut parts = PartThread::spawn(dir, move |job: &mut PartJob| layout.write(job))?;
         // The second set of buffers is grown on the part thread while the first, small
@@ -699,6 +723,7 @@ impl ParquetWriter {
             regimes: Vec::new(),
             manifest: None,
             action_kind: None,
+            durable: false,
         })?;
         Ok(ParquetWriter {
             dir: dir.to_path_buf(),
@@ -718,6 +743,7 @@ impl ParquetWriter {
             cadence: PartCadence::default(),
             manifest: None,
             action_kind: None,
+            unsynced: false,
         })
     }
 
@@ -755,8 +781,11 @@ impl ParquetWriter {
 
     /// Hands the buffered rows to the part thread as the next part, and goes on filling
     /// the other set of buffers. Nothing happens without buffered rows.
-    fn cut_part(&mut self) -> Result<(), TraceError> {
-        if self.cols.len() == 0 {
+    /// Hands the buffered rows to the part thread as the next part; a `durable` one is
+    /// fsynced with every part renamed without one before it ([`place_part`]), and is
+    /// handed over even without rows when such parts exist.
+    fn cut_part(&mut self, durable: bool) -> Result<(), TraceError> {
+        if self.cols.len() == 0 && !(durable && self.unsynced) {
             return Ok(());
         }
         self.collect(true)?;
@@ -769,21 +798,26 @@ impl ParquetWriter {
             ),
         };
         let cols = std::mem::replace(&mut self.cols, next);
+        let empty = cols.len() == 0;
         self.parts.send(PartJob {
             cols,
             index: self.next_part,
             regimes: self.regimes.clone(),
             manifest: self.manifest.clone(),
             action_kind: self.action_kind,
+            durable,
         })?;
-        self.next_part += 1;
+        self.unsynced = !durable;
+        if !empty {
+            self.next_part += 1;
+        }
         self.cadence.cut();
         Ok(())
     }
 
     /// Cuts a part and waits until every part handed over is on disk.
     fn finish_parts(&mut self) -> Result<(), TraceError> {
-        self.cut_part()?;
+        self.cut_part(true)?;
         self.collect(true)
     }
 }
@@ -791,6 +825,52 @@ impl ParquetWriter {
 /// The file name of part `index`.
 pub(crate) fn part_name(index: usize) -> String {
     format!("part-{index:05}.parquet")
+}
+
+/// Moves the finished part `tmp` (written through `file`) into place as `target`. A part
+/// cut at a window's flush is renamed as it is: its bytes are in the page cache, so a
+/// killed run keeps it whole, as a JSON Lines trace keeps the lines of its last flush
+/// (which are not fsynced either). A `durable` part (a checkpoint's sync, the end of the
+/// run) is fsynced, after every part in `unsynced`, and the directory after its rename, so
+/// what a checkpoint records survives a power loss too.
+///
+/// # Errors
+///
+/// An fsync or the rename failed.
+pub(crate) fn place_part(
+    dir: &Path,
+    file: File,
+    tmp: &Path,
+    target: &Path,
+    durable: bool,
+    unsynced: &mut Vec<PathBuf>,
+) -> Result<(), TraceError> {
+    if durable {
+        file.sync_all().map_err(|e| TraceError::io(tmp, e))?;
+    }
+    drop(file);
+    std::fs::rename(tmp, target).map_err(|e| TraceError::io(target, e))?;
+    if durable {
+        sync_parts(dir, unsynced)
+    } else {
+        unsynced.push(target.to_path_buf());
+        Ok(())
+    }
+}
+
+/// Fsyncs the parts in `unsynced` (renamed without one) and then the directory.
+///
+/// # Errors
+///
+/// A part cannot be opened or synced.
+pub(crate) fn sync_parts(dir: &Path, unsynced: &mut Vec<PathBuf>) -> Result<(), TraceError> {
+    for part in unsynced.drain(..) {
+        File::open(&part)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| TraceError::io(&part, e))?;
+    }
+    sync_dir(dir);
+    Ok(())
 }
 
 pub(crate) fn sync_dir(dir: &Path) {
@@ -848,7 +928,7 @@ impl TraceSink for ParquetWriter {
             c.action_ends.push(c.action.len());
         }
         if c.len() >= c.limit {
-            self.cut_part()?;
+            self.cut_part(false)?;
         }
         Ok(())
     }
@@ -857,7 +937,7 @@ impl TraceSink for ParquetWriter {
         // A part that failed on the part thread fails the run here, at the next window.
         self.collect(false)?;
         if self.cadence.due() {
-            self.cut_part()?;
+            self.cut_part(false)?;
             if self.cadence.waits() {
                 self.collect(true)?;
             }
@@ -1010,4 +1090,25 @@ fn rewrite_prefix(path: &Path, keep: usize) -> Result<(), TraceError> {
     drop(out);
     std::fs::rename(&tmp, path).map_err(|e| TraceError::io(path, e))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_label;
+
+    #[test]
+    fn same_label_tells_apart_labels_differing_in_any_byte() {
+        for n in 0..=20usize {
+            let a: Vec<u8> = (0..n as u8).map(|i| b'a' + i).collect();
+            assert!(same_label(&a, &a.clone()), "length {n}");
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] = b'Z';
+                assert!(!same_label(&a, &b), "length {n}, byte {at}");
+            }
+            let mut longer = a.clone();
+            longer.push(b'a');
+            assert!(!same_label(&a, &longer), "length {n} against {}", n + 1);
+        }
+    }
 }
