@@ -320,6 +320,16 @@ impl SweepFile {
                 let secs = *p.get_ref();
                 crate::trace::part_interval(secs, "part_seconds")
                     .map_err(|e| ctx.err(Some(p.span()), "sweep.part_seconds", e))?;
+                if format != TraceFormat::Parquet {
+                    return Err(ctx.err(
+                        Some(p.span()),
+                        "sweep.part_seconds",
+                        format!(
+                            "part_seconds is for Parquet traces (a directory of part files); this sweep writes {}: remove it or set format = \"parquet\"",
+                            format.extension()
+                        ),
+                    ));
+                }
                 Some(secs)
             }
         };
@@ -575,6 +585,12 @@ mod tests {
             (
                 "format = \"csv\"",
                 "format = \"csv\"\npart_seconds = nan",
+                "sweep.part_seconds",
+                9,
+            ),
+            (
+                "format = \"csv\"",
+                "format = \"csv\"\npart_seconds = 0.5",
                 "sweep.part_seconds",
                 9,
             ),

@@ -11,7 +11,7 @@
 //! steps = 100000                            # step budget of every run
 //! checkpoint_every = 10000                  # optional; default steps / 10
 //! format = "jsonl"                          # optional; jsonl | csv | parquet
-//! part_seconds = 1                          # optional; Parquet: seconds between part files (0: every window)
+//! # part_seconds = 1                        # optional, with format = "parquet" only: seconds between part files (0: every window)
 //! ```
 //!
 //! [`SweepFile::load`] validates it whole before anything runs: every world file must load,
