@@ -731,6 +731,16 @@ fn cases() -> Vec<Case> {
             expect: &["{file}:7", "sweep.format", "use jsonl, csv or parquet"],
         },
         Case {
+            what: "sweep: part_seconds with a CSV trace",
+            file: Some((
+                "csv-parts.toml",
+                "[sweep]\nname = \"s\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\"]\nseeds = [0]\nsteps = 10\nformat = \"csv\"\npart_seconds = 0\n".into(),
+            )),
+            args: &["sweep", "{file}"],
+            code: 2,
+            expect: &["{file}:8", "sweep.part_seconds", "part_seconds is for Parquet traces"],
+        },
+        Case {
             what: "trace: episodes --out on a device",
             file: Some(("out-device.jsonl", rows(3))),
             args: &["episodes", "{file}", "--out", "/dev/full"],
