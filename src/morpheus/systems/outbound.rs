@@ -103,10 +103,8 @@ pub fn dispatch_orders(
         }
     }
     let (mut shipped_units, mut lost_orders, mut lost_units) = (0u64, 0u64, 0u64);
-    book.0.retain(|&(_, entity)| {
-        let Ok(mut order) = orders.get_mut(entity) else {
-            return false;
-        };
+    book.0.retain_mut(|(order, entity)| {
+        let entity = *entity;
         let Some((on_hand, reserved)) = stock.get_mut(order.sku as usize) else {
             return true;
         };
@@ -121,11 +119,16 @@ pub fn dispatch_orders(
             commands.entity(entity).despawn();
             return false;
         }
-        if !order.allocated && *on_hand - *reserved >= order.units {
+        let allocates = !order.allocated && *on_hand - *reserved >= order.units;
+        if allocates {
             order.allocated = true;
             *reserved += order.units;
         }
         if !(order.allocated && order.units <= capacity) {
+            // The order stays open: its component learns of the allocation.
+            if allocates && let Ok(mut component) = orders.get_mut(entity) {
+                component.allocated = true;
+            }
             return true;
         }
         capacity -= order.units;
