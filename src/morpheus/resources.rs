@@ -440,9 +440,12 @@ pub struct Signals(pub Vec<f64>);
 pub struct ObservationBuffer(pub Vec<f32>);
 
 /// Open customer orders by id, oldest first, so the outbound stage walks them in order
-/// without sorting. Rebuilt from the orders themselves when a snapshot is restored.
+/// without sorting: each a copy of its [`CustomerOrder`](super::components::CustomerOrder)
+/// beside its entity. The outbound stage reads the copies and writes a component only when
+/// it allocates the order, so its hourly walk looks up no entity for the orders it leaves
+/// as they are. Rebuilt from the orders themselves when a snapshot is restored.
 #[derive(Resource, Clone, Debug, Default, PartialEq)]
-pub struct OrderBook(pub Vec<(u64, bevy_ecs::entity::Entity)>);
+pub struct OrderBook(pub Vec<(super::components::CustomerOrder, bevy_ecs::entity::Entity)>);
 
 /// The operation the agent asked for this step.
 #[derive(Resource, Clone, Copy, Debug, Default, PartialEq)]

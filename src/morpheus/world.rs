@@ -268,9 +268,9 @@ impl Morpheus {
         let mut book: Vec<_> = snapshot
             .orders
             .into_iter()
-            .map(|o| (o.id, world.spawn(o).id()))
+            .map(|o| (o.clone(), world.spawn(o).id()))
             .collect();
-        book.sort_unstable();
+        book.sort_unstable_by_key(|(o, _)| o.id);
         world.insert_resource(OrderBook(book));
         world.spawn_batch(snapshot.shipments);
         env.sim = Some(Sim::start(

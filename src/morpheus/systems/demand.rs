@@ -149,15 +149,16 @@ pub fn generate_demand(
             goodwill.0 = (goodwill.0 - cfg.goodwill_lost_hit).max(cfg.goodwill_floor);
             continue;
         }
-        let entity = commands.spawn(CustomerOrder {
+        let order = CustomerOrder {
             id: ids.next_order,
             sku: id as u32,
             units: placed,
             placed: now,
             due: now + (cfg.promise_hours as f64 * k.promise).round() as u64,
             allocated: false,
-        });
-        book.0.push((ids.next_order, entity.id()));
+        };
+        let entity = commands.spawn(order.clone()).id();
+        book.0.push((order, entity));
         ids.next_order += 1;
     }
 }

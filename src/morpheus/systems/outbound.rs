@@ -103,53 +103,79 @@ pub fn dispatch_orders(
         }
     }
     let (mut shipped_units, mut lost_orders, mut lost_units) = (0u64, 0u64, 0u64);
-    book.0.retain(|&(_, entity)| {
-        let Ok(mut order) = orders.get_mut(entity) else {
-            return false;
-        };
-        let Some((on_hand, reserved)) = stock.get_mut(order.sku as usize) else {
-            return true;
-        };
-        if now >= order.due.saturating_add(cfg.cancel_after_hours) {
-            if order.allocated {
-                *reserved -= order.units;
+    // Compacts the book in place: the orders that stay move down to `kept`, in order.
+    let book = &mut book.0;
+    let mut kept = 0;
+    for read in 0..book.len() {
+        let (order, entity) = &mut book[read];
+        let entity = *entity;
+        let stays = 'order: {
+            let Some((on_hand, reserved)) = stock.get_mut(order.sku as usize) else {
+                break 'order true;
+            };
+            let cancelled = now >= order.due.saturating_add(cfg.cancel_after_hours);
+            // Most hours leave most orders as they are: neither cancelled, nor allocatable,
+            // nor shippable.
+            let waits = if order.allocated {
+                order.units > capacity
+            } else {
+                *on_hand - *reserved < order.units
+            };
+            if !cancelled && waits {
+                break 'order true;
             }
-            stats.hour.lost_units += order.units;
-            stats.total.lost_units += order.units;
-            lost_units += order.units;
-            lost_orders += 1;
+            if cancelled {
+                if order.allocated {
+                    *reserved -= order.units;
+                }
+                stats.hour.lost_units += order.units;
+                stats.total.lost_units += order.units;
+                lost_units += order.units;
+                lost_orders += 1;
+                commands.entity(entity).despawn();
+                break 'order false;
+            }
+            if !order.allocated {
+                order.allocated = true;
+                *reserved += order.units;
+            }
+            if order.units > capacity {
+                // It stays open, allocated: its component learns of it.
+                if let Ok(mut component) = orders.get_mut(entity) {
+                    component.allocated = true;
+                }
+                break 'order true;
+            }
+            capacity -= order.units;
+            *on_hand -= order.units;
+            *reserved -= order.units;
+            let key = (
+                order.placed,
+                u64::from(order.sku),
+                u64::from(dispatch.carrier),
+            );
+            let delay = carrier_delay(&rng, key, on_time, cfg.carrier_delay_max_hours);
+            commands.spawn(Shipment {
+                order: order.id,
+                sku: order.sku,
+                units: order.units,
+                unit_price: cfg.sku_price(order.sku as usize),
+                due: order.due,
+                eta: now + transit + delay,
+            });
             commands.entity(entity).despawn();
-            return false;
+            shipped_units += order.units;
+            stats.hour.orders_shipped += 1;
+            false
+        };
+        if stays {
+            if kept < read {
+                book[kept] = book[read].clone();
+            }
+            kept += 1;
         }
-        if !order.allocated && *on_hand - *reserved >= order.units {
-            order.allocated = true;
-            *reserved += order.units;
-        }
-        if !(order.allocated && order.units <= capacity) {
-            return true;
-        }
-        capacity -= order.units;
-        *on_hand -= order.units;
-        *reserved -= order.units;
-        let key = (
-            order.placed,
-            u64::from(order.sku),
-            u64::from(dispatch.carrier),
-        );
-        let delay = carrier_delay(&rng, key, on_time, cfg.carrier_delay_max_hours);
-        commands.spawn(Shipment {
-            order: order.id,
-            sku: order.sku,
-            units: order.units,
-            unit_price: cfg.sku_price(order.sku as usize),
-            due: order.due,
-            eta: now + transit + delay,
-        });
-        commands.entity(entity).despawn();
-        shipped_units += order.units;
-        stats.hour.orders_shipped += 1;
-        false
-    });
+    }
+    book.truncate(kept);
     for mut s in &mut skus {
         if let Some(&(on_hand, reserved)) = stock.get(s.id as usize)
             && (s.on_hand, s.reserved) != (on_hand, reserved)
