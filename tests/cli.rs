@@ -1,13 +1,12 @@
 //! The `perennial` binary as a user meets it: runs, checks, bad input, a killed run.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use perennial::trace::TraceReader;
 
 mod common;
-use common::{cli, run, run_args, temp, text};
+use common::{cli, read_rows, run, run_args, temp, text};
 
 #[test]
 fn run_on_a_shipped_world_prints_a_summary_and_writes_a_readable_trace() {
@@ -23,9 +22,7 @@ fn run_on_a_shipped_world_prints_a_summary_and_writes_a_readable_trace() {
         stdout.contains("earth") && stdout.contains("heavy_gravity"),
         "{stdout}"
     );
-    let rows = TraceReader::open(&[&trace])
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
+    let rows = read_rows(&[&trace]);
     assert_eq!(rows.len(), 5000);
     assert_eq!(
         (rows[3999].regime.as_str(), rows[4000].regime.as_str()),
@@ -49,12 +46,7 @@ fn csv_traces_read_back_like_jsonl() {
             ],
         ));
     }
-    let read = |p: &PathBuf| {
-        TraceReader::open(&[p])
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap()
-    };
-    assert_eq!(read(&j), read(&c));
+    assert_eq!(read_rows(&[&j]), read_rows(&[&c]));
 }
 
 #[test]

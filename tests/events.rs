@@ -6,19 +6,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use perennial::trace::{EventReader, EventRow, TraceReader, TraceRow, events_path};
+use perennial::trace::{EventReader, EventRow, events_path};
 use perennial::trace::{TraceFormat, is_events_table};
 
 mod common;
 use common::{
-    cartpole_args, files_in, listing, path, perennial, run, run_args, spawn_to_checkpoint, temp,
+    cartpole_args, files_in, listing, path, perennial, read_rows, run, run_args,
+    run_parquet_with_checkpoints, spawn_to_checkpoint, temp,
 };
-
-fn rows(trace: &Path) -> Vec<TraceRow> {
-    TraceReader::open(&[trace])
-        .collect::<Result<_, _>>()
-        .unwrap()
-}
 
 fn events(trace: &Path) -> Vec<EventRow> {
     let table = events_path(trace, TraceFormat::from_path(trace));
@@ -50,7 +45,7 @@ fn warehouse(trace: &Path, format: &str) {
 fn the_events_are_what_the_scheduler_and_the_world_did() {
     let trace = temp("wh.jsonl");
     warehouse(&trace, "jsonl");
-    let (rows, events) = (rows(&trace), events(&trace));
+    let (rows, events) = (read_rows(&[&trace]), events(&trace));
     let changes: Vec<(u64, &str, &str)> = rows
         .windows(2)
         .filter(|w| w[0].regime != w[1].regime)
@@ -101,7 +96,7 @@ fn the_events_are_what_the_scheduler_and_the_world_did() {
 fn episode_ends_are_the_rows_the_env_ended() {
     let trace = temp("cp.jsonl");
     run(&cartpole_args("3000", "jsonl", &trace));
-    let ends: Vec<(u64, u64, bool, bool)> = rows(&trace)
+    let ends: Vec<(u64, u64, bool, bool)> = read_rows(&[&trace])
         .iter()
         .filter(|r| r.terminated || r.truncated)
         .map(|r| (r.step, r.episode, r.terminated, r.truncated))
@@ -154,7 +149,7 @@ fn kill_and_resume(trace: &Path, format: &str) {
     std::thread::sleep(Duration::from_millis(300));
     child.kill().unwrap();
     child.wait().unwrap();
-    let cut = rows(trace).len();
+    let cut = read_rows(&[trace]).len();
     assert!(cut < 150_000, "the run was killed mid-way ({cut} rows)");
     run(&["run", "--resume", path(&ckpt)]);
 }
@@ -164,9 +159,7 @@ fn a_shortened_parquet_events_table_refuses_the_resume_before_the_trace_is_cut()
     let trace = temp("short-events.parquet");
     let ckpt = temp("short-events.ckpt.json");
     // 3500 rows, a checkpoint at 3000: a resume would cut the last 500 rows.
-    let mut args = cartpole_args("3500", "parquet", &trace);
-    args.extend(["--checkpoint-every", "1000", "--checkpoint", path(&ckpt)]);
-    run(&args);
+    run_parquet_with_checkpoints("3500", &trace, &ckpt);
     let table = events_path(&trace, TraceFormat::Parquet);
     let parts = listing(&table);
     assert!(
@@ -330,7 +323,7 @@ fn a_sweep_writes_parquet_traces_and_events() {
     for seed in [0, 1] {
         let trace = out_dir.join(format!("traces/warehouse-random-seed{seed}.parquet"));
         assert!(trace.is_dir(), "{}", trace.display());
-        assert_eq!(rows(&trace).len(), 2500);
+        assert_eq!(read_rows(&[&trace]).len(), 2500);
         let table = events_path(&trace, TraceFormat::Parquet);
         assert!(table.ends_with(format!("warehouse-random-seed{seed}.events.parquet")));
         assert!(!events(&trace).is_empty());

@@ -10,7 +10,7 @@ use perennial::seed::{self, Stream};
 use perennial::trace::{TraceFormat, TraceReader, TraceRow};
 
 mod common;
-use common::{Still, temp};
+use common::{Still, read_rows, temp};
 
 fn gravity_cycle(every: u64) -> Scheduler {
     let regimes = vec![
@@ -30,10 +30,7 @@ fn traced<A: Agent<CartPole>>(
     path: &PathBuf,
 ) -> (Vec<TraceRow>, StopReason) {
     let summary = harness.trace(path, TraceFormat::Jsonl).run().unwrap();
-    let rows = TraceReader::open(&[path])
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    (rows, summary.stop)
+    (read_rows(&[path]), summary.stop)
 }
 
 #[test]
@@ -322,10 +319,7 @@ fn an_invalid_action_stops_the_run_with_the_step_and_keeps_earlier_rows() {
         err.to_string().starts_with("step 5: invalid action 9"),
         "{err}"
     );
-    let rows = TraceReader::open(&[&path])
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    assert_eq!(rows.len(), 5);
+    assert_eq!(read_rows(&[&path]).len(), 5);
 }
 
 #[test]
@@ -392,10 +386,7 @@ fn a_world_returning_a_nan_reward_stops_the_run_with_the_step_and_keeps_earlier_
             .starts_with("step 7: the world returned a non-finite reward (NaN)"),
         "{err}"
     );
-    let rows = TraceReader::open(&[&path])
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    assert_eq!(rows.len(), 7);
+    assert_eq!(read_rows(&[&path]).len(), 7);
 }
 
 /// A world without checkpoints under a harness told to write them fails before its first

@@ -11,6 +11,15 @@ fn world(config: MorpheusConfig) -> Morpheus {
     Morpheus::new(config, default_reward_spec()).expect("valid world")
 }
 
+/// The default world with `cash` to open with and a credit line of `credit`.
+fn firm_with(cash: f64, credit: f64) -> Morpheus {
+    world(MorpheusConfig {
+        opening_cash: cash,
+        credit_limit: credit,
+        ..MorpheusConfig::default()
+    })
+}
+
 fn base_stock(env: &Morpheus) -> BaseStockAgent {
     BaseStockAgent::new(env.config(), BaseStockParams::default())
 }
@@ -49,12 +58,7 @@ fn the_sum_of_default_rewards_is_the_ledgers_change() {
 
 #[test]
 fn a_broke_firm_climbs_out_on_its_credit_line() {
-    let config = MorpheusConfig {
-        opening_cash: 1_000.0,
-        credit_limit: 20_000.0,
-        ..MorpheusConfig::default()
-    };
-    let mut env = world(config);
+    let mut env = firm_with(1_000.0, 20_000.0);
     let mut agent = base_stock(&env);
     let mut obs = env.reset(11);
     // Selling below cost: every unit sold loses money, so cash goes below zero.
@@ -94,12 +98,7 @@ fn a_broke_firm_climbs_out_on_its_credit_line() {
 
 #[test]
 fn reorders_beyond_the_credit_line_are_refused() {
-    let config = MorpheusConfig {
-        opening_cash: 100.0,
-        credit_limit: 1_000.0,
-        ..MorpheusConfig::default()
-    };
-    let mut env = world(config);
+    let mut env = firm_with(100.0, 1_000.0);
     env.reset(1);
     // 20 units of SKU 0 cost 20 × 10 × 0.6 = 120.
     let (cost, reorder) = (120.0, 1);

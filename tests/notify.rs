@@ -9,11 +9,11 @@ use perennial::eval::{EvalOptions, evaluate};
 use perennial::harness::{Agent, Checkpoint, CheckpointPlan, Harness, HarnessConfig};
 use perennial::prelude::*;
 use perennial::regime::{Change, Notification, NotifyLevel};
-use perennial::trace::{TraceFormat, TraceReader};
+use perennial::trace::TraceFormat;
 use serde::{Deserialize, Serialize};
 
 mod common;
-use common::{cli, path, run_args, temp};
+use common::{cli, path, read_rows, run_args, temp};
 
 /// Balances the pole and records every notification with the number of actions it had
 /// taken when the notification came.
@@ -163,9 +163,7 @@ fn the_level_is_an_identity_column_after_task_in_every_format_and_reads_back() {
             .trace(&path, format)
             .run()
             .unwrap();
-        let rows = TraceReader::open(&[&path])
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap();
+        let rows = read_rows(&[&path]);
         assert_eq!(rows.len(), 400);
         assert!(
             rows.iter().all(|r| r.notify == NotifyLevel::Delta),

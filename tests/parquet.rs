@@ -7,17 +7,13 @@ use perennial::trace::{Manifest, TraceReader, TraceRow};
 
 mod common;
 use common::{
-    cartpole_args, fails_with, jsonl_and_parquet, listing, path, run, run_args,
-    spawn_to_checkpoint, temp,
+    cartpole_args, fails_with, jsonl_and_parquet, listing, path, read_rows, run, run_args,
+    run_parquet_with_checkpoints, spawn_to_checkpoint, temp,
 };
 
 /// The same run (seed 3) traced as JSON Lines and as Parquet.
 fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathBuf) {
     jsonl_and_parquet(world, steps, "3", extra, name)
-}
-
-fn rows(paths: &[&Path]) -> Vec<TraceRow> {
-    TraceReader::open(paths).collect::<Result<_, _>>().unwrap()
 }
 
 fn parts(dir: &Path) -> Vec<PathBuf> {
@@ -36,7 +32,7 @@ fn parquet_and_jsonl_traces_of_one_run_hold_the_same_rows() {
     );
     assert!(parquet.is_dir());
     assert!(!parts(&parquet).is_empty());
-    let (a, b) = (rows(&[&jsonl]), rows(&[&parquet]));
+    let (a, b) = (read_rows(&[&jsonl]), read_rows(&[&parquet]));
     assert_eq!(a.len(), 3000);
     assert_eq!(a, b);
     assert!(a.iter().any(|r| !r.components.is_empty()));
@@ -50,7 +46,7 @@ fn transitions_read_back_from_parquet_list_columns() {
         &["--record-transitions", "--auto-reset"],
         "cartpole-transitions",
     );
-    let (a, b) = (rows(&[&jsonl]), rows(&[&parquet]));
+    let (a, b) = (read_rows(&[&jsonl]), read_rows(&[&parquet]));
     assert_eq!(a.len(), b.len());
     assert!(b[0].obs.as_ref().is_some_and(|o| o.len() == 4));
     assert_eq!(a, b);
@@ -195,13 +191,13 @@ fn sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run() {
     let mut child = spawn_to_checkpoint(&common, &cut, 10_000, &ckpt);
     child.kill().unwrap();
     child.wait().unwrap();
-    let cut_rows = rows(&[&cut]).len();
+    let cut_rows = read_rows(&[&cut]).len();
     assert!(
         cut_rows < 150_000,
         "the run was killed mid-way ({cut_rows} rows)"
     );
     run(&["run", "--resume", path(&ckpt)]);
-    assert_eq!(rows(&[&whole]), rows(&[&cut]));
+    assert_eq!(read_rows(&[&whole]), read_rows(&[&cut]));
 }
 
 #[test]
@@ -231,7 +227,7 @@ fn with_part_seconds_0_a_sigkill_keeps_every_window_flushed_before_it() {
     child.wait().unwrap();
 
     // Every part is one whole window: nothing flushed was lost, nothing torn was kept.
-    let kept = rows(&[&cut]);
+    let kept = read_rows(&[&cut]);
     let n = kept.len();
     assert!(n >= 5 * window, "{n} rows in {} parts", parts(&cut).len());
     assert!(n < 10_000_000, "the run was killed mid-way");
@@ -248,7 +244,7 @@ fn with_part_seconds_0_a_sigkill_keeps_every_window_flushed_before_it() {
         path(&whole),
     ];
     run(&run_args("worlds/warehouse.toml", &steps, &extra));
-    assert_eq!(kept, rows(&[&whole]));
+    assert_eq!(kept, read_rows(&[&whole]));
 }
 
 #[test]
@@ -262,16 +258,14 @@ fn part_seconds_must_be_a_number_of_seconds() {
     let mut args = cartpole_args("10", "parquet", &trace);
     args.extend(["--part-seconds", "0.5"]);
     run(&args);
-    assert_eq!(rows(&[&trace]).len(), 10);
+    assert_eq!(read_rows(&[&trace]).len(), 10);
 }
 
 #[test]
 fn a_torn_part_is_reported_and_the_complete_parts_are_read() {
     let trace = temp("torn.parquet");
     let ckpt = temp("torn.ckpt.json");
-    let mut args = cartpole_args("3000", "parquet", &trace);
-    args.extend(["--checkpoint-every", "1000", "--checkpoint", path(&ckpt)]);
-    run(&args);
+    run_parquet_with_checkpoints("3000", &trace, &ckpt);
     let p = parts(&trace);
     assert_eq!(p.len(), 3, "one part per checkpoint");
     let last = p.last().unwrap();

@@ -291,36 +291,26 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             .map_err(|e| bad("observation", e.to_string()))?;
         let window: Window<E::Obs, E::Action> =
             serde_json::from_value(checkpoint.window).map_err(|e| bad("window", e.to_string()))?;
-        Ok(Harness {
-            world_seeds: seed::Derived::new(checkpoint.identity.seed, Stream::World),
-            env,
-            agent,
-            scheduler: checkpoint.scheduler,
-            config: checkpoint.config,
-            identity: checkpoint.identity,
-            sink,
-            events: None,
-            world_events: Vec::new(),
-            events_at: checkpoint.events_at,
-            progress: None,
-            state: RunState {
-                step: checkpoint.step,
-                episode: checkpoint.episode,
-                episode_step: checkpoint.episode_step,
-                obs,
-                window,
-                baseline: checkpoint.baseline,
-                summary: checkpoint.summary,
-                label_totals: checkpoint.label_totals,
-                stopped: checkpoint.stopped,
-            },
-            checkpoint: None,
-            action_json: Vec::new(),
-            pending_trace: None,
-            interrupt: None,
-            regime_probe: None,
-            part_interval: None,
-        })
+        // Start from a new harness, so the per-run transient parts (progress, probes, the
+        // events sink) start as they do in `new`, and put the saved run in place.
+        let mut harness = Harness::new(env, agent, checkpoint.identity.seed);
+        harness.scheduler = checkpoint.scheduler;
+        harness.config = checkpoint.config;
+        harness.identity = checkpoint.identity;
+        harness.sink = sink;
+        harness.events_at = checkpoint.events_at;
+        harness.state = RunState {
+            step: checkpoint.step,
+            episode: checkpoint.episode,
+            episode_step: checkpoint.episode_step,
+            obs,
+            window,
+            baseline: checkpoint.baseline,
+            summary: checkpoint.summary,
+            label_totals: checkpoint.label_totals,
+            stopped: checkpoint.stopped,
+        };
+        Ok(harness)
     }
 
     /// Writes a checkpoint every `plan.every` steps (see [`Checkpoint`]).

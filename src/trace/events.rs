@@ -1098,28 +1098,26 @@ fn row_of(b: &RecordBatch, i: usize) -> Result<EventRow, String> {
         b.column_by_name(name)
             .ok_or_else(|| format!("no `{name}` column; it is not an events table"))
     };
+    // The column `name` as an array of type `T`, or an error saying it is not `what`.
+    fn typed<'b, T: 'static>(
+        c: Result<&'b ArrayRef, String>,
+        name: &str,
+        what: &str,
+    ) -> Result<&'b T, String> {
+        c?.as_any()
+            .downcast_ref::<T>()
+            .ok_or_else(|| format!("column `{name}` is not {what}"))
+    }
     let text = |name: &str| -> Result<Option<String>, String> {
-        let c = col(name)?;
-        let a = c
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .ok_or_else(|| format!("column `{name}` is not text"))?;
+        let a = typed::<StringArray>(col(name), name, "text")?;
         Ok(a.is_valid(i).then(|| a.value(i).to_string()))
     };
     let num = |name: &str| -> Result<Option<u64>, String> {
-        let c = col(name)?;
-        let a = c
-            .as_any()
-            .downcast_ref::<UInt64Array>()
-            .ok_or_else(|| format!("column `{name}` is not an unsigned integer"))?;
+        let a = typed::<UInt64Array>(col(name), name, "an unsigned integer")?;
         Ok(a.is_valid(i).then(|| a.value(i)))
     };
     let flag = |name: &str| -> Result<Option<bool>, String> {
-        let c = col(name)?;
-        let a = c
-            .as_any()
-            .downcast_ref::<BooleanArray>()
-            .ok_or_else(|| format!("column `{name}` is not boolean"))?;
+        let a = typed::<BooleanArray>(col(name), name, "boolean")?;
         Ok(a.is_valid(i).then(|| a.value(i)))
     };
     let needed = |v: Option<String>, name: &str| v.ok_or_else(|| format!("a null `{name}`"));

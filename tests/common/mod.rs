@@ -4,6 +4,7 @@
 
 use perennial::harness::HarnessConfig;
 use perennial::prelude::*;
+use perennial::trace::{TraceReader, TraceRow};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -192,6 +193,21 @@ pub fn jsonl_and_parquet(
         run(&args);
     }
     (jsonl, parquet)
+}
+
+/// Runs `worlds/cartpole.toml` (auto-reset) for `steps` steps with a Parquet trace at `trace` and a
+/// checkpoint (at `ckpt`) every 1,000 steps, so the trace has a part per checkpoint.
+pub fn run_parquet_with_checkpoints(steps: &str, trace: &Path, ckpt: &Path) {
+    let mut args = cartpole_args(steps, "parquet", trace);
+    args.extend(["--checkpoint-every", "1000", "--checkpoint", path(ckpt)]);
+    run(&args);
+}
+
+/// Every row of the traces `paths` (any format, in order), failing the test on a bad row.
+pub fn read_rows<P: AsRef<Path>>(paths: &[P]) -> Vec<TraceRow> {
+    TraceReader::open(paths)
+        .collect::<Result<_, _>>()
+        .expect("every trace row reads")
 }
 
 /// Every file in `dir`, by name, with its bytes, sorted by name.
