@@ -95,12 +95,7 @@ fn write_cartpole(path: &Path, rows: u64) {
         Regime::new("heavy_gravity", &[("gravity", 15.0)]),
         Regime::new("long_pole", &[("length", 1.0)]),
     ];
-    let plan = Plan::Cycle {
-        labels: ["earth", "heavy_gravity", "earth", "long_pole"]
-            .map(String::from)
-            .to_vec(),
-        every: 100_000,
-    };
+    let plan = Plan::cycle(&["earth", "heavy_gravity", "earth", "long_pole"], 100_000);
     let config = HarnessConfig {
         steps: rows,
         auto_reset: true,

@@ -238,13 +238,10 @@ fn run() -> Result<(), Box<dyn Error>> {
             check_parameter(&parameters, name, value)?;
         }
     }
-    let labels = ["mild", "cold_snap", "mild", "draughty"]
-        .map(String::from)
-        .to_vec();
-    let plan = Plan::Cycle {
-        labels,
-        every: (steps / 8).max(1),
-    };
+    let plan = Plan::cycle(
+        &["mild", "cold_snap", "mild", "draughty"],
+        (steps / 8).max(1),
+    );
 
     let seed = 0;
     let config = HarnessConfig {

@@ -909,13 +909,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(w.regimes.len(), 2);
-        assert_eq!(
-            w.plan,
-            Plan::Cycle {
-                labels: vec!["a".into(), "b".into()],
-                every: 50
-            }
-        );
+        assert_eq!(w.plan, Plan::cycle(&["a", "b"], 50));
     }
 
     /// The scheduler alone judges the plan's values; the file maps its verdict to the line

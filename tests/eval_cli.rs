@@ -24,10 +24,7 @@ fn cartpole_trace(path: &Path, seed: u64) {
         Regime::new("heavy", &[("gravity", 15.0)]),
         Regime::new("light", &[("gravity", 5.0)]),
     ];
-    let plan = Plan::Cycle {
-        labels: LABELS.iter().map(|l| l.to_string()).collect(),
-        every: 300,
-    };
+    let plan = Plan::cycle(&LABELS, 300);
     let harness = Harness::new(env, agent, seed)
         .scheduler(Scheduler::new(regimes, plan, seed).unwrap())
         .config(HarnessConfig {

@@ -17,10 +17,7 @@ fn gravity_cycle(every: u64) -> Scheduler {
         Regime::new("earth", &[]),
         Regime::new("heavy", &[("gravity", 20.0)]),
     ];
-    let plan = Plan::Cycle {
-        labels: vec!["earth".into(), "heavy".into()],
-        every,
-    };
+    let plan = Plan::cycle(&["earth", "heavy"], every);
     Scheduler::new(regimes, plan, 0).unwrap()
 }
 
@@ -259,10 +256,7 @@ fn origins_are_recorded_for_all_four_plans() {
     let fixed = Plan::Fixed {
         shifts: vec![(0, "a".into()), (100, "b".into())],
     };
-    let cycle = Plan::Cycle {
-        labels: vec!["a".into(), "b".into()],
-        every: 150,
-    };
+    let cycle = Plan::cycle(&["a", "b"], 150);
     for (plan, shift, name) in [(fixed, 100, "fixed.jsonl"), (cycle, 150, "cycle.jsonl")] {
         let rows = origins(Scheduler::new(regimes(), plan, 0).unwrap(), None, name);
         assert_eq!(

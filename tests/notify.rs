@@ -46,10 +46,7 @@ fn cycle() -> Scheduler {
         Regime::new("earth", &[]),
         Regime::new("heavy", &[("gravity", 20.0), ("length", 0.8)]),
     ];
-    let plan = Plan::Cycle {
-        labels: vec!["earth".into(), "heavy".into()],
-        every: 100,
-    };
+    let plan = Plan::cycle(&["earth", "heavy"], 100);
     Scheduler::new(regimes, plan, 0).unwrap()
 }
 

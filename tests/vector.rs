@@ -346,10 +346,7 @@ fn per_copy_schedulers_shift_without_ending_episodes() {
         Regime::new("earth", &[]),
         Regime::new("heavy", &[("gravity", 15.0), ("length", 0.8)]),
     ];
-    let plan = Plan::Cycle {
-        labels: vec!["earth".into(), "heavy".into()],
-        every: 5,
-    };
+    let plan = Plan::cycle(&["earth", "heavy"], 5);
     let envs = (0..3).map(|_| CartPole::new(endless())).collect();
     let mut v = VecEnv::new(envs, AutoresetMode::NextStep)
         .unwrap()
@@ -456,10 +453,7 @@ fn cycling_scheduler(every: u64) -> Scheduler {
         Regime::new("heavy", &[("gravity", 19.6), ("length", 0.8)]),
         Regime::new("light", &[("masscart", 0.5), ("force_mag", 6.0)]),
     ];
-    let plan = Plan::Cycle {
-        labels: vec!["earth".into(), "heavy".into(), "light".into()],
-        every,
-    };
+    let plan = Plan::cycle(&["earth", "heavy", "light"], every);
     Scheduler::new(regimes, plan, 0).unwrap()
 }
 

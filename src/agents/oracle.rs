@@ -145,7 +145,7 @@ impl OracleParams {
 /// let probe = RegimeProbe::new();
 /// let oracle = Oracle::new(&config, params, probe.clone());
 /// let regimes = vec![Regime::new("normal", &[]), Regime::new("lean", &[("demand_rate", 0.6)])];
-/// let plan = Plan::Cycle { labels: vec!["normal".into(), "lean".into()], every: 50 };
+/// let plan = Plan::cycle(&["normal", "lean"], 50);
 /// let harness = Harness::new(env, oracle, 3)
 ///     .scheduler(Scheduler::new(regimes, plan, 0).unwrap())
 ///     .config(HarnessConfig { steps: 100, ..HarnessConfig::default() })

@@ -41,6 +41,23 @@ pub enum Plan {
     Manual,
 }
 
+impl Plan {
+    /// [`Plan::Cycle`] over `labels`, each held for `every` steps.
+    ///
+    /// ```
+    /// use perennial::regime::Plan;
+    ///
+    /// let plan = Plan::cycle(&["calm", "heavy"], 50);
+    /// assert_eq!(plan, Plan::Cycle { labels: vec!["calm".into(), "heavy".into()], every: 50 });
+    /// ```
+    pub fn cycle(labels: &[&str], every: u64) -> Self {
+        Plan::Cycle {
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+            every,
+        }
+    }
+}
+
 /// Decides, before each step, which regime is in force.
 ///
 /// # Examples
@@ -49,7 +66,7 @@ pub enum Plan {
 /// use perennial::regime::{Origin, Plan, Regime, Scheduler};
 ///
 /// let regimes = vec![Regime::new("calm", &[]), Regime::new("heavy", &[("gravity", 12.0)])];
-/// let plan = Plan::Cycle { labels: vec!["calm".into(), "heavy".into()], every: 50 };
+/// let plan = Plan::cycle(&["calm", "heavy"], 50);
 /// let mut s = Scheduler::new(regimes, plan, 0).unwrap();
 /// assert!(s.before_step(0).is_none());
 /// assert_eq!((s.label(), s.origin()), ("calm", Origin::Initial));
@@ -417,10 +434,7 @@ mod tests {
 
     #[test]
     fn cycle_repeats_labels_in_order() {
-        let plan = Plan::Cycle {
-            labels: vec!["a".into(), "b".into(), "c".into()],
-            every: 2,
-        };
+        let plan = Plan::cycle(&["a", "b", "c"], 2);
         let mut s = Scheduler::new(regimes(), plan, 0).unwrap();
         let got: Vec<String> = labels(&mut s, 8).into_iter().map(|x| x.0).collect();
         assert_eq!(got, ["a", "a", "b", "b", "c", "c", "a", "a"]);
@@ -477,10 +491,7 @@ mod tests {
 
     #[test]
     fn undefined_label_in_a_plan_is_rejected() {
-        let plan = Plan::Cycle {
-            labels: vec!["a".into(), "nope".into()],
-            every: 5,
-        };
+        let plan = Plan::cycle(&["a", "nope"], 5);
         let err = Scheduler::new(regimes(), plan, 0).unwrap_err();
         assert!(err.to_string().contains("nope"));
     }
@@ -512,10 +523,7 @@ mod tests {
 
     #[test]
     fn a_tampered_restored_scheduler_is_an_error_not_a_panic() {
-        let plan = Plan::Cycle {
-            labels: vec!["a".into(), "b".into()],
-            every: 5,
-        };
+        let plan = Plan::cycle(&["a", "b"], 5);
         let s = Scheduler::new(regimes(), plan, 0).unwrap();
         assert!(s.check_restored().is_ok());
         let mut v = serde_json::to_value(&s).unwrap();
