@@ -335,41 +335,17 @@ fn a_world_returning_a_nan_reward_stops_the_run_with_the_step_and_keeps_earlier_
         }
         fn step(&mut self, _action: &usize) -> Result<Transition<[f32; 1]>, EnvError> {
             self.t += 1;
-            Ok(Transition {
-                observation: [self.t as f32],
-                reward: if self.t == 8 { f64::NAN } else { 1.0 },
-                terminated: false,
-                truncated: false,
-                breakdown: None,
-            })
+            let reward = if self.t == 8 { f64::NAN } else { 1.0 };
+            Ok(Transition::new([self.t as f32], reward))
         }
     }
-    impl Shiftable for Leaky {
-        fn parameters(&self) -> Vec<perennial::regime::ParamInfo> {
-            Vec::new()
-        }
-        fn get(&self, _name: &str) -> Option<f64> {
-            None
-        }
-        fn set(&mut self, name: &str, _value: f64) -> Result<(), perennial::regime::RegimeError> {
-            Err(perennial::regime::RegimeError::UnknownParameter {
-                name: name.to_string(),
-                known: Vec::new(),
-            })
-        }
-    }
-    let spec = EnvSpec {
-        id: "leaky".into(),
-        observation_space: Space::Box {
-            low: vec![0.0],
-            high: vec![f64::INFINITY],
-            dtype: perennial::env::Dtype::F32,
-        },
-        action_space: Space::Discrete { n: 1 },
-        persistent: true,
-        components: Vec::new(),
-        payouts: Vec::new(),
-    };
+    impl Shiftable for Leaky {}
+    let spec = EnvSpec::new(
+        "leaky",
+        Space::box_f32(vec![0.0], vec![f64::INFINITY]),
+        Space::Discrete { n: 1 },
+    )
+    .persistent(true);
     let env = Leaky { t: 0, spec };
     let agent = RandomAgent::new(Space::Discrete { n: 1 }, 0);
     let path = temp("leaky.jsonl");

@@ -25,10 +25,6 @@ pub fn begin_hour(
 }
 
 /// Applies the agent's operation, or counts it as rejected when it is infeasible now.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a system declares every resource it touches"
-)]
 pub fn apply_action(
     action: Res<PendingAction>,
     hour: Hour,

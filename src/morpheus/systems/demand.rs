@@ -90,10 +90,6 @@ pub struct DemandScratch {
 /// Draws one uniform per SKU (in SKU order, whatever the agent did) and places the
 /// resulting demand as one customer order per SKU, or loses it when the SKU's open
 /// orders are at their cap.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a system declares every resource it touches"
-)]
 pub fn generate_demand(
     hour: Hour,
     mut goodwill: ResMut<Goodwill>,

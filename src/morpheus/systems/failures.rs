@@ -12,10 +12,6 @@ use crate::morpheus::resources::{
 /// Draws every failure slot (each dock, carrier, supplier, the system, each SKU: two draws
 /// apiece, whatever happens), applies the failures that fire and keeps this hour's events
 /// for the events table.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a system declares every resource it touches"
-)]
 pub fn inject_failures(
     hour: Hour,
     mut engine: ResMut<FailureEngine>,

@@ -47,10 +47,6 @@ pub struct YardScratch {
 
 /// Unloads trailers first come, first served with the working doors' capacity, puts the
 /// units on the shelves, and charges detention for trailers waiting past the free time.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a system declares every resource it touches"
-)]
 pub fn unload_trailers(
     hour: Hour,
     mut ledger: ResMut<Ledger>,

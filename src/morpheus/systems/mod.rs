@@ -1,4 +1,8 @@
 //! The step pipeline: one system per stage, ordered by the [`Phase`] sets.
+#![expect(
+    clippy::too_many_arguments,
+    reason = "a system declares every resource it touches"
+)]
 
 mod actions;
 mod demand;

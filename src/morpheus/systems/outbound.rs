@@ -64,10 +64,6 @@ pub fn deliver_shipments(
 /// Walks the order book oldest first: cancels those too far past due (lost sales), reserves
 /// stock for the rest, and ships reserved orders on the chosen carrier while pick and
 /// carrier capacity last (nothing ships when the carrier does not show up).
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a system declares every resource it touches"
-)]
 pub fn dispatch_orders(
     hour: Hour,
     dispatch: Res<Dispatch>,

@@ -60,10 +60,6 @@ pub struct ObservationScratch {
 /// through the information layer: the stock block (on hand, reserved, pipeline, backlog)
 /// may be `stale_hours` old or missing (zeroed, validity flag 0), each drawn per hour from
 /// keyed streams so that every agent meets the same failures.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a system declares every resource it touches"
-)]
 pub fn write_observation(
     settings: Res<Settings>,
     clock: Res<Clock>,
