@@ -200,3 +200,38 @@ fn no_command_runs_the_default_world_from_any_folder() {
             .exists()
     );
 }
+
+/// A reader that stops early (`perennial run ... | head`) closes the pipe: every command's
+/// report then ends quietly with the command's own exit code, not a panic.
+#[test]
+fn a_closed_stdout_ends_the_report_quietly() {
+    let trace = temp("closed-pipe.jsonl");
+    let commands: [&[&str]; 4] = [
+        &["run", "worlds/cartpole.toml", "--steps", "50", "--no-trace"],
+        &[
+            "run",
+            "worlds/cartpole.toml",
+            "--steps",
+            "50",
+            "--trace",
+            common::path(&trace),
+        ],
+        &["check", "worlds/warehouse.toml"],
+        &["worlds"],
+    ];
+    for args in commands {
+        let mut child = common::perennial()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the read end before the command writes its report.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!stderr.contains("panicked"), "perennial {args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "perennial {args:?}: {stderr}");
+    }
+    let _ = std::fs::remove_file(&trace);
+}

@@ -35,7 +35,7 @@ pub(super) fn export_l2logger(args: &L2LoggerArgs) -> Result<(), Failure> {
     for run in
         crate::trace::export_l2logger(&args.traces, &args.out, &options).map_err(Failure::input)?
     {
-        println!(
+        out!(
             "{}: {} blocks, {} experiences -> {} (score it: python -m l2metrics -l {} -p reward --no-plot)",
             run.run_id,
             run.blocks,

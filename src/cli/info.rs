@@ -35,7 +35,7 @@ pub(super) fn check(registry: &Registry, path: &Path) -> Result<(), Failure> {
         kind.check_agent(&world, agent, &world.agent_options(agent), 0)
             .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
     }
-    println!(
+    out!(
         "{}: ok ({} world, {} regimes: {}; {} schedule; agents: {})",
         path.display(),
         world.kind(),
@@ -75,13 +75,13 @@ pub(super) fn worlds(registry: &Registry) -> Result<(), Failure> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         match WorldFile::load_with(&path, registry) {
-            Ok(w) => println!(
+            Ok(w) => out!(
                 "{name:<24} {:<9} {:>2} regimes  {}",
                 w.kind(),
                 w.regimes.len(),
                 w.description
             ),
-            Err(e) => println!("{name:<24} invalid: {e}"),
+            Err(e) => out!("{name:<24} invalid: {e}"),
         }
     }
     Ok(())

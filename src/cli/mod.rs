@@ -17,6 +17,17 @@
 //!
 //! This module needs the default `cli` feature (clap and indicatif).
 
+/// `println!` for a command's report, through [`emit`]: a reader that stops early
+/// (`perennial run ... | head`) ends the output quietly instead of panicking.
+macro_rules! out {
+    () => {
+        $crate::cli::emit("\n")
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::emit(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod args;
 mod export;
 mod info;
@@ -139,7 +150,7 @@ where
 
 /// Writes a command's report to stdout. A reader that stops early (`perennial eval ... |
 /// head`) closes the pipe; that ends the output quietly instead of panicking.
-fn emit(text: &str) {
+pub(crate) fn emit(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());

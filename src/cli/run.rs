@@ -490,13 +490,14 @@ fn report(
     plan: &RunPlan,
 ) {
     let secs = started.elapsed().as_secs_f64();
-    println!("run        {}", identity.run_id);
-    println!("world      {} ({})", world.path.display(), identity.task);
-    println!(
+    out!("run        {}", identity.run_id);
+    out!("world      {} ({})", world.path.display(), identity.task);
+    out!(
         "agent      {}   seed {}",
-        identity.algorithm_id, identity.seed
+        identity.algorithm_id,
+        identity.seed
     );
-    println!(
+    out!(
         "steps      {}   episodes ended {}   shifts {}   stopped: {}",
         summary.steps,
         summary.episodes_ended,
@@ -507,17 +508,17 @@ fn report(
             StopReason::Interrupted => "interrupted by a signal",
         }
     );
-    println!(
+    out!(
         "reward     total {:.3}   mean/step {:.5}",
         summary.total_reward,
         summary.total_reward / summary.steps.max(1) as f64
     );
-    println!("time       {secs:.2} s for this invocation");
-    println!();
-    println!("{:<20} {:>10} {:>14}", "regime", "steps", "mean reward");
+    out!("time       {secs:.2} s for this invocation");
+    out!();
+    out!("{:<20} {:>10} {:>14}", "regime", "steps", "mean reward");
     for (label, s) in &summary.labels {
         if s.steps > 0 {
-            println!(
+            out!(
                 "{label:<20} {:>10} {:>14.5}",
                 s.steps,
                 s.reward / s.steps as f64
@@ -525,15 +526,15 @@ fn report(
         }
     }
     if let Some(p) = &plan.trace {
-        println!();
-        println!("trace      {}", p.display());
-        println!("score it:  perennial eval {}", p.display());
+        out!();
+        out!("trace      {}", p.display());
+        out!("score it:  perennial eval {}", p.display());
     }
     // Only a checkpoint that exists is announced: none is written before `every` steps.
     if let (Some(p), Some(every)) = (&plan.checkpoint, plan.checkpoint_every)
         && summary.steps >= every
     {
-        println!(
+        out!(
             "checkpoint {} (every {every} steps; continue with --resume)",
             p.display()
         );

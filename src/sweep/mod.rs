@@ -167,7 +167,8 @@ pub fn run_cli(registry: &Registry, args: &SweepArgs) -> Result<String, SweepErr
     if failed.is_empty() {
         Ok(summary)
     } else {
-        print!("{summary}");
+        // Ignore a closed stdout (`perennial sweep ... | head`), as the other reports do.
+        let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), summary.as_bytes());
         Err(SweepError::RunsFailed { failed })
     }
 }
