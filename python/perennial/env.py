@@ -14,6 +14,20 @@ from ._spaces import to_space
 from ._worlds import resolve
 
 
+SEED_LIMIT = 2**64
+"""Run seeds are unsigned 64-bit integers: 0 to ``SEED_LIMIT - 1``."""
+
+
+def check_seed(seed: Any, what: str = "a run seed", room: int = 1) -> int:
+    """``seed`` as an int, or a ``ValueError`` saying what a seed must be. ``room`` seeds from
+    ``seed`` on must fit (a vector env of n copies uses ``seed`` to ``seed + n - 1``)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"seed={seed!r}: {what} is an integer from 0 to 2**64 - {room}")
+    if not 0 <= int(seed) <= SEED_LIMIT - room:
+        raise ValueError(f"seed={seed!r}: {what} is an integer from 0 to 2**64 - {room}")
+    return int(seed)
+
+
 def default_seed(world_file: str) -> int:
     """The run seed `perennial run` uses for a world file: its ``[harness]`` seed, else 0."""
     harness = json.loads(_core.check_world(world_file))["harness"]
@@ -104,8 +118,7 @@ class PerennialEnv(gym.Env):
         path = resolve(world)
         if seed is None:
             seed = default_seed(path)
-        if not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed={seed!r}: a run seed is a non-negative integer")
+        seed = check_seed(seed)
         self._world = path
         self._options = dict(
             seed=int(seed),
@@ -168,10 +181,10 @@ class PerennialEnv(gym.Env):
     def reset(
         self, *, seed: Optional[int] = None, options: Optional[dict[str, Any]] = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        if seed is not None:
+            seed = check_seed(seed, "a seed")
         super().reset(seed=seed)
-        if seed is not None and (not isinstance(seed, (int, np.integer)) or seed < 0):
-            raise ValueError(f"seed={seed!r}: a seed is a non-negative integer")
-        obs = self._run.reset(None if seed is None else int(seed))
+        obs = self._run.reset(seed)
         return obs, self._info_after_reset()
 
     def _info_after_reset(self) -> dict[str, Any]:
@@ -194,7 +207,9 @@ class PerennialEnv(gym.Env):
         return obs, reward, terminated, truncated, info
 
     def close(self) -> None:
-        """Flushes and closes the trace. The env takes no more trace rows afterwards."""
+        """Flushes and closes the trace and ends its manifest. A traced env takes no more
+        steps afterwards (``step`` and ``reset`` raise ``ValueError``: the steps would not be
+        recorded); an env without a trace goes on as before."""
         run = getattr(self, "_run", None)
         if run is not None:
             run.close()

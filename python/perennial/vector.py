@@ -11,6 +11,7 @@ from gymnasium.vector.utils import batch_space
 
 from . import _core
 from ._worlds import resolve
+from .env import check_seed
 
 _MODES = {
     "next_step": AutoresetMode.NEXT_STEP,
@@ -58,6 +59,8 @@ class PerennialVectorEnv(VectorEnv):
             mode = next(name for name, m in _MODES.items() if m == autoreset_mode)
         else:
             mode = autoreset_mode
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs={num_envs!r}: num_envs is a whole number, at least 1")
         path = resolve(world)
         self._vec = _core.Vector(path, int(num_envs), mode)
         single = PerennialEnv(path, seed=0)
@@ -101,10 +104,9 @@ class PerennialVectorEnv(VectorEnv):
                 raise ValueError("seed lists must be [s, s + 1, ..., s + num_envs - 1]; pass the integer s")
             seed = seeds[0]
         if seed is not None:
-            super().reset(seed=int(seed))
-            if seed < 0:
-                raise ValueError(f"seed={seed!r}: a seed is a non-negative integer")
-        return self._vec.reset(None if seed is None else int(seed)), {}
+            seed = check_seed(seed, "a seed", room=self.num_envs)
+            super().reset(seed=seed)
+        return self._vec.reset(seed), {}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         obs, rewards, terminated, truncated, final_obs = self._vec.step(self._actions(actions))

@@ -218,6 +218,8 @@ pub struct Run {
     baseline: Conditions,
     identity: RunIdentity,
     trace: Option<TraceTarget>,
+    /// The trace `close` finished: a closed traced run takes no more steps.
+    closed_trace: Option<std::path::PathBuf>,
     sink: Option<Box<dyn TraceSink>>,
     /// The events table beside the trace, as `perennial run` writes it.
     events: Option<EventWriter>,
@@ -280,6 +282,7 @@ impl Run {
             baseline,
             identity,
             trace,
+            closed_trace: None,
             sink: None,
             events: None,
             manifest: None,
@@ -418,6 +421,7 @@ impl Run {
     /// [`RunError::Usage`] for a new seed once a traced run has written rows: a trace is one
     /// run with one seed.
     pub fn reset(&mut self, seed: Option<u64>) -> Result<&[f32], RunError> {
+        self.check_open()?;
         if let Some(s) = seed {
             if self.sink.is_some() && self.step > 0 {
                 return Err(RunError::Usage(format!(
@@ -442,6 +446,17 @@ impl Run {
             self.episode,
         ));
         Ok(&self.obs)
+    }
+
+    /// A traced run that `close` finished takes no more steps: they would not be recorded.
+    fn check_open(&self) -> Result<(), RunError> {
+        match &self.closed_trace {
+            Some(path) => Err(RunError::Usage(format!(
+                "the env is closed: its trace {} is complete and records no more steps; make a new env (with a trace of its own) to go on",
+                path.display()
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Forgets the run so far and makes `seed` its seed, as a new run would.
@@ -509,10 +524,11 @@ impl Run {
     ///
     /// # Errors
     ///
-    /// [`RunError::Usage`] for an invalid action, a step before `reset` or after the episode
-    /// ended (nothing changes); [`RunError::Failed`] when the world, a regime or the trace
+    /// [`RunError::Usage`] for an invalid action, a step before `reset`, after the episode
+    /// ended or after `close` of a traced run (nothing changes); [`RunError::Failed`] when the world, a regime or the trace
     /// fails (every earlier row is flushed).
     pub fn step(&mut self, action: usize) -> Result<StepOut<'_>, RunError> {
+        self.check_open()?;
         if let Err(e) = check_step(
             self.started,
             self.ended,
@@ -677,7 +693,9 @@ impl Run {
             None => Ok(()),
         };
         self.sink = None;
-        self.trace = None;
+        if let Some(t) = self.trace.take() {
+            self.closed_trace = Some(t.path);
+        }
         let ended = self.end_manifest();
         flushed.and(closed).and(ended)
     }

@@ -66,6 +66,43 @@ def test_bad_options_are_value_errors(tmp_path):
         perennial.make("perennial/CartPoleDrift-v0").shift("earth")
 
 
+def test_seeds_and_copy_counts_outside_their_range_are_value_errors():
+    env = perennial.make("perennial/CartPole-v1", seed=2**64 - 1)
+    for bad in (-1, 2**64, 1.5, True, "3"):
+        with pytest.raises(ValueError, match="a seed is an integer from 0 to 2\\*\\*64 - 1"):
+            env.reset(seed=bad)
+    with pytest.raises(ValueError, match="a run seed is an integer"):
+        perennial.make("perennial/CartPole-v1", seed=2**64)
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="num_envs"):
+            perennial.make_vec("perennial/CartPole-v1", num_envs=bad)
+    vec = perennial.make_vec("perennial/CartPole-v1", num_envs=3)
+    # Copy i runs with seed s + i: the last copy's seed must fit in 64 bits too.
+    assert vec.reset(seed=2**64 - 3)[0].shape == (3, 4)
+    with pytest.raises(ValueError, match="2\\*\\*64 - 3"):
+        vec.reset(seed=2**64 - 2)
+
+
+def test_a_closed_traced_env_refuses_more_steps_and_keeps_its_trace(tmp_path):
+    path = tmp_path / "t.jsonl"
+    env = perennial.make("perennial/CartPole-v1", seed=0, trace=path)
+    env.reset()
+    for _ in range(5):
+        env.step(0)
+    env.close()
+    # Steps after close would not be recorded: they are refused, and the trace is whole.
+    for call in (lambda: env.step(0), lambda: env.reset()):
+        with pytest.raises(ValueError, match="the env is closed"):
+            call()
+    env.close()
+    assert len(path.read_text().splitlines()) == 5
+    # Without a trace there is nothing to lose: the env goes on, as Gymnasium's do.
+    untraced = perennial.make("perennial/CartPole-v1", seed=0)
+    untraced.reset()
+    untraced.close()
+    assert untraced.step(0)[0].shape == (4,)
+
+
 def test_reseeding_a_traced_run_after_it_wrote_rows_is_refused(tmp_path):
     path = tmp_path / "t.jsonl"
     env = perennial.make("perennial/CartPole-v1", seed=0, trace=path)
