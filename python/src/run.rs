@@ -7,7 +7,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use perennial::env::Space;
+use perennial::env::{EnvError, Space};
 use perennial::regime::NotifyLevel;
 use perennial::trace::TraceFormat;
 
@@ -231,7 +231,8 @@ impl Run {
         Option<Bound<'py, PyDict>>,
     )> {
         guarded(|| {
-            let action = discrete_action(action, self.inner.counters().0)?;
+            let space = &self.inner.spec().action_space;
+            let action = discrete_action(action, self.inner.counters().0, space)?;
             let out = self.inner.step(action).map_err(to_py)?;
             let obs = PyArray1::from_slice(py, out.obs);
             let (components, payout) = match out.breakdown {
@@ -299,7 +300,11 @@ pub(crate) fn space_dict<'py>(py: Python<'py>, space: &Space) -> PyResult<Bound<
 }
 
 /// Reads a discrete action: a Python or numpy integer (a 0-d array too).
-pub(crate) fn discrete_action(action: &Bound<'_, PyAny>, step: u64) -> PyResult<usize> {
+pub(crate) fn discrete_action(
+    action: &Bound<'_, PyAny>,
+    step: u64,
+    space: &Space,
+) -> PyResult<usize> {
     let value: i64 = action.extract().map_err(|_| {
         PyValueError::new_err(format!(
             "step {step}: invalid action {}: a discrete action is an integer",
@@ -310,8 +315,10 @@ pub(crate) fn discrete_action(action: &Bound<'_, PyAny>, step: u64) -> PyResult<
         ))
     })?;
     usize::try_from(value).map_err(|_| {
-        PyValueError::new_err(format!(
-            "step {step}: invalid action {value}: it is outside the action space; the world is unchanged"
-        ))
+        let e = EnvError::InvalidAction {
+            action: value.to_string(),
+            space: space.to_string(),
+        };
+        PyValueError::new_err(format!("step {step}: {e}"))
     })
 }

@@ -5,7 +5,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use perennial::cartpole::{CartPole, CartPoleParams};
-use perennial::env::Env;
+use perennial::env::{Env, EnvError};
 use perennial::regime::apply_conditions;
 use perennial::seed::{self, Stream};
 use perennial::vector::{AutoresetMode, CartPoleVec, VecEnv, VecError, VecStep, VectorEnv};
@@ -29,6 +29,8 @@ pub struct Vector {
     mode: AutoresetMode,
     backend: Option<Backend>,
     obs_len: usize,
+    /// The action space as errors print it (`Discrete(2)`).
+    action_space: String,
     actions: Vec<usize>,
 }
 
@@ -119,17 +121,18 @@ impl Vector {
                     )));
                 }
             };
-            let obs_len = World::build(&file)
-                .map_err(PyValueError::new_err)?
-                .spec()
-                .observation_space
-                .len();
+            let world = World::build(&file).map_err(PyValueError::new_err)?;
+            let (obs_len, action_space) = (
+                world.spec().observation_space.len(),
+                world.spec().action_space.to_string(),
+            );
             Ok(Vector {
                 file,
                 num_envs,
                 mode,
                 backend: None,
                 obs_len,
+                action_space,
                 actions: vec![0; num_envs],
             })
         })
@@ -228,9 +231,11 @@ impl Vector {
             })?;
             for (i, (&a, slot)) in given.iter().zip(&mut self.actions).enumerate() {
                 *slot = usize::try_from(a).map_err(|_| {
-                    PyValueError::new_err(format!(
-                        "copy {i}: invalid action {a}: it is outside the action space; no copy was stepped"
-                    ))
+                    let e = EnvError::InvalidAction {
+                        action: a.to_string(),
+                        space: self.action_space.clone(),
+                    };
+                    PyValueError::new_err(format!("copy {i}: {e}; no copy was stepped"))
                 })?;
             }
             let out = match self.backend.as_mut() {

@@ -20,6 +20,19 @@ def test_an_action_outside_the_space_is_a_value_error_that_changes_nothing():
     assert obs.shape == (4,)
 
 
+def test_negative_actions_name_the_space_as_other_invalid_actions_do():
+    env = perennial.make("perennial/CartPole-v1", seed=0)
+    env.reset()
+    for bad in (2, -1):
+        with pytest.raises(ValueError, match=r"outside the action space Discrete\(2\); the world is unchanged"):
+            env.step(bad)
+    vec = perennial.make_vec("perennial/CartPole-v1", num_envs=2)
+    vec.reset(seed=0)
+    for bad in ([0, 2], [0, -1]):
+        with pytest.raises(ValueError, match=r"copy 1: invalid action (2|-1): it is outside the action space Discrete\(2\)"):
+            vec.step(np.array(bad))
+
+
 def test_stepping_before_reset_or_after_the_end_is_a_value_error():
     env = perennial.make("perennial/CartPole-v1", seed=0)
     with pytest.raises(ValueError, match="before reset"):
