@@ -747,6 +747,13 @@ fn cases() -> Vec<Case> {
             code: 2,
             expect: &["/dev/full: is a device"],
         },
+        Case {
+            what: "sweep: --out is a regular file",
+            file: Some(("out-file", "not a directory\n".into())),
+            args: &["sweep", "{dir}/ok-sweep.toml", "--out", "{file}"],
+            code: 2,
+            expect: &["{file}: is not a directory", "give --out a directory"],
+        },
     ]
 }
 
@@ -764,6 +771,10 @@ fn beside() -> Vec<(&'static str, String)> {
         (
             "events-foreign.events.jsonl",
             "time,price\n1,2\n".into(),
+        ),
+        (
+            "ok-sweep.toml",
+            "[sweep]\nname = \"s\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\"]\nseeds = [0]\nsteps = 10\n".into(),
         ),
     ]
 }

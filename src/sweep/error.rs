@@ -21,6 +21,11 @@ pub enum SweepError {
         /// The holder's process id, as it wrote it in the lock file.
         pid: Option<u32>,
     },
+    /// The sweep directory (`--out`) is a file or something else that is not a directory.
+    NotADirectory {
+        /// The path given.
+        dir: PathBuf,
+    },
     /// The directory holds a manifest that cannot be used with this sweep file.
     Manifest {
         /// The manifest file.
@@ -47,10 +52,14 @@ pub enum SweepError {
 
 impl SweepError {
     /// The exit code the command line uses: 2 for bad input (sweep file, options, a held
-    /// directory, a foreign manifest), 1 for failed runs and I/O.
+    /// directory, an `--out` that is not a directory, a foreign manifest), 1 for failed runs
+    /// and I/O.
     pub fn exit_code(&self) -> u8 {
         match self {
-            SweepError::File(_) | SweepError::Locked { .. } | SweepError::Manifest { .. } => 2,
+            SweepError::File(_)
+            | SweepError::Locked { .. }
+            | SweepError::NotADirectory { .. }
+            | SweepError::Manifest { .. } => 2,
             SweepError::Eval(_) | SweepError::Io { .. } | SweepError::RunsFailed { .. } => 1,
         }
     }
@@ -77,6 +86,11 @@ impl fmt::Display for SweepError {
                 }
                 write!(f, "; wait for it to finish or give another --out")
             }
+            SweepError::NotADirectory { dir } => write!(
+                f,
+                "{}: is not a directory; give --out a directory (it is created when missing)",
+                dir.display()
+            ),
             SweepError::Manifest { path, message } => write!(f, "{}: {message}", path.display()),
             SweepError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             SweepError::Eval(e) => write!(f, "scoring the sweep's traces: {e}"),

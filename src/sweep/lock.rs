@@ -27,8 +27,14 @@ impl DirLock {
     /// # Errors
     ///
     /// [`SweepError::Locked`] naming the holder's pid when another process holds it;
+    /// [`SweepError::NotADirectory`] when `dir` exists and is not a directory;
     /// [`SweepError::Io`] when the directory or lock file cannot be made.
     pub fn acquire(dir: &Path) -> Result<Self, SweepError> {
+        if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+            return Err(SweepError::NotADirectory {
+                dir: dir.to_path_buf(),
+            });
+        }
         std::fs::create_dir_all(dir).map_err(SweepError::io(dir))?;
         let path = Self::path_in(dir);
         let mut file = OpenOptions::new()
