@@ -748,6 +748,13 @@ fn cases() -> Vec<Case> {
             expect: &["/dev/full: is a device"],
         },
         Case {
+            what: "export: l2logger --out is a regular file",
+            file: Some(("l2-out-file", "not a directory\n".into())),
+            args: &["export", "l2logger", "{dir}/ok-trace.jsonl", "--out", "{file}"],
+            code: 2,
+            expect: &["{file}: is not a directory", "give --out a directory"],
+        },
+        Case {
             what: "sweep: --out is a regular file",
             file: Some(("out-file", "not a directory\n".into())),
             args: &["sweep", "{dir}/ok-sweep.toml", "--out", "{file}"],
@@ -771,6 +778,10 @@ fn beside() -> Vec<(&'static str, String)> {
         (
             "events-foreign.events.jsonl",
             "time,price\n1,2\n".into(),
+        ),
+        (
+            "ok-trace.jsonl",
+            rows(3),
         ),
         (
             "ok-sweep.toml",

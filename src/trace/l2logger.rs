@@ -228,6 +228,14 @@ pub fn export_l2logger(
             std::io::Error::other("--steps-per-exp must be at least 1"),
         ));
     }
+    if std::fs::metadata(out).is_ok_and(|m| !m.is_dir()) {
+        return Err(TraceError::io(
+            out,
+            std::io::Error::other(
+                "is not a directory; give --out a directory (it is created when missing)",
+            ),
+        ));
+    }
     std::fs::create_dir_all(out).map_err(|e| TraceError::io(out, e))?;
     let mut done = Vec::new();
     let mut seen = HashSet::new();
