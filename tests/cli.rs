@@ -205,7 +205,8 @@ fn no_command_runs_the_default_world_from_any_folder() {
 /// report then ends quietly with the command's own exit code, not a panic.
 #[test]
 fn a_closed_stdout_ends_the_report_quietly() {
-    let trace = temp("closed-pipe.jsonl");
+    let dir = common::Scratch::new("closed-pipe");
+    let trace = dir.join("t.jsonl");
     let commands: [&[&str]; 4] = [
         &["run", "worlds/cartpole.toml", "--steps", "50", "--no-trace"],
         &[
@@ -233,5 +234,4 @@ fn a_closed_stdout_ends_the_report_quietly() {
         assert!(!stderr.contains("panicked"), "perennial {args:?}: {stderr}");
         assert_eq!(out.status.code(), Some(0), "perennial {args:?}: {stderr}");
     }
-    let _ = std::fs::remove_file(&trace);
 }
