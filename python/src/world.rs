@@ -418,8 +418,8 @@ impl Run {
     ///
     /// # Errors
     ///
-    /// [`RunError::Usage`] for a new seed once a traced run has written rows: a trace is one
-    /// run with one seed.
+    /// [`RunError::Usage`] for a new seed once a traced run has written rows (a trace is one
+    /// run with one seed), and after `close` of a traced run.
     pub fn reset(&mut self, seed: Option<u64>) -> Result<&[f32], RunError> {
         self.check_open()?;
         if let Some(s) = seed {
@@ -525,8 +525,8 @@ impl Run {
     /// # Errors
     ///
     /// [`RunError::Usage`] for an invalid action, a step before `reset`, after the episode
-    /// ended or after `close` of a traced run (nothing changes); [`RunError::Failed`] when the world, a regime or the trace
-    /// fails (every earlier row is flushed).
+    /// ended or after `close` of a traced run (nothing changes); [`RunError::Failed`] when
+    /// the world, a regime or the trace fails (every earlier row is flushed).
     pub fn step(&mut self, action: usize) -> Result<StepOut<'_>, RunError> {
         self.check_open()?;
         if let Err(e) = check_step(
