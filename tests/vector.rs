@@ -243,7 +243,7 @@ fn disabled_refuses_to_step_an_ended_copy_and_names_it() {
             source: EnvError::EpisodeEnded
         }
     );
-    assert!(err.to_string().contains("copy 2"), "{err}");
+    assert!(err.to_string().contains("call reset_copy(2)"), "{err}");
     assert_eq!((0..4).map(|i| v.state(i)).collect::<Vec<_>>(), before);
     v.reset_copy(2).unwrap();
     assert_eq!(v.episode(2), 1);
@@ -292,6 +292,8 @@ fn an_invalid_action_names_the_copy_and_steps_nothing() {
         "{err:?}"
     );
     assert!(err.to_string().contains("copy 2"), "{err}");
+    // The episode-ended hint belongs to ended copies only, not to a bad action.
+    assert!(!err.to_string().contains("reset_copy"), "{err}");
     assert_eq!((0..4).map(|i| v.state(i)).collect::<Vec<_>>(), states);
     assert_eq!(v.last(), &before);
     assert_eq!(

@@ -305,20 +305,26 @@ pub(crate) fn discrete_action(
     step: u64,
     space: &Space,
 ) -> PyResult<usize> {
-    let value: i64 = action.extract().map_err(|_| {
-        PyValueError::new_err(format!(
-            "step {step}: invalid action {}: a discrete action is an integer",
-            action
-                .repr()
-                .map(|r| r.to_string())
-                .unwrap_or_else(|_| "?".into())
-        ))
-    })?;
-    usize::try_from(value).map_err(|_| {
+    let repr = || {
+        action
+            .repr()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| "?".into())
+    };
+    let outside = |shown: String| {
         let e = EnvError::InvalidAction {
-            action: value.to_string(),
+            action: shown,
             space: space.to_string(),
         };
         PyValueError::new_err(format!("step {step}: {e}"))
-    })
+    };
+    match action.extract::<i64>() {
+        Ok(value) => usize::try_from(value).map_err(|_| outside(value.to_string())),
+        // An integer too large for i64 (it has `__index__`) is outside every space.
+        Err(_) if action.call_method0("__index__").is_ok() => Err(outside(repr())),
+        Err(_) => Err(PyValueError::new_err(format!(
+            "step {step}: invalid action {}: a discrete action is an integer",
+            repr()
+        ))),
+    }
 }

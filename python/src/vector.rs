@@ -53,6 +53,14 @@ fn one_per_copy<'a, T: numpy::Element>(
 fn vec_err(e: VecError) -> PyErr {
     match e {
         VecError::Regime { .. } => PyRuntimeError::new_err(e.to_string()),
+        // The Rust message names `reset_copy`; from Python a copy is reset with a mask.
+        VecError::Copy {
+            index,
+            source: EnvError::EpisodeEnded,
+        } => PyValueError::new_err(format!(
+            "copy {index}: its episode has ended; no copy was stepped: reset it first with \
+             reset(options={{\"reset_mask\": mask}}), mask[{index}] = True"
+        )),
         _ => PyValueError::new_err(e.to_string()),
     }
 }

@@ -23,7 +23,7 @@ def test_an_action_outside_the_space_is_a_value_error_that_changes_nothing():
 def test_negative_actions_name_the_space_as_other_invalid_actions_do():
     env = perennial.make("perennial/CartPole-v1", seed=0)
     env.reset()
-    for bad in (2, -1):
+    for bad in (2, -1, 2**70, np.uint64(2**64 - 1)):
         with pytest.raises(ValueError, match=r"outside the action space Discrete\(2\); the world is unchanged"):
             env.step(bad)
     vec = perennial.make_vec("perennial/CartPole-v1", num_envs=2)
@@ -136,3 +136,18 @@ def test_evaluate_and_export_report_bad_traces_as_value_errors(tmp_path):
         perennial.evaluate(tmp_path / "missing.jsonl")
     with pytest.raises(ValueError, match="advantage"):
         perennial.export_episodes(bad, tmp_path / "out.jsonl", advantage="ppo")
+
+
+def test_stepping_an_ended_copy_says_how_to_reset_it_from_python():
+    vec = perennial.make_vec("perennial/CartPole-v1", num_envs=2, autoreset_mode="disabled")
+    vec.reset(seed=0)
+    done = np.zeros(2, dtype=bool)
+    while not done.any():
+        _, _, terminated, truncated, _ = vec.step(np.zeros(2, dtype=np.int64))
+        done = terminated | truncated
+    copy = int(np.flatnonzero(done)[0])
+    with pytest.raises(ValueError, match=rf'copy {copy}: its episode has ended.*reset_mask.*mask\[{copy}\]') as err:
+        vec.step(np.zeros(2, dtype=np.int64))
+    assert "reset_copy" not in str(err.value)
+    vec.reset(options={"reset_mask": done})
+    vec.step(np.zeros(2, dtype=np.int64))

@@ -455,10 +455,16 @@ pub enum VecError {
 impl fmt::Display for VecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            VecError::Copy { index, source } => write!(
+            VecError::Copy {
+                index,
+                source: EnvError::EpisodeEnded,
+            } => write!(
                 f,
-                "copy {index}: {source}; no copy was stepped (use reset_copy({index}) for an ended episode)"
+                "copy {index}: its episode has ended; no copy was stepped: call reset_copy({index}) to build its next world first"
             ),
+            VecError::Copy { index, source } => {
+                write!(f, "copy {index}: {source}; no copy was stepped")
+            }
             VecError::ActionCount { expected, got } => write!(
                 f,
                 "got {got} actions for {expected} copies; pass exactly one action per copy"
