@@ -90,6 +90,17 @@ fn cases() -> Vec<Case> {
             expect: &["{file}:9", "out of range"],
         },
         Case {
+            what: "world file: a parameter of 1e308",
+            file: Some((
+                "huge-param.toml",
+                WORLD.replace("gravity = 12.0", "gravity = 1e308"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            // The value as written, not as 309 digits.
+            expect: &["{file}:9", "`gravity` = 1e308 is out of range"],
+        },
+        Case {
             what: "world file: empty regime list",
             file: Some((
                 "empty-regimes.toml",
@@ -144,6 +155,16 @@ fn cases() -> Vec<Case> {
             args: &["check", "{file}"],
             code: 2,
             expect: &["{file}:", "world.params.opening_cash"],
+        },
+        Case {
+            what: "world file: opening cash of 1e300",
+            file: Some((
+                "huge-cash.toml",
+                warehouse.replace("opening_cash = 10000.0", "opening_cash = 1e300"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:", "opening_cash`: is 1e300; use at most 1000000000"],
         },
         Case {
             what: "world file: negative credit line",

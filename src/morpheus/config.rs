@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::regime::Shown;
+
 /// The layout and economics of a MORPHEUS world: what exists, how fast it works, what it
 /// costs. Everything here is fixed for a run; what shifts between regimes lives in
 /// [`MorpheusConditions`](super::MorpheusConditions).
@@ -222,7 +224,7 @@ fn positive(field: &'static str, v: f64) -> Result<(), ConfigError> {
     if !(v.is_finite() && v > 0.0) {
         return Err(ConfigError {
             field,
-            message: format!("is {v}; use a finite number greater than 0"),
+            message: format!("is {}; use a finite number greater than 0", Shown(v)),
         });
     }
     Ok(())
@@ -232,7 +234,7 @@ fn non_negative(field: &'static str, v: f64) -> Result<(), ConfigError> {
     if !(v.is_finite() && v >= 0.0) {
         return Err(ConfigError {
             field,
-            message: format!("is {v}; use a finite number of at least 0"),
+            message: format!("is {}; use a finite number of at least 0", Shown(v)),
         });
     }
     Ok(())
@@ -242,7 +244,7 @@ fn unit_interval(field: &'static str, v: f64) -> Result<(), ConfigError> {
     if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
         return Err(ConfigError {
             field,
-            message: format!("is {v}; use a number in [0, 1]"),
+            message: format!("is {}; use a number in [0, 1]", Shown(v)),
         });
     }
     Ok(())
@@ -331,7 +333,7 @@ impl MorpheusConfig {
         {
             return Err(ConfigError {
                 field: "goodwill_floor",
-                message: format!("is {}; use a number in (0, 1]", self.goodwill_floor),
+                message: format!("is {}; use a number in (0, 1]", Shown(self.goodwill_floor)),
             });
         }
         unit_interval("goodwill_late_hit", self.goodwill_late_hit)?;
@@ -372,7 +374,7 @@ impl MorpheusConfig {
             if value > max {
                 Err(ConfigError {
                     field,
-                    message: format!("is {value}; use at most {max}"),
+                    message: format!("is {}; use at most {}", Shown(value), Shown(max)),
                 })
             } else {
                 Ok(())

@@ -158,7 +158,10 @@ impl fmt::Display for RegimeError {
             } if value.is_finite() && value >= min && value <= max => write!(
                 // Within range yet refused: a fraction for a whole-number parameter.
                 f,
-                "parameter `{name}` = {value} must be a whole number in [{min}, {max}]"
+                "parameter `{name}` = {} must be a whole number in [{}, {}]",
+                Shown(*value),
+                Shown(*min),
+                Shown(*max)
             ),
             RegimeError::OutOfRange {
                 name,
@@ -167,7 +170,10 @@ impl fmt::Display for RegimeError {
                 max,
             } => write!(
                 f,
-                "parameter `{name}` = {value} is out of range; use a value in [{min}, {max}]"
+                "parameter `{name}` = {} is out of range; use a value in [{}, {}]",
+                Shown(*value),
+                Shown(*min),
+                Shown(*max)
             ),
             RegimeError::UnknownLabel { label, known } => write!(
                 f,
@@ -188,3 +194,18 @@ impl fmt::Display for RegimeError {
 }
 
 impl std::error::Error for RegimeError {}
+
+/// A number as an error message shows it: in scientific notation when it is very large
+/// or very small (`1e308` rather than 309 digits), else as written.
+pub(crate) struct Shown(pub(crate) f64);
+
+impl fmt::Display for Shown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        if v.is_finite() && v != 0.0 && !(1e-4..1e15).contains(&v.abs()) {
+            write!(f, "{v:e}")
+        } else {
+            write!(f, "{v}")
+        }
+    }
+}
