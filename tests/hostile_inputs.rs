@@ -314,6 +314,19 @@ fn cases() -> Vec<Case> {
             expect: &["{file}:3", "regime"],
         },
         Case {
+            what: "trace: a CSV header without `reward`",
+            file: Some((
+                "no-reward.csv",
+                "run_id,seed,algorithm_id,task,step,episode,episode_step,rewrd,regime,regime_origin,terminated,truncated,ceiling\n\
+                 r,0,a,t,0,0,0,1.0,x,initial,false,false,\n"
+                    .into(),
+            )),
+            args: &["eval", "{file}"],
+            code: 2,
+            // The header's line, before any row is read.
+            expect: &["{file}:1", "no `reward` column"],
+        },
+        Case {
             what: "trace: wrong type",
             file: Some(("wrong-type.jsonl", rows(1) + &row(1, "\"lots\""))),
             args: &["eval", "{file}"],

@@ -12,6 +12,7 @@ use super::scan;
 use super::serde_path::{parse_jsonl, parse_jsonl_ref};
 use crate::trace::error::{TornTail, TraceError};
 use crate::trace::parquet_reader::{ParquetSource, Projection};
+use crate::trace::row::COLUMNS;
 use crate::trace::row::TraceRow;
 
 /// Reads rows from one or more trace files in order, one line in memory at a time.
@@ -293,7 +294,19 @@ impl TraceReader {
             }
             if file.format == TraceFormat::Csv && file.csv_header.is_none() && file.line_no == 1 {
                 match csv_fields(text) {
-                    Ok(h) if complete => file.csv_header = Some(h),
+                    Ok(h) if complete => {
+                        // Checked once here, so the error names the header's line.
+                        if let Some(missing) = missing_csv_column(&h) {
+                            return Some(Err(TraceError::parse(
+                                &file.path,
+                                file.line_no,
+                                format!(
+                                    "the CSV header has no `{missing}` column; is this a perennial trace?"
+                                ),
+                            )));
+                        }
+                        file.csv_header = Some(h)
+                    }
                     _ if !complete => self.tear(start),
                     _ => {
                         return Some(Err(TraceError::parse(
@@ -364,4 +377,13 @@ impl Iterator for TraceReader {
 pub(super) fn trim_newline(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// The first trace column a CSV header lacks (components and payouts are spread over
+/// `c.`/`p.` columns, so they are not looked for by name).
+fn missing_csv_column(header: &[String]) -> Option<&'static str> {
+    COLUMNS
+        .into_iter()
+        .filter(|c| !matches!(*c, "components" | "payout"))
+        .find(|c| !header.iter().any(|h| h == c))
 }
