@@ -41,6 +41,10 @@ pub const MAX_WINDOW_STEPS: usize = 1 << 24;
 /// window of rewards per run in memory.
 pub const MAX_EVAL_WINDOW: usize = 1 << 24;
 
+/// Most runs in one sweep (100,000): worlds × agents × seeds. A sweep keeps its plan and
+/// manifest in memory and starts one process per run.
+pub const MAX_SWEEP_RUNS: usize = 100_000;
+
 /// Longest run id, task, agent id or regime label, in bytes (256). They are written in
 /// every trace row and used in file names.
 pub const MAX_ID_BYTES: usize = 256;

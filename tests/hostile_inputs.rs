@@ -765,6 +765,27 @@ fn cases() -> Vec<Case> {
             expect: &["{file}:7", "sweep.format", "use jsonl, csv or parquet"],
         },
         Case {
+            what: "sweep: 1e11 seeds",
+            file: Some((
+                "many-seeds.toml",
+                "[sweep]\nname = \"s\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\"]\nseeds = { from = 0, count = 100000000000 }\nsteps = 10\n".into(),
+            )),
+            args: &["sweep", "{file}", "--plan-json"],
+            code: 2,
+            // Refused before a seed list is built (it used to abort, out of memory).
+            expect: &["{file}:5", "sweep.seeds.count", "at most 100000 runs"],
+        },
+        Case {
+            what: "sweep: runs beyond the limit as worlds × agents × seeds",
+            file: Some((
+                "many-runs.toml",
+                "[sweep]\nname = \"s\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\", \"balance\"]\nseeds = { from = 0, count = 50001 }\nsteps = 10\n".into(),
+            )),
+            args: &["sweep", "{file}", "--plan-json"],
+            code: 2,
+            expect: &["{file}:5", "100002 runs (1 worlds × 2 agents × 50001 seeds)"],
+        },
+        Case {
             what: "sweep: part_seconds with a CSV trace",
             file: Some((
                 "csv-parts.toml",

@@ -1,5 +1,6 @@
 //! Sweep files (TOML): which worlds, agents and seeds to run, for how long.
 
+use std::collections::HashSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -8,6 +9,7 @@ use toml::Spanned;
 
 use super::error::SweepFileError;
 use crate::harness::HarnessConfig;
+use crate::limits::MAX_SWEEP_RUNS;
 use crate::registry::{BuildError, Registry, RunRequest};
 use crate::trace::TraceFormat;
 use crate::world_file::{WorldFile, read_text, serde_field};
@@ -82,7 +84,21 @@ impl Ctx<'_> {
             let message = format!("list at least one {what}");
             return Err(self.err(Some(list.span()), field, message));
         }
+        if items.len() > MAX_SWEEP_RUNS {
+            let what = format!("{} {what}s", items.len());
+            return Err(self.too_many(Some(list.span()), field, what));
+        }
         Ok(items)
+    }
+
+    /// The error of a list (or a product of lists) longer than a sweep may be.
+    /// `what` counts what is too many: "5000000 seeds", "100002 runs (1 world × ...)".
+    fn too_many(&self, span: Option<Range<usize>>, field: &str, what: String) -> SweepFileError {
+        let message = format!(
+            "{what}; a sweep makes at most {MAX_SWEEP_RUNS} runs (worlds × agents × seeds): \
+             split it into several sweeps"
+        );
+        self.err(span, field, message)
     }
 
     fn err(
@@ -255,6 +271,7 @@ impl SweepFile {
         }
 
         let mut agents: Vec<String> = Vec::new();
+        let mut seen_agents = HashSet::new();
         for (i, a) in ctx
             .listed(&def.agents, "sweep.agents", "agent")?
             .iter()
@@ -268,7 +285,7 @@ impl SweepFile {
                     format!("`{}` is not an agent name", a.get_ref()),
                 ));
             }
-            if agents.contains(a.get_ref()) {
+            if !seen_agents.insert(a.get_ref()) {
                 return Err(ctx.err(
                     Some(a.span()),
                     &field,
@@ -279,6 +296,19 @@ impl SweepFile {
         }
 
         let seeds = parse_seeds(&ctx, &def.seeds)?;
+        let runs = worlds
+            .len()
+            .saturating_mul(agents.len())
+            .saturating_mul(seeds.len());
+        if runs > MAX_SWEEP_RUNS {
+            let what = format!(
+                "{runs} runs ({} worlds × {} agents × {} seeds)",
+                worlds.len(),
+                agents.len(),
+                seeds.len()
+            );
+            return Err(ctx.too_many(Some(def.seeds.span()), "sweep.seeds", what));
+        }
 
         let steps = *def.steps.get_ref();
         let steps = u64::try_from(steps)
@@ -435,10 +465,15 @@ fn parse_seeds(ctx: &Ctx<'_>, seeds: &Spanned<toml::Value>) -> Result<Vec<u64>, 
             if items.is_empty() {
                 return Err(ctx.err(Some(span), "sweep.seeds", "list at least one seed"));
             }
+            if items.len() > MAX_SWEEP_RUNS {
+                let what = format!("{} seeds", items.len());
+                return Err(ctx.too_many(Some(span), "sweep.seeds", what));
+            }
             let mut out = Vec::with_capacity(items.len());
+            let mut seen = HashSet::with_capacity(items.len());
             for (i, v) in items.iter().enumerate() {
                 let s = seed(v, &format!("sweep.seeds[{i}]"), Some(span.clone()))?;
-                if out.contains(&s) {
+                if !seen.insert(s) {
                     return Err(ctx.err(
                         Some(span),
                         &format!("sweep.seeds[{i}]"),
@@ -475,6 +510,10 @@ fn parse_seeds(ctx: &Ctx<'_>, seeds: &Spanned<toml::Value>) -> Result<Vec<u64>, 
                 .ok_or_else(|| {
                     ctx.err(key_span("count"), "sweep.seeds.count", "must be at least 1")
                 })?;
+            if count > MAX_SWEEP_RUNS as u64 {
+                let what = format!("{count} seeds");
+                return Err(ctx.too_many(key_span("count"), "sweep.seeds.count", what));
+            }
             let end = from.checked_add(count).ok_or_else(|| {
                 ctx.err(
                     key_span("count"),
