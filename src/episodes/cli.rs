@@ -11,7 +11,8 @@ use super::export::{ExportOptions, export};
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct EpisodesArgs {
-    /// Trace files (JSON Lines or CSV) written with --record-transitions, read in order.
+    /// Trace files (JSON Lines, CSV or Parquet) written with --record-transitions, read in
+    /// order.
     #[cfg_attr(feature = "cli", arg(required = true, value_name = "TRACE"))]
     pub traces: Vec<PathBuf>,
     /// Where to write the episodes, one JSON object per line.

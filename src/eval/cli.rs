@@ -9,7 +9,8 @@ use super::{EvalError, EvalOptions, evaluate, plot_svg, profile_plot_svg};
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct EvalArgs {
-    /// Trace files (JSON Lines, or CSV by the `.csv` extension), read in the order given.
+    /// Trace files, read in the order given: JSON Lines, CSV (by the `.csv` extension) or
+    /// Parquet (a `.parquet` directory of part files, or one part file); formats can be mixed.
     #[cfg_attr(feature = "cli", arg(required = true, num_args = 1.., value_name = "TRACE"))]
     pub traces: Vec<PathBuf>,
     /// Print the report as JSON instead of tables.

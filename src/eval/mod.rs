@@ -308,7 +308,8 @@ impl Default for EvalOptions {
     }
 }
 
-/// Evaluates the runs in `paths` (JSON Lines or CSV, by extension), read in the order given.
+/// Evaluates the runs in `paths` (JSON Lines, CSV or Parquet, by extension; formats can be
+/// mixed), read in the order given.
 ///
 /// A run may span several files (give them in step order) and may start at any step; a
 /// file may hold several runs one after another.
