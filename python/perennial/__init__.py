@@ -25,6 +25,7 @@ in a trace that ``perennial.evaluate`` (or ``perennial eval``) scores::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -80,10 +81,19 @@ def make(world: str | os.PathLike, **options: Any) -> PerennialEnv:
     ``make(w, seed=S)`` followed by ``reset()`` gives episode 0 the world seed that
     ``perennial run w --seed S`` gives it.
 
+    For a registered id the env carries its ``gymnasium`` spec (``env.spec.id``, the options
+    in ``env.spec.kwargs``), as ``gym.make(id).unwrapped`` does; an env made from a path
+    has none, as a Gymnasium env built directly has none.
+
     Raises ``perennial.WorldFileError`` (with ``file``, ``line`` and ``field``) for a world
     file that cannot be used, ``ValueError`` for bad options.
     """
-    return PerennialEnv(world, **options)
+    env = PerennialEnv(world, **options)
+    key = world if isinstance(world, str) else None
+    if key in SHIPPED_IDS and key in gym.registry:
+        registered = gym.registry[key]
+        env.spec = dataclasses.replace(registered, kwargs={**registered.kwargs, **options})
+    return env
 
 
 def make_vec(

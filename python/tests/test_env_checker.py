@@ -93,3 +93,18 @@ def test_a_manual_plan_shifts_when_the_experimenter_says(tmp_path, worlds_dir):
     assert env.regime == other and env.regime_origin == "manual" and info["regime"] == other
     with pytest.raises(ValueError, match="nowhere"):
         env.shift("nowhere")
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_perennial_make_of_an_id_carries_its_spec_and_passes_the_checker_as_is(env_id):
+    env = perennial.make(env_id, seed=3)
+    assert env.spec.id == env_id
+    assert env.spec.kwargs == {"world": env_id, "seed": 3}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env)
+    again = env.spec.make()
+    assert isinstance(again.unwrapped, perennial.PerennialEnv)
+    np.testing.assert_array_equal(again.reset()[0], perennial.make(env_id, seed=3).reset()[0])
+    again.close()
+    env.close()
