@@ -221,6 +221,27 @@ fn run_ids_that_escape_or_hide_are_refused() {
     }
 }
 
+/// Starts `perennial ARGS` in the repository (stderr piped) and waits, up to a minute, until
+/// `ready` holds.
+fn spawn_until(args: &[&str], ready: impl Fn() -> bool) -> std::process::Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !ready() {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the run did not get going: {args:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child
+}
+
 /// SIGTERM ends a run cleanly: the step under way finishes, a checkpoint is written at the
 /// step reached, the exit code is 143 and the message says how to continue; resuming from
 /// that checkpoint gives the same trace, byte for byte, as a run never interrupted.
@@ -229,22 +250,22 @@ fn sigterm_writes_a_checkpoint_and_the_resumed_trace_is_byte_identical() {
     let d = dir("sigterm");
     let steps = "400000";
     let (trace, ckpt) = (d.join("t.jsonl"), d.join("c.ckpt.json"));
-    let child = Command::new(env!("CARGO_BIN_EXE_perennial"))
-        .args(["run", "worlds/warehouse.toml", "--steps", steps, "--trace"])
-        .arg(&trace)
-        .args(["--checkpoint-every", "100000", "--checkpoint"])
-        .arg(&ckpt)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     // Wait until rows are being written, then ask the run to stop.
-    let started = std::time::Instant::now();
-    while std::fs::metadata(&trace).map_or(0, |m| m.len()) == 0 {
-        assert!(started.elapsed().as_secs() < 60, "the run wrote no row");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let child = spawn_until(
+        &[
+            "run",
+            "worlds/warehouse.toml",
+            "--steps",
+            steps,
+            "--trace",
+            s(&trace),
+            "--checkpoint-every",
+            "100000",
+            "--checkpoint",
+            s(&ckpt),
+        ],
+        || std::fs::metadata(&trace).map_or(0, |m| m.len()) > 0,
+    );
     // SAFETY: sends a signal to the child this test spawned and still owns.
     assert_eq!(
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
@@ -287,5 +308,55 @@ fn sigterm_writes_a_checkpoint_and_the_resumed_trace_is_byte_identical() {
     assert!(
         std::fs::read(&trace).unwrap() == std::fs::read(&whole).unwrap(),
         "the resumed trace differs from the uninterrupted one"
+    );
+}
+
+/// A step can be long (here an agent update of a billion epochs): a second SIGTERM ends
+/// the process at once, with the same exit code, and says so.
+#[test]
+fn a_second_sigterm_stops_a_run_stuck_in_a_long_step() {
+    let d = dir("second-sigterm");
+    let trace = d.join("t.jsonl");
+    // The manifest is written when the run starts, just before the handler is installed.
+    let child = spawn_until(
+        &[
+            "run",
+            "worlds/cartpole.toml",
+            "--agent",
+            "ppo",
+            "--agent-opt",
+            "epochs=1000000000",
+            "--steps",
+            "100000",
+            "--window-steps",
+            "64",
+            "--run-id",
+            "stuck",
+            "--trace",
+            s(&trace),
+        ],
+        || d.join("stuck.manifest.json").exists(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: signals to the child this test spawned and still owns.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let mut child = child;
+    let waited = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if waited.elapsed().as_secs() >= 60 {
+            let _ = child.kill();
+            panic!("the run went on after a second SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(
+        err.contains("stopping after the step under way") && err.contains("second signal"),
+        "{err}"
     );
 }
