@@ -45,6 +45,10 @@ pub const MAX_EVAL_WINDOW: usize = 1 << 24;
 /// manifest in memory and starts one process per run.
 pub const MAX_SWEEP_RUNS: usize = 100_000;
 
+/// Most copies in one vector env built from a world file (1,048,576): far above the
+/// thousands a vectorized benchmark uses, and refused before anything is allocated.
+pub const MAX_VECTOR_COPIES: usize = 1 << 20;
+
 /// Longest run id, task, agent id or regime label, in bytes (256). They are written in
 /// every trace row and used in file names.
 pub const MAX_ID_BYTES: usize = 256;

@@ -61,6 +61,11 @@ class PerennialVectorEnv(VectorEnv):
             mode = autoreset_mode
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs={num_envs!r}: num_envs is a whole number, at least 1")
+        if num_envs > _core.MAX_VECTOR_COPIES:
+            raise ValueError(
+                f"num_envs={num_envs}: a vector holds at most {_core.MAX_VECTOR_COPIES} copies; "
+                "split the batch over several vectors"
+            )
         path = resolve(world)
         self._vec = _core.Vector(path, int(num_envs), mode)
         single = PerennialEnv(path, seed=0)

@@ -209,6 +209,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WorldFileError", m.py().get_type::<WorldFileError>())?;
     m.add_class::<run::Run>()?;
     m.add_class::<vector::Vector>()?;
+    m.add("MAX_VECTOR_COPIES", perennial::limits::MAX_VECTOR_COPIES)?;
     m.add_function(wrap_pyfunction!(check_world, m)?)?;
     m.add_function(wrap_pyfunction!(agents, m)?)?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 use perennial::cartpole::{CartPole, CartPoleParams};
 use perennial::env::{Env, EnvError};
+use perennial::limits::MAX_VECTOR_COPIES;
 use perennial::regime::apply_conditions;
 use perennial::seed::{self, Stream};
 use perennial::vector::{AutoresetMode, CartPoleVec, VecEnv, VecError, VecStep, VectorEnv};
@@ -118,6 +119,12 @@ impl Vector {
             let file = load_world(py, world)?;
             if num_envs == 0 {
                 return Err(PyValueError::new_err("num_envs must be at least 1"));
+            }
+            // PerennialVectorEnv says so first, for any Python integer.
+            if num_envs > MAX_VECTOR_COPIES {
+                return Err(PyValueError::new_err(format!(
+                    "num_envs={num_envs}: at most {MAX_VECTOR_COPIES}"
+                )));
             }
             let mode = match autoreset_mode {
                 "next_step" => AutoresetMode::NextStep,

@@ -151,3 +151,9 @@ def test_stepping_an_ended_copy_says_how_to_reset_it_from_python():
     assert "reset_copy" not in str(err.value)
     vec.reset(options={"reset_mask": done})
     vec.step(np.zeros(2, dtype=np.int64))
+
+
+def test_a_vector_of_a_trillion_copies_is_refused_before_any_allocation():
+    for n in (10**12, 2**70):
+        with pytest.raises(ValueError, match=rf"num_envs={n}: a vector holds at most 1048576 copies"):
+            perennial.make_vec("perennial/CartPole-v1", num_envs=n)
