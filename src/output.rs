@@ -238,8 +238,22 @@ fn temp_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Replaces `path` with `bytes` atomically: temp file, fsync, rename, fsync of the folder.
-/// Refuses a path that is not a regular file or absent ([`check_output`]).
+/// Creates the folder that will hold `path` when it is missing, as `perennial run` does
+/// for its trace, so an output may name a folder not made yet.
+///
+/// # Errors
+///
+/// An I/O error naming the folder.
+pub fn create_parent(path: &Path) -> Result<(), OutputError> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => std::fs::create_dir_all(dir).map_err(io(dir)),
+        None => Ok(()),
+    }
+}
+
+/// Replaces `path` with `bytes` atomically: temp file, fsync, rename, fsync of the folder
+/// (created when missing). Refuses a path that is not a regular file or absent
+/// ([`check_output`]).
 ///
 /// # Errors
 ///
@@ -260,6 +274,7 @@ pub fn write_atomic_with(
     fill: impl FnOnce(&mut File) -> std::io::Result<()>,
 ) -> Result<(), OutputError> {
     check_output(path)?;
+    create_parent(path)?;
     let tmp = temp_path(path);
     let result = (|| {
         let mut file = OpenOptions::new()

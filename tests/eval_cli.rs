@@ -221,3 +221,39 @@ fn eval_args_parse_like_the_command_line() {
     assert!(Cli::try_parse_from(["eval"]).is_err());
     assert!(Cli::try_parse_from(["eval", "a.jsonl", "--window", "0"]).is_err());
 }
+
+/// Plots (and `perennial episodes --out`) may name a folder not made yet, as `--trace` may.
+#[test]
+fn outputs_may_name_folders_not_made_yet() {
+    let scratch = common::Scratch::new("eval-new-folders");
+    let trace = scratch.join("run.jsonl");
+    let config = HarnessConfig {
+        steps: 300,
+        auto_reset: true,
+        record_transitions: true,
+        ..HarnessConfig::default()
+    };
+    let env = CartPole::new(CartPoleParams::default());
+    let agent = RandomAgent::new(env.spec().action_space.clone(), 1);
+    Harness::new(env, agent, 1)
+        .trace(&trace, TraceFormat::Jsonl)
+        .config(config)
+        .run()
+        .unwrap();
+    let mut plots = args(vec![trace.clone()]);
+    plots.plot = Some(scratch.join("a/b/plot.svg"));
+    plots.profile_plot = Some(scratch.join("c/profile.svg"));
+    run_cli(&plots).unwrap();
+    for svg in ["a/b/plot.svg", "c/profile.svg"] {
+        assert!(
+            std::fs::read_to_string(scratch.join(svg))
+                .unwrap()
+                .starts_with("<svg")
+        );
+    }
+    let out = scratch.join("d/e/episodes.jsonl");
+    let options = perennial::episodes::ExportOptions::default();
+    let summary = perennial::episodes::export(&[&trace], &out, &options).unwrap();
+    assert_eq!(summary.steps, 300);
+    assert!(out.is_file());
+}

@@ -680,6 +680,21 @@ fn cases() -> Vec<Case> {
             expect: &["--plot {file} is the same file as a trace"],
         },
         Case {
+            what: "trace: --profile-plot equal to the trace",
+            file: Some(("profile-same.jsonl", rows(3))),
+            args: &["eval", "{file}", "--profile-plot", "{file}"],
+            code: 2,
+            // It used to overwrite the trace with the SVG after scoring it.
+            expect: &["--profile-plot {file} is the same file as a trace"],
+        },
+        Case {
+            what: "trace: --plot equal to a reference trace",
+            file: Some(("plot-reference.jsonl", rows(3))),
+            args: &["eval", "{dir}/ok-trace.jsonl", "--reference", "{file}", "--plot", "{file}"],
+            code: 2,
+            expect: &["--plot {file} is the same file as a reference"],
+        },
+        Case {
             what: "trace: not Parquet, named .parquet",
             file: Some(("fake.parquet", "run_id,step\nr,0\n".into())),
             args: &["eval", "{file}"],

@@ -285,11 +285,7 @@ pub(crate) fn set_option(table: &mut toml::Table, opt: &str) -> Result<(), Strin
 }
 
 fn ensure_parent(p: &Path) -> Result<(), Failure> {
-    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
-    }
-    Ok(())
+    crate::output::create_parent(p).map_err(|e| Failure::input(e.to_string()))
 }
 
 /// A new run: builds the harness, resolves the default output paths from its run id,

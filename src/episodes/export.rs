@@ -518,6 +518,7 @@ pub fn export<P: AsRef<Path>>(
     partial.push(".partial");
     let partial = PathBuf::from(partial);
     crate::output::check_output(&partial).map_err(unsafe_out)?;
+    crate::output::create_parent(out).map_err(unsafe_out)?;
     match write_episodes(traces, &partial, options, advantages.as_deref()) {
         Ok(summary) => {
             // The SQLite way: synced before the rename, the folder synced after, and the

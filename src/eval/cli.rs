@@ -70,17 +70,28 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
         gamma: args.gamma,
         ..EvalOptions::default()
     };
-    if let Some(path) = &args.plot {
-        // Before any work: the plot must not replace a trace it reads, nor a non-file.
-        crate::output::check_output(path).map_err(|e| EvalError::InvalidOptions(e.to_string()))?;
-        let inputs: Vec<(&str, &std::path::Path)> = args
-            .traces
-            .iter()
-            .map(|t| ("a trace", t.as_path()))
-            .collect();
-        crate::output::check_distinct(&inputs, &[("--plot", path)])
-            .map_err(|e| EvalError::InvalidOptions(e.to_string()))?;
+    // Before any work: a plot must not replace a trace it reads (or the other plot), nor
+    // a non-file.
+    let unsafe_out = |e: crate::output::OutputError| EvalError::InvalidOptions(e.to_string());
+    let outputs: Vec<(&str, &std::path::Path)> = [
+        ("--plot", &args.plot),
+        ("--profile-plot", &args.profile_plot),
+    ]
+    .into_iter()
+    .filter_map(|(role, p)| Some((role, p.as_deref()?)))
+    .collect();
+    for (_, path) in &outputs {
+        crate::output::check_output(path).map_err(unsafe_out)?;
     }
+    let inputs: Vec<(&str, &std::path::Path)> = [
+        ("a trace", &args.traces),
+        ("a reference", &args.references),
+        ("a floor", &args.floors),
+    ]
+    .into_iter()
+    .flat_map(|(role, paths)| paths.iter().map(move |p| (role, p.as_path())))
+    .collect();
+    crate::output::check_distinct(&inputs, &outputs).map_err(unsafe_out)?;
     let mut report = evaluate(&args.traces, &options)?;
     let events = if args.events {
         let (rows, problems) = read_events(&args.traces, &report.runs);

@@ -383,14 +383,12 @@ pub fn profile_svg(report: &Report) -> String {
     s
 }
 
-/// Writes [`profile_svg`] of `report` to `path`.
+/// Writes [`profile_svg`] of `report` to `path`, as [`plot_svg`] writes its plot.
 ///
 /// # Errors
 ///
-/// The file cannot be written.
+/// As [`plot_svg`].
 pub fn profile_plot_svg(report: &Report, path: &Path) -> Result<(), EvalError> {
-    std::fs::write(path, profile_svg(report)).map_err(|source| EvalError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    crate::output::write_atomic(path, profile_svg(report).as_bytes())
+        .map_err(|e| EvalError::InvalidOptions(e.to_string()))
 }
