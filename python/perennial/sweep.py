@@ -25,7 +25,9 @@ world files and the ``perennial`` executable must be at the same paths on every 
 put ``out`` on a shared filesystem (NFS, a mounted bucket), and install the package (or set
 ``PERENNIAL_BIN``) on every node.
 
-The ``perennial`` executable is ``$PERENNIAL_BIN`` when set, else ``perennial`` on ``PATH``.
+The ``perennial`` executable is ``$PERENNIAL_BIN`` when set, else ``perennial`` on ``PATH``,
+else the console script this package installed beside the running interpreter (a virtual
+environment used without activating it).
 """
 
 from __future__ import annotations
@@ -74,8 +76,11 @@ def _program() -> str:
         return given
     found = shutil.which("perennial")
     if found is None:
+        found = shutil.which("perennial", path=os.path.dirname(sys.executable))
+    if found is None:
         raise FileNotFoundError(
-            "the perennial executable is not on PATH; install the package or set PERENNIAL_BIN"
+            "the perennial executable is neither on PATH nor beside this Python "
+            f"({sys.executable}); install the package or set PERENNIAL_BIN"
         )
     return found
 

@@ -47,3 +47,14 @@ def test_agents_lists_what_the_cli_accepts_for_each_world(tmp_path, worlds_dir, 
     assert err.strip().endswith("use one of: " + ", ".join(pole)), err
     with pytest.raises(perennial.WorldFileError):
         perennial.agents(tmp_path / "missing.toml")
+
+
+def test_the_sweep_finds_the_console_script_beside_an_unactivated_interpreter(monkeypatch):
+    # `.venv/bin/python script.py` without activating: the script is not on PATH.
+    from perennial.sweep import _program
+
+    monkeypatch.delenv("PERENNIAL_BIN", raising=False)
+    monkeypatch.setenv("PATH", "")
+    found = Path(_program())
+    assert found.parent == Path(sys.executable).parent and found.name == "perennial"
+    assert subprocess.run([str(found), "--help"], capture_output=True).returncode == 0
