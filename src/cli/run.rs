@@ -303,7 +303,7 @@ fn start(
         harness.set_run_id(run_id);
     }
     let plan = resolve_paths(plan, &harness.identity().run_id);
-    check_outputs(&plan, None)?;
+    check_outputs(&plan, None, &harness.identity().run_id)?;
     let lock = lock_checkpoint(&plan)?;
     if let Some(p) = &plan.trace {
         ensure_parent(p)?;
@@ -347,13 +347,22 @@ fn default_run_id(plan: &RunPlan, task: &str, agent: &str) -> Result<String, Fai
 }
 
 /// Checks every output path before any work: each must be a regular file or absent, none
-/// may be an input (the world file, the checkpoint being resumed) or another output, and
-/// the trace's extension must match its format.
-fn check_outputs(plan: &RunPlan, resume: Option<&Path>) -> Result<(), Failure> {
+/// may be an input (the world file, the checkpoint being resumed) or another output (the
+/// events table and the manifest written beside the trace included), and the trace's
+/// extension must match its format.
+fn check_outputs(plan: &RunPlan, resume: Option<&Path>, run_id: &str) -> Result<(), Failure> {
     use crate::output::{check_distinct, check_output};
     let mut outputs: Vec<(&str, &Path)> = Vec::new();
-    if let Some(t) = &plan.trace {
+    let beside = plan.trace.as_ref().map(|t| {
+        (
+            crate::trace::events_path(t, plan.format),
+            crate::trace::Manifest::path_for(t, run_id),
+        )
+    });
+    if let (Some(t), Some((events, manifest))) = (&plan.trace, &beside) {
         outputs.push(("--trace", t));
+        outputs.push(("the trace's events table", events));
+        outputs.push(("the run's manifest", manifest));
         let want = plan.format.extension();
         let named = t.extension().and_then(|e| e.to_str()).and_then(|ext| {
             [TraceFormat::Jsonl, TraceFormat::Csv, TraceFormat::Parquet]
@@ -435,7 +444,7 @@ fn continue_from(
     ckpt: Checkpoint,
     ckpt_path: &Path,
 ) -> Result<Prepared, Failure> {
-    check_outputs(plan, Some(ckpt_path))?;
+    check_outputs(plan, Some(ckpt_path), &ckpt.identity.run_id)?;
     let lock = lock_checkpoint(plan)?;
     let (trace_bytes, tail) = (ckpt.trace_bytes, ckpt.trace_tail.clone());
     let at_step = ckpt.step;
