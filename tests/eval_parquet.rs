@@ -110,13 +110,27 @@ fn a_parquet_run_given_twice_is_refused_at_its_first_row_again() {
         &["--run-id", "twice"],
         "twice",
     );
-    let out = perennial()
-        .args(["eval", path(&trace), path(&trace)])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let eval = |second: &Path| {
+        let out = perennial()
+            .args(["eval", path(&trace), path(second)])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        stderr
+    };
+    // The same directory twice is named as such before anything is read.
+    assert!(eval(&trace).contains("is given twice"));
+    // A copy elsewhere holds the same run: refused at its first part.
+    let copy = trace.with_file_name("twice-copy.parquet");
+    std::fs::create_dir_all(&copy).unwrap();
+    for part in std::fs::read_dir(&trace).unwrap() {
+        let part = part.unwrap().path();
+        std::fs::copy(&part, copy.join(part.file_name().unwrap())).unwrap();
+    }
+    let stderr = eval(&copy);
+    std::fs::remove_dir_all(&copy).unwrap();
     assert!(stderr.contains("part-"), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
     clean(&["twice"]);
 }

@@ -698,6 +698,13 @@ fn cases() -> Vec<Case> {
             expect: &["is the same file as the trace's events table"],
         },
         Case {
+            what: "trace: the same trace given twice",
+            file: Some(("twice.jsonl", rows(3))),
+            args: &["eval", "{file}", "{file}"],
+            code: 2,
+            expect: &["{file} is given twice; give each trace once"],
+        },
+        Case {
             what: "trace: --profile-plot equal to the trace",
             file: Some(("profile-same.jsonl", rows(3))),
             args: &["eval", "{file}", "--profile-plot", "{file}"],

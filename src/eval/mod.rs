@@ -380,6 +380,16 @@ fn evaluate_runs(
             crate::limits::MAX_EVAL_WINDOW
         )));
     }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = paths
+        .iter()
+        .find(|p| p.canonicalize().is_ok_and(|c| !seen.insert(c)))
+    {
+        return Err(EvalError::InvalidOptions(format!(
+            "{} is given twice; give each trace once (a run's rows are read in the order given)",
+            twice.display()
+        )));
+    }
     if let Some(first) = paths.first()
         && paths.iter().all(|p| crate::trace::is_events_table(p))
     {
