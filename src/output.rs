@@ -436,6 +436,17 @@ pub fn open_locked(path: &Path) -> Result<File, OutputError> {
     Ok(file)
 }
 
+/// Removes a unit test's folder when the test ends.
+#[cfg(test)]
+pub(crate) struct Clean<'a>(pub(crate) &'a Path);
+
+#[cfg(test)]
+impl Drop for Clean<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -451,6 +462,7 @@ mod tests {
     #[test]
     fn symlinks_directories_fifos_and_devices_are_refused() {
         let d = dir("kinds");
+        let _clean = Clean(&d);
         let target = d.join("target");
         std::fs::write(&target, "keep").unwrap();
         let link = d.join("link");
@@ -481,6 +493,7 @@ mod tests {
     #[test]
     fn an_output_equal_to_an_input_through_another_spelling_is_refused() {
         let d = dir("same");
+        let _clean = Clean(&d);
         let world = d.join("w.toml");
         std::fs::write(&world, "x").unwrap();
         let other_spelling = d.join(".").join("w.toml");
@@ -505,6 +518,7 @@ mod tests {
     #[test]
     fn atomic_write_replaces_the_file_and_leaves_no_temp() {
         let d = dir("atomic");
+        let _clean = Clean(&d);
         let p = d.join("out.json");
         std::fs::write(&p, "old").unwrap();
         write_atomic(&p, b"new").unwrap();
@@ -515,6 +529,7 @@ mod tests {
     #[test]
     fn a_second_lock_names_the_holder_pid() {
         let d = dir("lock");
+        let _clean = Clean(&d);
         let p = d.join("t.jsonl");
         let held = open_locked(&p).unwrap();
         let err = open_locked(&p).unwrap_err();

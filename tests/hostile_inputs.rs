@@ -1055,4 +1055,6 @@ fn every_hostile_input_gets_its_documented_message() {
         current == table,
         "HOSTILE_INPUTS.md is stale; rerun with PERENNIAL_BLESS=1 to rewrite it. New table:\n{table}"
     );
+    // Kept when the test fails, to look at.
+    let _ = std::fs::remove_dir_all(&dir);
 }

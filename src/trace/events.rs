@@ -1156,8 +1156,10 @@ mod tests {
         ]
     }
 
+    /// `name` in a folder of its own, so each test can remove its folder when it ends.
     fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("perennial-events-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("perennial-events-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir.join(name)
     }
@@ -1166,6 +1168,7 @@ mod tests {
     fn every_format_reads_back_the_rows_written() {
         for format in [TraceFormat::Jsonl, TraceFormat::Csv, TraceFormat::Parquet] {
             let path = temp(&format!("rt.events.{}", format.extension()));
+            let _clean = crate::output::Clean(path.parent().unwrap());
             let mut w = EventWriter::create(&path, format).unwrap();
             for r in rows() {
                 w.write(r).unwrap();
@@ -1183,6 +1186,7 @@ mod tests {
     fn append_cuts_back_to_the_recorded_length() {
         for format in [TraceFormat::Jsonl, TraceFormat::Csv, TraceFormat::Parquet] {
             let path = temp(&format!("cut.events.{}", format.extension()));
+            let _clean = crate::output::Clean(path.parent().unwrap());
             let mut w = EventWriter::create(&path, format).unwrap();
             let all = rows();
             w.write(all[0].clone()).unwrap();
@@ -1202,6 +1206,7 @@ mod tests {
     #[test]
     fn a_torn_last_line_is_reported_and_earlier_events_are_kept() {
         let path = temp("torn.events.jsonl");
+        let _clean = crate::output::Clean(path.parent().unwrap());
         let mut w = EventWriter::create(&path, TraceFormat::Jsonl).unwrap();
         for r in rows() {
             w.write(r).unwrap();

@@ -574,8 +574,10 @@ mod tests {
         sink.flush().unwrap();
     }
 
+    /// `name` in a folder of its own, so each test can remove its folder when it ends.
     fn temp(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("perennial-trace-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("perennial-trace-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir.join(name)
     }
@@ -587,6 +589,7 @@ mod tests {
             ("rt.csv", TraceFormat::Csv),
         ] {
             let path = temp(name);
+            let _clean = crate::output::Clean(path.parent().unwrap());
             write(&path, format, 3);
             let rows: Vec<TraceRow> = TraceReader::open(&[&path])
                 .collect::<Result<_, _>>()
@@ -605,6 +608,7 @@ mod tests {
     #[test]
     fn a_torn_last_line_is_reported_and_earlier_rows_are_kept() {
         let path = temp("torn.jsonl");
+        let _clean = crate::output::Clean(path.parent().unwrap());
         write(&path, TraceFormat::Jsonl, 4);
         let mut bytes = std::fs::read(&path).unwrap();
         let full = bytes.len();
@@ -630,6 +634,7 @@ mod tests {
     #[test]
     fn a_bad_complete_line_is_an_error_naming_file_and_line() {
         let path = temp("bad.jsonl");
+        let _clean = crate::output::Clean(path.parent().unwrap());
         write(&path, TraceFormat::Jsonl, 3);
         let text = std::fs::read_to_string(&path)
             .unwrap()
@@ -644,6 +649,10 @@ mod tests {
     #[test]
     fn several_files_are_read_in_order() {
         let (a, b) = (temp("a.jsonl"), temp("b.csv"));
+        let _clean = (
+            crate::output::Clean(a.parent().unwrap()),
+            crate::output::Clean(b.parent().unwrap()),
+        );
         write(&a, TraceFormat::Jsonl, 2);
         write(&b, TraceFormat::Csv, 3);
         let n = TraceReader::open(&[&a, &b]).filter(|r| r.is_ok()).count();
