@@ -311,17 +311,19 @@ pub(crate) fn discrete_action(
             .map(|r| r.to_string())
             .unwrap_or_else(|_| "?".into())
     };
-    let outside = |shown: String| {
-        let e = EnvError::InvalidAction {
-            action: shown,
-            space: space.to_string(),
-        };
-        PyValueError::new_err(format!("step {step}: {e}"))
-    };
+    let outside = |e: EnvError| PyValueError::new_err(format!("step {step}: {e}"));
     match action.extract::<i64>() {
-        Ok(value) => usize::try_from(value).map_err(|_| outside(value.to_string())),
-        // An integer too large for i64 (it has `__index__`) is outside every space.
-        Err(_) if action.call_method0("__index__").is_ok() => Err(outside(repr())),
+        Ok(value) => {
+            usize::try_from(value).map_err(|_| outside(EnvError::invalid_action(&value, space)))
+        }
+        // An integer too large for i64 (it has `__index__`) is outside every space; it is
+        // shown as Python shows it.
+        Err(_) if action.call_method0("__index__").is_ok() => {
+            Err(outside(EnvError::InvalidAction {
+                action: repr(),
+                space: space.to_string(),
+            }))
+        }
         Err(_) => Err(PyValueError::new_err(format!(
             "step {step}: invalid action {}: a discrete action is an integer",
             repr()

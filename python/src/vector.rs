@@ -5,7 +5,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use perennial::cartpole::{CartPole, CartPoleParams};
-use perennial::env::{Env, EnvError};
+use perennial::env::{Env, EnvError, Space};
 use perennial::limits::MAX_VECTOR_COPIES;
 use perennial::regime::apply_conditions;
 use perennial::seed::{self, Stream};
@@ -30,8 +30,8 @@ pub struct Vector {
     mode: AutoresetMode,
     backend: Option<Backend>,
     obs_len: usize,
-    /// The action space as errors print it (`Discrete(2)`).
-    action_space: String,
+    /// The action space, for the errors of actions outside it.
+    action_space: Space,
     actions: Vec<usize>,
 }
 
@@ -139,7 +139,7 @@ impl Vector {
             let world = World::build(&file).map_err(PyValueError::new_err)?;
             let (obs_len, action_space) = (
                 world.spec().observation_space.len(),
-                world.spec().action_space.to_string(),
+                world.spec().action_space.clone(),
             );
             Ok(Vector {
                 file,
@@ -246,10 +246,7 @@ impl Vector {
             })?;
             for (i, (&a, slot)) in given.iter().zip(&mut self.actions).enumerate() {
                 *slot = usize::try_from(a).map_err(|_| {
-                    let e = EnvError::InvalidAction {
-                        action: a.to_string(),
-                        space: self.action_space.clone(),
-                    };
+                    let e = EnvError::invalid_action(&a, &self.action_space);
                     PyValueError::new_err(format!("copy {i}: {e}; no copy was stepped"))
                 })?;
             }

@@ -229,7 +229,12 @@ pub fn svg(report: &Report) -> String {
 /// The file cannot be written, or the path holds something other than a regular file
 /// ([`crate::output::write_atomic`]).
 pub fn plot_svg(report: &Report, path: &Path) -> Result<(), EvalError> {
-    crate::output::write_atomic(path, svg(report).as_bytes())
+    write_svg(path, &svg(report))
+}
+
+/// Writes a drawing to `path` atomically, refusing a path that is not a regular file.
+fn write_svg(path: &Path, svg: &str) -> Result<(), EvalError> {
+    crate::output::write_atomic(path, svg.as_bytes())
         .map_err(|e| EvalError::InvalidOptions(e.to_string()))
 }
 
@@ -389,6 +394,5 @@ pub fn profile_svg(report: &Report) -> String {
 ///
 /// As [`plot_svg`].
 pub fn profile_plot_svg(report: &Report, path: &Path) -> Result<(), EvalError> {
-    crate::output::write_atomic(path, profile_svg(report).as_bytes())
-        .map_err(|e| EvalError::InvalidOptions(e.to_string()))
+    write_svg(path, &profile_svg(report))
 }
