@@ -420,13 +420,19 @@ mod tests {
         assert_eq!(env.step(&0).unwrap_err(), EnvError::NotReset);
     }
 
-    #[test]
-    fn truncates_at_the_step_limit() {
+    /// A CartPole reset from seed 0 whose episodes are cut after `steps` steps.
+    fn reset_with_limit(steps: u64) -> CartPole {
         let mut env = CartPole::new(CartPoleParams {
-            max_episode_steps: 3,
+            max_episode_steps: steps,
             ..CartPoleParams::default()
         });
         env.reset(0);
+        env
+    }
+
+    #[test]
+    fn truncates_at_the_step_limit() {
+        let mut env = reset_with_limit(3);
         env.set_state([0.0; 4]);
         let flags: Vec<(bool, bool)> = (0..3)
             .map(|i| {
@@ -439,11 +445,7 @@ mod tests {
 
     #[test]
     fn pole_falling_on_the_last_step_sets_both_flags() {
-        let mut env = CartPole::new(CartPoleParams {
-            max_episode_steps: 5,
-            ..CartPoleParams::default()
-        });
-        env.reset(0);
+        let mut env = reset_with_limit(5);
         for _ in 0..4 {
             env.set_state([0.0; 4]);
             env.step(&0).unwrap();

@@ -436,14 +436,45 @@ pub fn open_locked(path: &Path) -> Result<File, OutputError> {
     Ok(file)
 }
 
-/// Removes a unit test's folder when the test ends.
+/// A unit test's own folder under the temp dir, made empty and removed when dropped, so a
+/// passing `cargo test` leaves nothing behind. Dereferences to the folder's path.
 #[cfg(test)]
-pub(crate) struct Clean<'a>(pub(crate) &'a Path);
+pub(crate) struct Scratch(PathBuf);
 
 #[cfg(test)]
-impl Drop for Clean<'_> {
+impl Scratch {
+    /// `perennial-test-<pid>-<n>-<name>`: `n` counts the folders of the process, so tests
+    /// running at once never share one.
+    pub(crate) fn new(name: &str) -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("perennial-test-{}-{n}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    /// The path of a file `name` in a folder of its own, and the folder's guard.
+    pub(crate) fn file(name: &str) -> (Self, PathBuf) {
+        let dir = Scratch::new(name);
+        let path = dir.join(name);
+        (dir, path)
+    }
+}
+
+#[cfg(test)]
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.0);
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -451,18 +482,9 @@ impl Drop for Clean<'_> {
 mod tests {
     use super::*;
 
-    fn dir(name: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("perennial-output-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     #[test]
     fn symlinks_directories_fifos_and_devices_are_refused() {
-        let d = dir("kinds");
-        let _clean = Clean(&d);
+        let d = Scratch::new("kinds");
         let target = d.join("target");
         std::fs::write(&target, "keep").unwrap();
         let link = d.join("link");
@@ -473,7 +495,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         for (path, kind) in [
             (&link, "a symlink"),
-            (&d, "a directory"),
+            (&d.to_path_buf(), "a directory"),
             (&fifo, "a FIFO"),
             (&PathBuf::from("/dev/null"), "a device"),
         ] {
@@ -492,8 +514,7 @@ mod tests {
 
     #[test]
     fn an_output_equal_to_an_input_through_another_spelling_is_refused() {
-        let d = dir("same");
-        let _clean = Clean(&d);
+        let d = Scratch::new("same");
         let world = d.join("w.toml");
         std::fs::write(&world, "x").unwrap();
         let other_spelling = d.join(".").join("w.toml");
@@ -517,19 +538,17 @@ mod tests {
 
     #[test]
     fn atomic_write_replaces_the_file_and_leaves_no_temp() {
-        let d = dir("atomic");
-        let _clean = Clean(&d);
+        let d = Scratch::new("atomic");
         let p = d.join("out.json");
         std::fs::write(&p, "old").unwrap();
         write_atomic(&p, b"new").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
-        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+        assert_eq!(std::fs::read_dir(&*d).unwrap().count(), 1);
     }
 
     #[test]
     fn a_second_lock_names_the_holder_pid() {
-        let d = dir("lock");
-        let _clean = Clean(&d);
+        let d = Scratch::new("lock");
         let p = d.join("t.jsonl");
         let held = open_locked(&p).unwrap();
         let err = open_locked(&p).unwrap_err();

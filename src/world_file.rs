@@ -276,13 +276,27 @@ pub(crate) fn read_text(path: &Path) -> Result<String, WorldFileError> {
     })
 }
 
-/// Locates byte offsets as lines and builds errors for one file.
-struct Ctx<'a> {
-    path: &'a Path,
-    text: &'a str,
+/// Locates byte offsets as lines and builds errors for one file (a world file, or a sweep
+/// file: its errors have the same form).
+pub(crate) struct Ctx<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) text: &'a str,
 }
 
 impl Ctx<'_> {
+    /// The file's text as `T`; serde's error at its line, with the field it names (prefixed
+    /// with `prefix`, e.g. `sweep.`).
+    pub(crate) fn parse<T: serde::de::DeserializeOwned>(
+        &self,
+        prefix: &str,
+    ) -> Result<T, WorldFileError> {
+        toml::from_str(self.text).map_err(|e| {
+            let msg = e.message().trim();
+            let field = serde_field(msg).map(|f| format!("{prefix}{f}"));
+            self.err(e.span(), field.as_deref(), msg.to_string())
+        })
+    }
+
     fn line(&self, offset: usize) -> usize {
         let end = offset.min(self.text.len());
         self.text.as_bytes()[..end]
@@ -292,7 +306,7 @@ impl Ctx<'_> {
             + 1
     }
 
-    fn err(
+    pub(crate) fn err(
         &self,
         span: Option<Range<usize>>,
         field: Option<&str>,
@@ -445,10 +459,7 @@ impl WorldFile {
         registry: &Registry,
     ) -> Result<Self, WorldFileError> {
         let ctx = Ctx { path, text };
-        let def: FileDef = toml::from_str(text).map_err(|e| {
-            let msg = e.message().trim();
-            ctx.err(e.span(), serde_field(msg), msg.to_string())
-        })?;
+        let def: FileDef = ctx.parse("")?;
         let world_def = def.world.get_ref();
         let kind_name = world_def.kind.get_ref();
         let Some(kind) = registry.kind(kind_name) else {

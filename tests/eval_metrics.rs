@@ -376,18 +376,23 @@ fn a_run_may_span_files_in_step_order() {
     assert_eq!(intervals(&split), intervals(&whole));
 }
 
-fn error_of(name: &str, text: &str) -> (TempPath, String) {
+/// The error of evaluating `text` written as `name`, which must name that file at `line`.
+fn error_at(name: &str, text: &str, line: usize) -> String {
     let path = write(name, text);
     let err: EvalError = evaluate(std::slice::from_ref(&path), &options(2)).unwrap_err();
-    (path, err.to_string())
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("{}:{line}:", path.display())),
+        "{msg}"
+    );
+    msg
 }
 
 #[test]
 fn a_missing_column_names_file_and_line() {
     let mut rows = run_rows("r", &[("a", &[1.0; 4])]);
     rows[2].as_object_mut().unwrap().remove("regime");
-    let (path, msg) = error_of("missing.jsonl", &jsonl(&rows));
-    assert!(msg.contains(&format!("{}:3:", path.display())), "{msg}");
+    let msg = error_at("missing.jsonl", &jsonl(&rows), 3);
     assert!(msg.contains("regime"), "{msg}");
 }
 
@@ -395,8 +400,7 @@ fn a_missing_column_names_file_and_line() {
 fn a_bad_value_names_file_and_line() {
     let mut rows = run_rows("r", &[("a", &[1.0; 4])]);
     rows[1]["reward"] = json!("lots");
-    let (path, msg) = error_of("bad.jsonl", &jsonl(&rows));
-    assert!(msg.contains(&format!("{}:2:", path.display())), "{msg}");
+    error_at("bad.jsonl", &jsonl(&rows), 2);
 }
 
 #[test]
@@ -404,13 +408,11 @@ fn nan_names_file_and_line() {
     // JSON cannot spell NaN (writers write null); CSV can.
     let mut rows = run_rows("r", &[("a", &[1.0; 4])]);
     rows[3]["reward"] = Value::Null;
-    let (path, msg) = error_of("null.jsonl", &jsonl(&rows));
-    assert!(msg.contains(&format!("{}:4:", path.display())), "{msg}");
+    error_at("null.jsonl", &jsonl(&rows), 4);
     let csv = "run_id,seed,algorithm_id,task,step,episode,episode_step,reward,regime,regime_origin,terminated,truncated,ceiling\n\
                r,1,hand,toy,0,0,0,1.0,a,initial,false,false,\n\
                r,1,hand,toy,1,0,1,NaN,a,initial,false,false,\n";
-    let (path, msg) = error_of("nan.csv", csv);
-    assert!(msg.contains(&format!("{}:3:", path.display())), "{msg}");
+    let msg = error_at("nan.csv", csv, 3);
     assert!(msg.contains("finite"), "{msg}");
 }
 
@@ -418,8 +420,7 @@ fn nan_names_file_and_line() {
 fn non_contiguous_steps_name_file_line_and_steps() {
     let mut rows = run_rows("r", &[("a", &[1.0; 4])]);
     rows[2]["step"] = json!(3);
-    let (path, msg) = error_of("gap.jsonl", &jsonl(&rows));
-    assert!(msg.contains(&format!("{}:3:", path.display())), "{msg}");
+    let msg = error_at("gap.jsonl", &jsonl(&rows), 3);
     assert!(msg.contains("expected step 2 but found step 3"), "{msg}");
 }
 
@@ -428,8 +429,7 @@ fn interleaved_runs_name_file_and_line() {
     let a = run_rows("a", &[("x", &[1.0; 3])]);
     let b = run_rows("b", &[("x", &[1.0; 2])]);
     let rows = [&a[..2], &b[..], &a[2..]].concat();
-    let (path, msg) = error_of("interleaved.jsonl", &jsonl(&rows));
-    assert!(msg.contains(&format!("{}:5:", path.display())), "{msg}");
+    let msg = error_at("interleaved.jsonl", &jsonl(&rows), 5);
     assert!(msg.contains("`a` resume after rows of run `b`"), "{msg}");
 }
 

@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::{jsonl_and_parquet, path, perennial, run, temp};
 
-/// The same run (seed 5) traced as JSON Lines and as Parquet.
-fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathBuf) {
-    jsonl_and_parquet(world, steps, "5", extra, name)
+/// The same run (seed 5, run id `name`) traced as JSON Lines and as Parquet, with `extra`
+/// arguments.
+fn both(world: &str, steps: &str, name: &str, extra: &[&str]) -> (PathBuf, PathBuf) {
+    let extra = [&["--run-id", name], extra].concat();
+    jsonl_and_parquet(world, steps, "5", &extra, name)
 }
 
 /// Removes the traces (and events tables) of the runs named `names`.
@@ -52,8 +54,8 @@ fn warehouse_components_payouts_and_ceilings_score_the_same_from_parquet() {
     let (jsonl, parquet) = both(
         "worlds/warehouse.toml",
         "100000",
-        &["--agent", "random", "--run-id", "warehouse"],
         "warehouse",
+        &["--agent", "random"],
     );
     let parts = std::fs::read_dir(&parquet).unwrap().count();
     assert!(parts > 1, "{parts} part(s)");
@@ -68,30 +70,15 @@ fn warehouse_components_payouts_and_ceilings_score_the_same_from_parquet() {
 #[test]
 fn a_run_over_many_batches_scores_the_same_from_parquet() {
     // Batches are 65,536 rows: a shift lands in the middle of several of them.
-    let (jsonl, parquet) = both(
-        "worlds/cartpole-drift.toml",
-        "300000",
-        &["--run-id", "long"],
-        "long",
-    );
+    let (jsonl, parquet) = both("worlds/cartpole-drift.toml", "300000", "long", &[]);
     same_reports(&jsonl, &parquet, &[&[], &["--window", "1000"]]);
     clean(&["long"]);
 }
 
 #[test]
 fn two_parquet_runs_in_one_call_score_as_they_do_alone() {
-    let (_, a) = both(
-        "worlds/cartpole-drift.toml",
-        "3000",
-        &["--run-id", "a"],
-        "a",
-    );
-    let (_, b) = both(
-        "worlds/cartpole-drift.toml",
-        "4000",
-        &["--run-id", "b"],
-        "b",
-    );
+    let (_, a) = both("worlds/cartpole-drift.toml", "3000", "a", &[]);
+    let (_, b) = both("worlds/cartpole-drift.toml", "4000", "b", &[]);
     let together = run(&["eval", path(&a), path(&b), "--json"]).stdout;
     let together: serde_json::Value = serde_json::from_slice(&together).unwrap();
     for (i, trace) in [&a, &b].into_iter().enumerate() {
@@ -104,12 +91,7 @@ fn two_parquet_runs_in_one_call_score_as_they_do_alone() {
 
 #[test]
 fn a_parquet_run_given_twice_is_refused_at_its_first_row_again() {
-    let (_, trace) = both(
-        "worlds/cartpole-drift.toml",
-        "2000",
-        &["--run-id", "twice"],
-        "twice",
-    );
+    let (_, trace) = both("worlds/cartpole-drift.toml", "2000", "twice", &[]);
     let eval = |second: &Path| {
         let out = perennial()
             .args(["eval", path(&trace), path(second)])

@@ -85,6 +85,19 @@ fn succeeded(name: &str, out: &Output) -> String {
     text(&out.stdout)
 }
 
+/// Runs example `name` as [`example`] does and returns its stdout, after checking that it
+/// succeeded.
+fn ran(name: &str, steps: &str) -> String {
+    succeeded(name, &example(name, steps))
+}
+
+/// Checks that `stdout` holds each of `expected`.
+fn prints(stdout: &str, expected: &[&str]) {
+    for e in expected {
+        assert!(stdout.contains(e), "missing {e:?} in:\n{stdout}");
+    }
+}
+
 /// The paths printed after `trace: ` (to the end of the line).
 fn trace_paths(stdout: &str) -> Vec<PathBuf> {
     stdout
@@ -120,19 +133,17 @@ fn fresh_tmp(name: &str) -> PathBuf {
 
 #[test]
 fn cartpole_regimes_traces_the_learner_and_prints_its_intervals() {
-    let stdout = succeeded("cartpole_regimes", &example("cartpole_regimes", "6500"));
-    for expected in [
-        "run cartpole-actor-critic-seed0",
-        "steps 6500",
-        "intervals (W = 100, payouts excluded)",
-        "configurations",
-        "group task cartpole  algorithm actor-critic",
-    ] {
-        assert!(
-            stdout.contains(expected),
-            "missing {expected:?} in:\n{stdout}"
-        );
-    }
+    let stdout = ran("cartpole_regimes", "6500");
+    prints(
+        &stdout,
+        &[
+            "run cartpole-actor-critic-seed0",
+            "steps 6500",
+            "intervals (W = 100, payouts excluded)",
+            "configurations",
+            "group task cartpole  algorithm actor-critic",
+        ],
+    );
     let header = stdout
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
@@ -157,7 +168,7 @@ fn cartpole_regimes_traces_the_learner_and_prints_its_intervals() {
 
 #[test]
 fn warehouse_shift_compares_every_agent_over_the_same_seeds() {
-    let stdout = succeeded("warehouse_shift", &example("warehouse_shift", "600"));
+    let stdout = ran("warehouse_shift", "600");
     let agents = [
         "random",
         "base-stock",
@@ -169,11 +180,7 @@ fn warehouse_shift_compares_every_agent_over_the_same_seeds() {
         let group = format!(
             "group task warehouse  algorithm {agent}  runs 3  seeds 0,1,2  (mean over runs [95% bootstrap CI])"
         );
-        assert!(
-            stdout.contains(&summary),
-            "missing {summary:?} in:\n{stdout}"
-        );
-        assert!(stdout.contains(&group), "missing {group:?} in:\n{stdout}");
+        prints(&stdout, &[&summary, &group]);
     }
     assert!(
         stdout
@@ -209,21 +216,19 @@ fn warehouse_shift_compares_every_agent_over_the_same_seeds() {
 
 #[test]
 fn custom_world_runs_and_scores_like_a_built_in_one() {
-    let stdout = succeeded("custom_world", &example("custom_world", "2000"));
-    for expected in [
-        "checkpoint: the restored world repeats the saved one step for step",
-        "action 3: invalid action 3",
-        "run thermostat-random-seed0",
-        "run thermostat-bang-bang-seed0",
-        "comfort=",
-        "energy=",
-        "group task thermostat  algorithm bang-bang",
-    ] {
-        assert!(
-            stdout.contains(expected),
-            "missing {expected:?} in:\n{stdout}"
-        );
-    }
+    let stdout = ran("custom_world", "2000");
+    prints(
+        &stdout,
+        &[
+            "checkpoint: the restored world repeats the saved one step for step",
+            "action 3: invalid action 3",
+            "run thermostat-random-seed0",
+            "run thermostat-bang-bang-seed0",
+            "comfort=",
+            "energy=",
+            "group task thermostat  algorithm bang-bang",
+        ],
+    );
     for label in ["mild", "cold_snap", "draughty"] {
         assert!(
             stdout
@@ -289,7 +294,7 @@ fn custom_world_gets_the_command_line_for_its_world_files() {
 
 #[test]
 fn throughput_prints_a_rate_for_every_workload() {
-    let stdout = succeeded("throughput", &example("throughput", "20000"));
+    let stdout = ran("throughput", "20000");
     assert!(
         stdout.lines().any(|l| l
             .split_whitespace()
@@ -361,10 +366,7 @@ fn peer_workload_prints_one_timed_line_per_workload() {
 
 #[test]
 fn continual_baselines_compares_every_family_on_both_worlds() {
-    let stdout = succeeded(
-        "continual_baselines",
-        &example("continual_baselines", "600"),
-    );
+    let stdout = ran("continual_baselines", "600");
     let families = ["ppo", "ppo-replay", "ppo-ewc", "ppo-context", "ppo-plastic"];
     let references: [(&str, &[&str]); 2] = [
         ("cartpole", &["balance"]),
@@ -375,7 +377,7 @@ fn continual_baselines_compares_every_family_on_both_worlds() {
             let group = format!(
                 "group task {task}  algorithm {agent}  runs 3  seeds 0,1,2  (mean over runs [95% bootstrap CI])"
             );
-            assert!(stdout.contains(&group), "missing {group:?} in:\n{stdout}");
+            prints(&stdout, &[&group]);
         }
     }
     assert!(

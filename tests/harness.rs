@@ -294,6 +294,24 @@ fn origins_are_recorded_for_all_four_plans() {
     assert!(rows[120..].iter().all(|r| *r == pair("b", "manual")));
 }
 
+/// Runs `env` under `agent` with the JSON Lines trace `name` until the run fails; checks
+/// that the error starts with `message` and that the trace keeps the `rows` rows before it.
+fn fails_keeping_rows<E: Env + Shiftable, A: Agent<E>>(
+    env: E,
+    agent: A,
+    name: &str,
+    message: &str,
+    rows: usize,
+) {
+    let path = temp(name);
+    let err = Harness::new(env, agent, 0)
+        .trace(&path, TraceFormat::Jsonl)
+        .run()
+        .unwrap_err();
+    assert!(err.to_string().starts_with(message), "{err}");
+    assert_eq!(read_rows(&[&path]).len(), rows);
+}
+
 #[test]
 fn an_invalid_action_stops_the_run_with_the_step_and_keeps_earlier_rows() {
     struct Bad(u64);
@@ -306,57 +324,23 @@ fn an_invalid_action_stops_the_run_with_the_step_and_keeps_earlier_rows() {
             if self.0 > 5 { 9 } else { 0 }
         }
     }
-    let path = temp("bad.jsonl");
-    let h = Harness::new(CartPole::new(CartPoleParams::default()), Bad(0), 0);
-    let err = h.trace(&path, TraceFormat::Jsonl).run().unwrap_err();
-    assert!(
-        err.to_string().starts_with("step 5: invalid action 9"),
-        "{err}"
-    );
-    assert_eq!(read_rows(&[&path]).len(), 5);
+    let env = CartPole::new(CartPoleParams::default());
+    fails_keeping_rows(env, Bad(0), "bad.jsonl", "step 5: invalid action 9", 5);
 }
 
 #[test]
 fn a_world_returning_a_nan_reward_stops_the_run_with_the_step_and_keeps_earlier_rows() {
-    /// A user world with a bug: its reward turns NaN on step 7.
-    struct Leaky {
-        t: u64,
-        spec: EnvSpec,
-    }
-    impl Env for Leaky {
-        type Obs = [f32; 1];
-        type Action = usize;
-        fn spec(&self) -> &EnvSpec {
-            &self.spec
-        }
-        fn reset(&mut self, _seed: u64) -> [f32; 1] {
-            self.t = 0;
-            [0.0]
-        }
-        fn step(&mut self, _action: &usize) -> Result<Transition<[f32; 1]>, EnvError> {
-            self.t += 1;
-            let reward = if self.t == 8 { f64::NAN } else { 1.0 };
-            Ok(Transition::new([self.t as f32], reward))
-        }
-    }
-    impl Shiftable for Leaky {}
     let spec = EnvSpec::new(
         "leaky",
         Space::box_f32(vec![0.0], vec![f64::INFINITY]),
         Space::Discrete { n: 1 },
     )
     .persistent(true);
-    let env = Leaky { t: 0, spec };
+    // A user world with a bug: its reward turns NaN on step 7.
+    let env = Still::new(spec, |t| if t == 7 { f64::NAN } else { 1.0 });
     let agent = RandomAgent::new(Space::Discrete { n: 1 }, 0);
-    let path = temp("leaky.jsonl");
-    let h = Harness::new(env, agent, 0);
-    let err = h.trace(&path, TraceFormat::Jsonl).run().unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("step 7: the world returned a non-finite reward (NaN)"),
-        "{err}"
-    );
-    assert_eq!(read_rows(&[&path]).len(), 7);
+    let message = "step 7: the world returned a non-finite reward (NaN)";
+    fails_keeping_rows(env, agent, "leaky.jsonl", message, 7);
 }
 
 /// A world without checkpoints under a harness told to write them fails before its first
@@ -374,7 +358,7 @@ fn checkpoints_of_a_world_that_cannot_save_fail_before_the_first_step() {
         meta: serde_json::Value::Null,
     };
     let err = Harness::new(
-        Still { spec, reward: 1.0 },
+        Still::new(spec, |_| 1.0),
         RandomAgent::new(Space::Discrete { n: 1 }, 0),
         0,
     )

@@ -72,18 +72,8 @@ fn eval_json_is_identical_for_parquet_and_jsonl() {
 
 #[test]
 fn one_eval_call_reads_parquet_and_jsonl_together() {
-    let (jsonl, _) = both(
-        "worlds/cartpole.toml",
-        "300",
-        &["--run-id", "mixed-a"],
-        "mixed-a",
-    );
-    let (_, parquet) = both(
-        "worlds/cartpole.toml",
-        "300",
-        &["--run-id", "mixed-b"],
-        "mixed-b",
-    );
+    let [(jsonl, _), (_, parquet)] =
+        ["mixed-a", "mixed-b"].map(|n| both("worlds/cartpole.toml", "300", &["--run-id", n], n));
     let out = run(&["eval", path(&jsonl), path(&parquet), "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let ids: Vec<&str> = report["runs"]

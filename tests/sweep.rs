@@ -55,13 +55,26 @@ fn traces(dir: &Path) -> Vec<(String, Vec<u8>)> {
     files
 }
 
+/// Runs the sweep of `file` into `out` with two jobs, and checks that its eight runs are done.
+fn sweep_to_the_end(file: &Path, out: &Path) {
+    run(&sweep(file, out, &["--jobs", "2"]));
+    assert_eq!(statuses(out), vec!["done"; 8]);
+}
+
+/// Writes the sweep file of `random` and `actor-critic` over both worlds and two seeds
+/// (eight runs of `steps` steps, a checkpoint every `every`) in `dir` and sweeps it to the
+/// end into `dir/out`; returns the file and `dir/out`.
+fn two_agents_swept(dir: &Path, steps: u64, every: u64, out: &str) -> (PathBuf, PathBuf) {
+    let file = sweep_file(dir, steps, every, "\"random\", \"actor-critic\"");
+    let out = dir.join(out);
+    sweep_to_the_end(&file, &out);
+    (file, out)
+}
+
 #[test]
 fn sweep_traces_match_lone_runs_and_eval_has_one_group_per_task_and_agent() {
     let dir = Scratch::new("lone");
-    let file = sweep_file(dir.path(), 1500, 400, "\"random\", \"actor-critic\"");
-    let out_dir = dir.join("out");
-    run(&sweep(&file, &out_dir, &["--jobs", "2"]));
-    assert_eq!(statuses(&out_dir), vec!["done"; 8]);
+    let (file, out_dir) = two_agents_swept(dir.path(), 1500, 400, "out");
 
     let m = manifest(&out_dir);
     for run in m["runs"].as_array().unwrap() {
@@ -165,9 +178,7 @@ fn a_sigkilled_sweep_rerun_finishes_with_the_traces_of_an_uninterrupted_one() {
     let dir = Scratch::new("kill");
     // Runs long next to their checkpoint period, so a run seen running with a checkpoint
     // is still running when the kill lands a poll later.
-    let file = sweep_file(dir.path(), 60_000, 500, "\"random\", \"actor-critic\"");
-    let whole = dir.join("whole");
-    run(&sweep(&file, &whole, &["--jobs", "2"]));
+    let (file, whole) = two_agents_swept(dir.path(), 60_000, 500, "whole");
 
     // The kill must land while a run is under way; a run can end between the manifest read
     // and the kill on a quick machine, so try again (each try in a fresh directory) until
@@ -214,8 +225,7 @@ fn a_sigkilled_sweep_rerun_finishes_with_the_traces_of_an_uninterrupted_one() {
         }
 
         // The kernel dropped the dead sweep's lock: the rerun takes the directory.
-        run(&sweep(&file, &cut, &["--jobs", "2"]));
-        assert_eq!(statuses(&cut), vec!["done"; 8]);
+        sweep_to_the_end(&file, &cut);
         // Every run's trace and the events table beside it.
         let (a, b) = (traces(&whole), traces(&cut));
         let events = a

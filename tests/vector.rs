@@ -82,6 +82,17 @@ impl Reference {
     }
 }
 
+/// The error of copy `index` of a CartPole vector given `action`.
+fn invalid_action_of_copy(index: usize, action: &str) -> VecError {
+    VecError::Copy {
+        index,
+        source: EnvError::InvalidAction {
+            action: action.into(),
+            space: "Discrete(2)".into(),
+        },
+    }
+}
+
 fn bits(obs: &[f32]) -> Vec<u32> {
     obs.iter().map(|v| v.to_bits()).collect()
 }
@@ -281,16 +292,7 @@ fn an_invalid_action_names_the_copy_and_steps_nothing() {
     let before = v.last().clone();
     let states: Vec<[f64; 4]> = (0..4).map(|i| v.state(i)).collect();
     let err = v.step(&[0, 1, 2, 0]).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            VecError::Copy {
-                index: 2,
-                source: EnvError::InvalidAction { .. }
-            }
-        ),
-        "{err:?}"
-    );
+    assert_eq!(err, invalid_action_of_copy(2, "2"));
     assert!(err.to_string().contains("copy 2"), "{err}");
     // The episode-ended hint belongs to ended copies only, not to a bad action.
     assert!(!err.to_string().contains("reset_copy"), "{err}");
@@ -311,16 +313,7 @@ fn an_invalid_action_names_the_copy_and_steps_nothing() {
     g.reset(SEED).unwrap();
     let states: Vec<[f64; 4]> = (0..3).map(|i| g.env(i).state()).collect();
     let err = g.step(&[0, 5, 1]).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            VecError::Copy {
-                index: 1,
-                source: EnvError::InvalidAction { .. }
-            }
-        ),
-        "{err:?}"
-    );
+    assert_eq!(err, invalid_action_of_copy(1, "5"));
     assert_eq!((0..3).map(|i| g.env(i).state()).collect::<Vec<_>>(), states);
     assert!((0..3).all(|i| g.env(i).episode_step() == 0));
 }
@@ -575,16 +568,7 @@ fn assert_vector_errors(v: &mut impl VectorEnv<Action = usize>) {
         );
     }
     let err = v.step(&[0, 7, 9]).unwrap_err();
-    assert_eq!(
-        err,
-        VecError::Copy {
-            index: 1,
-            source: EnvError::InvalidAction {
-                action: "7".into(),
-                space: "Discrete(2)".into()
-            }
-        }
-    );
+    assert_eq!(err, invalid_action_of_copy(1, "7"));
     let err = v.reset_copy(3).unwrap_err();
     assert_eq!(
         err,

@@ -206,10 +206,7 @@ fn a_teacher_on_a_world_without_discrete_actions_is_an_option_error() {
         high: vec![1.0],
         dtype: perennial::env::Dtype::F32,
     };
-    let env = Still {
-        spec: EnvSpec::new("continuous", space.clone(), space),
-        reward: 0.0,
-    };
+    let env = Still::new(EnvSpec::new("continuous", space.clone(), space), |_| 0.0);
     let options: toml::Table = toml::from_str("teacher = \"random\"").unwrap();
     let ctx = AgentCtx::new("ppo", &env, &options, 0);
     let build = agents::by_name::<Still>("ppo").unwrap();

@@ -605,24 +605,12 @@ impl Run {
                 // An action is an integer, written as serde_json writes it in the harness.
                 let _ = write!(self.action_json, "{action}");
             }
-            let (components, payouts): (&[f64], &[f64]) = match &t.breakdown {
-                Some(b) => (&b.components, if done { &b.payouts } else { &[] }),
-                None => (&[], &[]),
-            };
+            let position = (step, self.episode, self.episode_step);
+            let (regime, origin) = (self.scheduler.label(), self.scheduler.origin());
             sink.write_row(&RowRecord {
-                step,
-                episode: self.episode,
-                episode_step: self.episode_step,
-                reward: t.reward,
-                components,
-                payouts,
-                regime: self.scheduler.label(),
-                origin: self.scheduler.origin(),
-                terminated: t.terminated,
-                truncated: t.truncated,
-                ceiling: self.world.ceiling().map(|c| c.applicable(done)),
                 obs: record.then_some(self.obs.as_slice()),
                 action_json: record.then_some(self.action_json.as_str()),
+                ..RowRecord::of_step(position, &t, regime, origin, self.world.ceiling())
             })
             .map_err(|e| RunError::Failed(format!("step {step}: {e}")))?;
         }

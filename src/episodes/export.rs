@@ -86,11 +86,7 @@ impl EpisodeReader {
             ));
         }
         Ok(EpisodeReader {
-            files: traces
-                .iter()
-                .map(|p| p.as_ref().to_path_buf())
-                .collect::<Vec<_>>()
-                .into_iter(),
+            files: crate::trace::path_queue(traces),
             source: None,
             chunk_steps,
             cursor: None,

@@ -770,8 +770,6 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         }
         let done = t.done();
         if let Some(sink) = self.sink.as_mut() {
-            let no_values: &[f64] = &[];
-            let ceiling = self.env.ceiling().map(|c| c.applicable(done));
             let action_json = &mut self.action_json;
             if self.config.record_transitions {
                 action_json.clear();
@@ -780,30 +778,15 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                     action_json.extend(b"null");
                 }
             }
-            let (components, payouts) = match &t.breakdown {
-                Some(b) => (
-                    &b.components[..],
-                    if done { &b.payouts[..] } else { no_values },
-                ),
-                None => (no_values, no_values),
-            };
+            let position = (step, self.state.episode, self.state.episode_step);
+            let (regime, origin) = (self.scheduler.label(), self.scheduler.origin());
             sink.write_row(&RowRecord {
-                step,
-                episode: self.state.episode,
-                episode_step: self.state.episode_step,
-                reward: t.reward,
-                components,
-                payouts,
-                regime: self.scheduler.label(),
-                origin: self.scheduler.origin(),
-                terminated: t.terminated,
-                truncated: t.truncated,
-                ceiling,
                 obs: self.config.record_transitions.then(|| obs.as_slice()),
                 action_json: self
                     .config
                     .record_transitions
                     .then(|| std::str::from_utf8(action_json).unwrap_or("null")),
+                ..RowRecord::of_step(position, &t, regime, origin, self.env.ceiling())
             })
             .map_err(|source| HarnessError::TraceAt { step, source })?;
         }

@@ -12,7 +12,7 @@ use crate::harness::HarnessConfig;
 use crate::limits::MAX_SWEEP_RUNS;
 use crate::registry::{BuildError, Registry, RunRequest};
 use crate::trace::TraceFormat;
-use crate::world_file::{WorldFile, read_text, serde_field};
+use crate::world_file::{Ctx, WorldFile, read_text};
 
 /// A validated sweep file: every (world, agent, seed) combination is one run.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,11 +66,8 @@ struct SweepDef {
     part_seconds: Option<Spanned<f64>>,
 }
 
-struct Ctx<'a> {
-    path: &'a Path,
-    text: &'a str,
-}
-
+/// Sweep-file checks on the world file's error context: a sweep file's errors are world-file
+/// errors in form.
 impl Ctx<'_> {
     /// The items of `list`, or an error at the list when it has none.
     fn listed<'l, T>(
@@ -82,7 +79,7 @@ impl Ctx<'_> {
         let items = list.get_ref();
         if items.is_empty() {
             let message = format!("list at least one {what}");
-            return Err(self.err(Some(list.span()), field, message));
+            return Err(self.err(Some(list.span()), Some(field), message));
         }
         if items.len() > MAX_SWEEP_RUNS {
             let what = format!("{} {what}s", items.len());
@@ -98,28 +95,7 @@ impl Ctx<'_> {
             "{what}; a sweep makes at most {MAX_SWEEP_RUNS} runs (worlds × agents × seeds): \
              split it into several sweeps"
         );
-        self.err(span, field, message)
-    }
-
-    fn err(
-        &self,
-        span: Option<Range<usize>>,
-        field: &str,
-        message: impl Into<String>,
-    ) -> SweepFileError {
-        let line = span.map(|s| {
-            self.text.as_bytes()[..s.start.min(self.text.len())]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-                + 1
-        });
-        SweepFileError {
-            path: self.path.to_path_buf(),
-            line,
-            field: (!field.is_empty()).then(|| field.to_string()),
-            message: message.into(),
-        }
+        self.err(span, Some(field), message)
     }
 }
 
@@ -215,20 +191,14 @@ impl SweepFile {
         registry: &Registry,
     ) -> Result<Self, SweepFileError> {
         let ctx = Ctx { path, text };
-        let def: FileDef = toml::from_str(text).map_err(|e| {
-            let msg = e.message().trim();
-            let field = serde_field(msg)
-                .map(|f| format!("sweep.{f}"))
-                .unwrap_or_default();
-            ctx.err(e.span(), &field, msg.to_string())
-        })?;
+        let def: FileDef = ctx.parse("sweep.")?;
         let def = def.sweep.into_inner();
 
         let name = def.name.get_ref();
         if !is_name(name) {
             return Err(ctx.err(
                 Some(def.name.span()),
-                "sweep.name",
+                Some("sweep.name"),
                 format!("`{name}` cannot name a directory: use letters, digits, `.`, `_` and `-`"),
             ));
         }
@@ -241,7 +211,7 @@ impl SweepFile {
             let world = WorldFile::load_with(&resolved, registry).map_err(|e| {
                 ctx.err(
                     Some(w.span()),
-                    &field,
+                    Some(&field),
                     format!("the world does not load: {e}"),
                 )
             })?;
@@ -249,7 +219,7 @@ impl SweepFile {
             if let Some(other) = worlds.iter().find(|o| o.task == task) {
                 return Err(ctx.err(
                     Some(w.span()),
-                    &field,
+                    Some(&field),
                     format!(
                         "its task `{task}` is also the task of {}; runs are named and scored by \
                          task, so give one of the worlds its own task",
@@ -260,7 +230,7 @@ impl SweepFile {
             if !is_name(&task) {
                 return Err(ctx.err(
                     Some(w.span()),
-                    &field,
+                    Some(&field),
                     format!("its task `{task}` cannot name a trace file: use letters, digits, `.`, `_` and `-`"),
                 ));
             }
@@ -281,14 +251,14 @@ impl SweepFile {
             if !is_name(a.get_ref()) {
                 return Err(ctx.err(
                     Some(a.span()),
-                    &field,
+                    Some(&field),
                     format!("`{}` is not an agent name", a.get_ref()),
                 ));
             }
             if !seen_agents.insert(a.get_ref()) {
                 return Err(ctx.err(
                     Some(a.span()),
-                    &field,
+                    Some(&field),
                     format!("agent `{}` is listed twice", a.get_ref()),
                 ));
             }
@@ -314,7 +284,13 @@ impl SweepFile {
         let steps = u64::try_from(steps)
             .ok()
             .filter(|&s| s >= 1)
-            .ok_or_else(|| ctx.err(Some(def.steps.span()), "sweep.steps", "must be at least 1"))?;
+            .ok_or_else(|| {
+                ctx.err(
+                    Some(def.steps.span()),
+                    Some("sweep.steps"),
+                    "must be at least 1",
+                )
+            })?;
         let checkpoint_every = match &def.checkpoint_every {
             None => steps.div_ceil(10),
             Some(c) => u64::try_from(*c.get_ref())
@@ -323,7 +299,7 @@ impl SweepFile {
                 .ok_or_else(|| {
                     ctx.err(
                         Some(c.span()),
-                        "sweep.checkpoint_every",
+                        Some("sweep.checkpoint_every"),
                         "must be at least 1",
                     )
                 })?,
@@ -339,7 +315,7 @@ impl SweepFile {
             Some((other, span)) => {
                 return Err(ctx.err(
                     Some(span),
-                    "sweep.format",
+                    Some("sweep.format"),
                     format!("unknown trace format `{other}`; use jsonl, csv or parquet"),
                 ));
             }
@@ -349,11 +325,11 @@ impl SweepFile {
             Some(p) => {
                 let secs = *p.get_ref();
                 crate::trace::part_interval(secs, "part_seconds")
-                    .map_err(|e| ctx.err(Some(p.span()), "sweep.part_seconds", e))?;
+                    .map_err(|e| ctx.err(Some(p.span()), Some("sweep.part_seconds"), e))?;
                 if format != TraceFormat::Parquet {
                     return Err(ctx.err(
                         Some(p.span()),
-                        "sweep.part_seconds",
+                        Some("sweep.part_seconds"),
                         format!(
                             "part_seconds is for Parquet traces (a directory of part files); this sweep writes {}: remove it or set format = \"parquet\"",
                             format.extension()
@@ -399,7 +375,7 @@ fn check_agents(
     let Some(kind) = registry.kind(&world.kind) else {
         return Err(ctx.err(
             Some(written.span()),
-            "sweep.worlds",
+            Some("sweep.worlds"),
             format!("no world kind `{}` is registered", world.kind),
         ));
     };
@@ -420,14 +396,14 @@ fn check_agents(
             Err(BuildError::Agent(e)) => {
                 return Err(ctx.err(
                     Some(agent.span()),
-                    &format!("sweep.agents[{i}]"),
+                    Some(&format!("sweep.agents[{i}]")),
                     format!("in {}: {e}", world.path.display()),
                 ));
             }
             Err(e) => {
                 return Err(ctx.err(
                     Some(written.span()),
-                    "sweep.worlds",
+                    Some("sweep.worlds"),
                     format!("the world does not build: {e}"),
                 ));
             }
@@ -437,7 +413,7 @@ fn check_agents(
         Some(t) => Ok(t),
         None => Err(ctx.err(
             Some(agents.span()),
-            "sweep.agents",
+            Some("sweep.agents"),
             "list at least one agent",
         )),
     }
@@ -458,12 +434,12 @@ fn parse_seeds(ctx: &Ctx<'_>, seeds: &Spanned<toml::Value>) -> Result<Vec<u64>, 
         |v: &toml::Value, field: &str, s: Option<Range<usize>>| -> Result<u64, SweepFileError> {
             v.as_integer()
                 .and_then(|i| u64::try_from(i).ok())
-                .ok_or_else(|| ctx.err(s, field, "a seed is a whole number from 0 up"))
+                .ok_or_else(|| ctx.err(s, Some(field), "a seed is a whole number from 0 up"))
         };
     let list = match seeds.get_ref() {
         toml::Value::Array(items) => {
             if items.is_empty() {
-                return Err(ctx.err(Some(span), "sweep.seeds", "list at least one seed"));
+                return Err(ctx.err(Some(span), Some("sweep.seeds"), "list at least one seed"));
             }
             if items.len() > MAX_SWEEP_RUNS {
                 let what = format!("{} seeds", items.len());
@@ -476,7 +452,7 @@ fn parse_seeds(ctx: &Ctx<'_>, seeds: &Spanned<toml::Value>) -> Result<Vec<u64>, 
                 if !seen.insert(s) {
                     return Err(ctx.err(
                         Some(span),
-                        &format!("sweep.seeds[{i}]"),
+                        Some(&format!("sweep.seeds[{i}]")),
                         format!("seed {s} is listed twice"),
                     ));
                 }
@@ -488,7 +464,7 @@ fn parse_seeds(ctx: &Ctx<'_>, seeds: &Spanned<toml::Value>) -> Result<Vec<u64>, 
             if let Some(k) = t.keys().find(|k| *k != "from" && *k != "count") {
                 return Err(ctx.err(
                     key_span(k),
-                    &format!("sweep.seeds.{k}"),
+                    Some(&format!("sweep.seeds.{k}")),
                     "unknown key; use `from` and `count`",
                 ));
             }
@@ -499,7 +475,7 @@ fn parse_seeds(ctx: &Ctx<'_>, seeds: &Spanned<toml::Value>) -> Result<Vec<u64>, 
             let count = t.get("count").ok_or_else(|| {
                 ctx.err(
                     Some(span.clone()),
-                    "sweep.seeds.count",
+                    Some("sweep.seeds.count"),
                     "missing; say how many seeds",
                 )
             })?;
@@ -508,7 +484,11 @@ fn parse_seeds(ctx: &Ctx<'_>, seeds: &Spanned<toml::Value>) -> Result<Vec<u64>, 
                 .and_then(|c| u64::try_from(c).ok())
                 .filter(|&c| c >= 1)
                 .ok_or_else(|| {
-                    ctx.err(key_span("count"), "sweep.seeds.count", "must be at least 1")
+                    ctx.err(
+                        key_span("count"),
+                        Some("sweep.seeds.count"),
+                        "must be at least 1",
+                    )
                 })?;
             if count > MAX_SWEEP_RUNS as u64 {
                 let what = format!("{count} seeds");
@@ -517,7 +497,7 @@ fn parse_seeds(ctx: &Ctx<'_>, seeds: &Spanned<toml::Value>) -> Result<Vec<u64>, 
             let end = from.checked_add(count).ok_or_else(|| {
                 ctx.err(
                     key_span("count"),
-                    "sweep.seeds.count",
+                    Some("sweep.seeds.count"),
                     "from + count passes the largest seed",
                 )
             })?;
@@ -526,7 +506,7 @@ fn parse_seeds(ctx: &Ctx<'_>, seeds: &Spanned<toml::Value>) -> Result<Vec<u64>, 
         _ => {
             return Err(ctx.err(
                 Some(span),
-                "sweep.seeds",
+                Some("sweep.seeds"),
                 "give `{ from = 0, count = 5 }` or a list of seeds",
             ));
         }

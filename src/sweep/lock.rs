@@ -78,7 +78,7 @@ mod tests {
 
     #[test]
     fn a_second_holder_is_refused_with_the_first_ones_pid_and_the_lock_is_freed_on_drop() {
-        let dir = std::env::temp_dir().join(format!("perennial-lock-{}", std::process::id()));
+        let dir = crate::output::Scratch::new("lock");
         let first = DirLock::acquire(&dir).unwrap();
         let err = DirLock::acquire(&dir).unwrap_err();
         match &err {
@@ -93,6 +93,5 @@ mod tests {
         let again = DirLock::acquire(&dir).unwrap();
         assert!(again.path().is_file());
         drop(again);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -257,12 +257,11 @@ pub(crate) fn failure_message(log: &Path, exit_code: Option<i32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::Scratch;
 
     #[test]
     fn rows_are_counted_incrementally_and_recounted_after_a_cut() {
-        let dir = std::env::temp_dir().join(format!("perennial-rows-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("t.csv");
+        let (_dir, p) = Scratch::file("t.csv");
         std::fs::write(&p, "h\n1\n2\n3").unwrap();
         let mut c = RowCounter::default();
         assert_eq!(c.rows(&p, TraceFormat::Csv), 2);
@@ -271,13 +270,11 @@ mod tests {
         std::fs::write(&p, "h\n1\n").unwrap();
         assert_eq!(c.rows(&p, TraceFormat::Csv), 1);
         assert_eq!(c.rows(&p, TraceFormat::Jsonl), 2);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn the_failure_message_is_the_last_error_line_of_the_attempt() {
-        let dir = std::env::temp_dir().join(format!("perennial-log-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = Scratch::new("log");
         let p = dir.join("r.log");
         let h = crate::sweep::ATTEMPT_HEADER;
         std::fs::write(&p, format!("{h} 1: run\nerror: old attempt\n{h} 2: run\nprogress\nerror: unknown agent `x`\nmore\n")).unwrap();
@@ -288,16 +285,14 @@ mod tests {
             failure_message(&dir.join("none"), Some(1)),
             "exited with code 1 and printed nothing"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn atomic_writes_refuse_to_replace_a_directory() {
-        let dir = std::env::temp_dir().join(format!("perennial-atomic-{}", std::process::id()));
+        let dir = Scratch::new("atomic");
         std::fs::create_dir_all(dir.join("sub")).unwrap();
         assert!(write_atomic(&dir.join("sub"), b"x").is_err());
         write_atomic(&dir.join("f"), b"x").unwrap();
         assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"x");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1141,6 +1141,7 @@ fn row_of(b: &RecordBatch, i: usize) -> Result<EventRow, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::Scratch;
 
     fn rows() -> Vec<EventRow> {
         let failure = WorldEvent {
@@ -1156,19 +1157,10 @@ mod tests {
         ]
     }
 
-    /// `name` in a folder of its own, so each test can remove its folder when it ends.
-    fn temp(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("perennial-events-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name)
-    }
-
     #[test]
     fn every_format_reads_back_the_rows_written() {
         for format in [TraceFormat::Jsonl, TraceFormat::Csv, TraceFormat::Parquet] {
-            let path = temp(&format!("rt.events.{}", format.extension()));
-            let _clean = crate::output::Clean(path.parent().unwrap());
+            let (_dir, path) = Scratch::file(&format!("rt.events.{}", format.extension()));
             let mut w = EventWriter::create(&path, format).unwrap();
             for r in rows() {
                 w.write(r).unwrap();
@@ -1185,8 +1177,7 @@ mod tests {
     #[test]
     fn append_cuts_back_to_the_recorded_length() {
         for format in [TraceFormat::Jsonl, TraceFormat::Csv, TraceFormat::Parquet] {
-            let path = temp(&format!("cut.events.{}", format.extension()));
-            let _clean = crate::output::Clean(path.parent().unwrap());
+            let (_dir, path) = Scratch::file(&format!("cut.events.{}", format.extension()));
             let mut w = EventWriter::create(&path, format).unwrap();
             let all = rows();
             w.write(all[0].clone()).unwrap();
@@ -1205,8 +1196,7 @@ mod tests {
 
     #[test]
     fn a_torn_last_line_is_reported_and_earlier_events_are_kept() {
-        let path = temp("torn.events.jsonl");
-        let _clean = crate::output::Clean(path.parent().unwrap());
+        let (_dir, path) = Scratch::file("torn.events.jsonl");
         let mut w = EventWriter::create(&path, TraceFormat::Jsonl).unwrap();
         for r in rows() {
             w.write(r).unwrap();

@@ -86,7 +86,7 @@ pub use row::{COLUMNS, RowRecord, RunIdentity, TraceRow};
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Where trace rows go.
 pub trait TraceSink {
@@ -193,6 +193,12 @@ pub fn create(
     file.set_len(0).map_err(|e| TraceError::io(path, e))?;
     let out = RowBuffer::new(file, path, 0);
     open_sink(out, format, identity, columns, true)
+}
+
+/// `paths` as an owned queue of files, read in the order given.
+pub(crate) fn path_queue<P: AsRef<Path>>(paths: &[P]) -> std::vec::IntoIter<PathBuf> {
+    let owned: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+    owned.into_iter()
 }
 
 /// The rows in the finished parts of the Parquet trace `dir`, from their footers; 0 when
@@ -528,6 +534,7 @@ impl Drop for RowBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::Scratch;
     use crate::regime::Origin;
 
     fn identity() -> RunIdentity {
@@ -574,22 +581,13 @@ mod tests {
         sink.flush().unwrap();
     }
 
-    /// `name` in a folder of its own, so each test can remove its folder when it ends.
-    fn temp(name: &str) -> std::path::PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("perennial-trace-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name)
-    }
-
     #[test]
     fn rows_read_back_with_every_column() {
         for (name, format) in [
             ("rt.jsonl", TraceFormat::Jsonl),
             ("rt.csv", TraceFormat::Csv),
         ] {
-            let path = temp(name);
-            let _clean = crate::output::Clean(path.parent().unwrap());
+            let (_dir, path) = Scratch::file(name);
             write(&path, format, 3);
             let rows: Vec<TraceRow> = TraceReader::open(&[&path])
                 .collect::<Result<_, _>>()
@@ -607,8 +605,7 @@ mod tests {
 
     #[test]
     fn a_torn_last_line_is_reported_and_earlier_rows_are_kept() {
-        let path = temp("torn.jsonl");
-        let _clean = crate::output::Clean(path.parent().unwrap());
+        let (_dir, path) = Scratch::file("torn.jsonl");
         write(&path, TraceFormat::Jsonl, 4);
         let mut bytes = std::fs::read(&path).unwrap();
         let full = bytes.len();
@@ -633,8 +630,7 @@ mod tests {
 
     #[test]
     fn a_bad_complete_line_is_an_error_naming_file_and_line() {
-        let path = temp("bad.jsonl");
-        let _clean = crate::output::Clean(path.parent().unwrap());
+        let (_dir, path) = Scratch::file("bad.jsonl");
         write(&path, TraceFormat::Jsonl, 3);
         let text = std::fs::read_to_string(&path)
             .unwrap()
@@ -648,11 +644,8 @@ mod tests {
 
     #[test]
     fn several_files_are_read_in_order() {
-        let (a, b) = (temp("a.jsonl"), temp("b.csv"));
-        let _clean = (
-            crate::output::Clean(a.parent().unwrap()),
-            crate::output::Clean(b.parent().unwrap()),
-        );
+        let dir = Scratch::new("several");
+        let (a, b) = (dir.join("a.jsonl"), dir.join("b.csv"));
         write(&a, TraceFormat::Jsonl, 2);
         write(&b, TraceFormat::Csv, 3);
         let n = TraceReader::open(&[&a, &b]).filter(|r| r.is_ok()).count();

@@ -789,9 +789,14 @@ fn to_batch(batch: &RecordBatch, part: &Part) -> Result<Batch, TraceError> {
             Ok(())
         }
     };
-    let strings = |name: &str| -> Result<Strings, TraceError> {
+    // The column `name`, which may hold no null.
+    let filled = |name: &str| -> Result<_, TraceError> {
         let a = need(name)?;
         no_nulls(name, a.as_ref())?;
+        Ok(a)
+    };
+    let strings = |name: &str| -> Result<Strings, TraceError> {
+        let a = filled(name)?;
         match a.data_type() {
             DataType::Utf8 => Ok(Strings::Plain(a.as_string::<i32>().clone())),
             DataType::LargeUtf8 => Ok(Strings::Large(a.as_string::<i64>().clone())),
@@ -804,8 +809,7 @@ fn to_batch(batch: &RecordBatch, part: &Part) -> Result<Batch, TraceError> {
         }
     };
     let ints = |name: &str| -> Result<Ints, TraceError> {
-        let a = need(name)?;
-        no_nulls(name, a.as_ref())?;
+        let a = filled(name)?;
         match a.data_type() {
             DataType::UInt64 => Ok(Ints::U(a.as_primitive::<UInt64Type>().clone())),
             DataType::Int64 => Ok(Ints::I(a.as_primitive::<Int64Type>().clone())),
@@ -813,17 +817,13 @@ fn to_batch(batch: &RecordBatch, part: &Part) -> Result<Batch, TraceError> {
         }
     };
     let floats = |name: &str, nullable: bool| -> Result<Float64Array, TraceError> {
-        let a = need(name)?;
-        if !nullable {
-            no_nulls(name, a.as_ref())?;
-        }
+        let a = if nullable { need(name)? } else { filled(name)? };
         a.as_primitive_opt::<Float64Type>()
             .cloned()
             .ok_or_else(|| kind(name, "float64", a.data_type()))
     };
     let bools = |name: &str| -> Result<BooleanArray, TraceError> {
-        let a = need(name)?;
-        no_nulls(name, a.as_ref())?;
+        let a = filled(name)?;
         a.as_boolean_opt()
             .cloned()
             .ok_or_else(|| kind(name, "booleans", a.data_type()))

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::env::Transition;
 use crate::regime::{NotifyLevel, Origin};
+use crate::reward::Ceiling;
 
 /// The trace columns in DESIGN order (`obs` and `action` follow when transitions are
 /// recorded). CSV replaces `components` and `payout` with one `c.<name>` / `p.<name>`
@@ -127,4 +129,41 @@ pub struct RowRecord<'a> {
     pub obs: Option<&'a [f32]>,
     /// The action as JSON text, when transitions are recorded.
     pub action_json: Option<&'a str>,
+}
+
+impl<'a> RowRecord<'a> {
+    /// The row of step `step` (the `episode_step`-th of episode `episode`) that produced `t`,
+    /// under the label `regime` of origin `origin`: `t`'s reward, flags and terms, its
+    /// payouts only when it ended the episode, and `ceiling`'s bound for such a step. No
+    /// observation or action: set `obs` and `action_json` when transitions are recorded.
+    /// The harness and the Python envs write their rows through this one definition.
+    #[inline]
+    pub fn of_step<O>(
+        (step, episode, episode_step): (u64, u64, u64),
+        t: &'a Transition<O>,
+        regime: &'a str,
+        origin: Origin,
+        ceiling: Option<Ceiling>,
+    ) -> Self {
+        let done = t.done();
+        let (components, payouts): (&[f64], &[f64]) = match &t.breakdown {
+            Some(b) => (&b.components, if done { &b.payouts } else { &[] }),
+            None => (&[], &[]),
+        };
+        RowRecord {
+            step,
+            episode,
+            episode_step,
+            reward: t.reward,
+            components,
+            payouts,
+            regime,
+            origin,
+            terminated: t.terminated,
+            truncated: t.truncated,
+            ceiling: ceiling.map(|c| c.applicable(done)),
+            obs: None,
+            action_json: None,
+        }
+    }
 }

@@ -249,11 +249,19 @@ pub fn fails_with(args: &[&str], code: i32, message: &str) -> String {
     stderr
 }
 
-/// A world that stays still: one observation `[0.0]`, every step pays `reward` and ends
-/// nothing; its spaces are `spec`'s. It cannot save, and has no parameters to shift.
+/// A world that stays still: one observation `[0.0]`, the episode's `t`-th step (from 0)
+/// pays `reward(t)` and ends nothing; its spaces are `spec`'s. It cannot save, and has no
+/// parameters to shift.
 pub struct Still {
     pub spec: EnvSpec,
-    pub reward: f64,
+    pub reward: fn(u64) -> f64,
+    t: u64,
+}
+
+impl Still {
+    pub fn new(spec: EnvSpec, reward: fn(u64) -> f64) -> Self {
+        Still { spec, reward, t: 0 }
+    }
 }
 
 impl Env for Still {
@@ -263,10 +271,12 @@ impl Env for Still {
         &self.spec
     }
     fn reset(&mut self, _seed: u64) -> [f32; 1] {
+        self.t = 0;
         [0.0]
     }
     fn step(&mut self, _action: &usize) -> Result<Transition<[f32; 1]>, EnvError> {
-        Ok(Transition::new([0.0], self.reward))
+        self.t += 1;
+        Ok(Transition::new([0.0], (self.reward)(self.t - 1)))
     }
 }
 

@@ -62,6 +62,33 @@ fn fold8(a: [f32; 8]) -> f32 {
     (s[0] + s[2]) + (s[1] + s[3])
 }
 
+/// The `R × W` tile of `c` (row-major, `n` columns) at row `i`, column `j`.
+#[inline(always)]
+fn load_tile<const R: usize, const W: usize>(
+    c: &[f32],
+    n: usize,
+    (i, j): (usize, usize),
+) -> [[f32; W]; R] {
+    let mut acc = [[0.0f32; W]; R];
+    for r in 0..R {
+        acc[r].copy_from_slice(&c[(i + r) * n + j..(i + r) * n + j + W]);
+    }
+    acc
+}
+
+/// Writes `acc` back where [`load_tile`] read it.
+#[inline(always)]
+fn store_tile<const R: usize, const W: usize>(
+    acc: &[[f32; W]; R],
+    c: &mut [f32],
+    n: usize,
+    (i, j): (usize, usize),
+) {
+    for r in 0..R {
+        c[(i + r) * n + j..(i + r) * n + j + W].copy_from_slice(&acc[r]);
+    }
+}
+
 /// `c[i..i+R][j..j+W] += Σ_k a[i+r][k] · b[k][j..j+W]`, k from first to last, with
 /// `left = (a, k)` and `a` row-major `m × k`.
 #[inline(always)]
@@ -72,10 +99,7 @@ fn nn_tile<const R: usize, const W: usize>(
     n: usize,
     (i, j): (usize, usize),
 ) {
-    let mut acc = [[0.0f32; W]; R];
-    for r in 0..R {
-        acc[r].copy_from_slice(&c[(i + r) * n + j..(i + r) * n + j + W]);
-    }
+    let mut acc = load_tile::<R, W>(c, n, (i, j));
     let arows: [&[f32]; R] = std::array::from_fn(|r| &a[(i + r) * k..][..k]);
     for (kk, brow) in b.chunks_exact(n).take(k).enumerate() {
         let bv: &[f32; W] = brow[j..j + W]
@@ -88,9 +112,7 @@ fn nn_tile<const R: usize, const W: usize>(
             }
         }
     }
-    for r in 0..R {
-        c[(i + r) * n + j..(i + r) * n + j + W].copy_from_slice(&acc[r]);
-    }
+    store_tile(&acc, c, n, (i, j));
 }
 
 /// `c[i..i+R][j..j+W] += Σ_m a[m][i+r] · b[m][j..j+W]`, m from first to last, with
@@ -103,10 +125,7 @@ fn tn_tile<const R: usize, const W: usize>(
     n: usize,
     (i, j): (usize, usize),
 ) {
-    let mut acc = [[0.0f32; W]; R];
-    for r in 0..R {
-        acc[r].copy_from_slice(&c[(i + r) * n + j..(i + r) * n + j + W]);
-    }
+    let mut acc = load_tile::<R, W>(c, n, (i, j));
     for (arow, brow) in a.chunks_exact(p).zip(b.chunks_exact(n)) {
         let bv: &[f32; W] = brow[j..j + W]
             .try_into()
@@ -118,9 +137,7 @@ fn tn_tile<const R: usize, const W: usize>(
             }
         }
     }
-    for r in 0..R {
-        c[(i + r) * n + j..(i + r) * n + j + W].copy_from_slice(&acc[r]);
-    }
+    store_tile(&acc, c, n, (i, j));
 }
 
 /// The tile of `R` rows at column `$j`, as wide as the columns before `$end` (a multiple of

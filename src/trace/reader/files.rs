@@ -65,11 +65,7 @@ impl TraceReader {
     /// A reader over `paths`, read in the order given.
     pub fn open<P: AsRef<Path>>(paths: &[P]) -> Self {
         TraceReader {
-            pending: paths
-                .iter()
-                .map(|p| p.as_ref().to_path_buf())
-                .collect::<Vec<_>>()
-                .into_iter(),
+            pending: crate::trace::path_queue(paths),
             current: None,
             torn: Vec::new(),
             line: Vec::with_capacity(512),
@@ -133,15 +129,8 @@ impl TraceReader {
                 Ok(line) => {
                     // Only a file's unterminated last line gets here, so parsing it twice
                     // (to tell a torn tail from a row) costs nothing.
-                    let file = self.current.as_ref()?;
-                    let ok = match file.format {
-                        TraceFormat::Jsonl => parse_jsonl_ref(
-                            trim_newline(&self.line),
-                            &mut self.prefix,
-                            &file.path,
-                            file.line_no,
-                        )
-                        .is_ok(),
+                    let ok = match self.current.as_ref()?.format {
+                        TraceFormat::Jsonl => self.jsonl_line_parses(),
                         TraceFormat::Csv => self.parse_csv_current().is_ok(),
                         TraceFormat::Parquet => false,
                     };
@@ -173,6 +162,15 @@ impl TraceReader {
             line: file.line_no,
             row,
         }))
+    }
+
+    /// Whether the current line is a whole JSON Lines row.
+    fn jsonl_line_parses(&mut self) -> bool {
+        let Some(file) = self.current.as_ref() else {
+            return false;
+        };
+        let text = trim_newline(&self.line);
+        parse_jsonl_ref(text, &mut self.prefix, &file.path, file.line_no).is_ok()
     }
 
     fn parse_csv_current(&self) -> Result<TraceRow, TraceError> {
