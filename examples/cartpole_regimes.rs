@@ -31,7 +31,6 @@
 //! ```
 
 use std::error::Error;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -41,19 +40,16 @@ use perennial::harness::{Harness, HarnessConfig};
 use perennial::prelude::*;
 use perennial::seed::{self, Stream};
 use perennial::trace::TraceFormat;
-use perennial::world_file::WorldFile;
 
 const DEFAULT_STEPS: u64 = 48_000;
 const SEED: u64 = 0;
 
 fn main() -> ExitCode {
-    perennial::example::main("cartpole_regimes", run)
+    perennial::example::main_with_steps("cartpole_regimes", DEFAULT_STEPS, run)
 }
 
-fn run() -> Result<(), Box<dyn Error>> {
-    let steps = perennial::example::step_budget(DEFAULT_STEPS)?;
-    let world =
-        WorldFile::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/cartpole-drift.toml"))?;
+fn run(steps: u64) -> Result<(), Box<dyn Error>> {
+    let world = perennial::example::shipped_world("cartpole-drift.toml")?;
     let Some(params) = world.params::<CartPoleParams>().cloned() else {
         return Err(format!("{} is not a CartPole world", world.path.display()).into());
     };
@@ -77,8 +73,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         .scheduler(world.scheduler(seed::derive(SEED, Stream::Scheduler, 0))?)
         .config(config);
 
-    let dir = std::env::temp_dir().join("perennial-examples");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = perennial::example::output_dir("perennial-examples")?;
     let id = harness.identity().clone();
     let path = dir.join(format!("{}.jsonl", id.run_id));
     let started = Instant::now();

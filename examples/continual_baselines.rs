@@ -43,7 +43,7 @@ use std::time::Instant;
 
 use perennial::agents::ppo;
 use perennial::eval::{Estimate, EvalOptions, comparison_text, evaluate};
-use perennial::example::{count_from_env, step_budget};
+use perennial::example::{count_from_env, shipped_world, step_budget};
 use perennial::harness::{DynHarness, HarnessConfig};
 use perennial::regime::NotifyLevel;
 use perennial::registry::{Registry, RunRequest};
@@ -62,13 +62,11 @@ fn run() -> Result<(), Box<dyn Error>> {
         steps: step_budget(DEFAULT_STEPS)?,
         seeds: count_from_env("PERENNIAL_EXAMPLE_SEEDS", DEFAULT_SEEDS)?,
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::temp_dir().join("perennial-continual-baselines");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = perennial::example::output_dir("perennial-continual-baselines")?;
 
-    let drift = WorldFile::load(&root.join("worlds/cartpole-drift.toml"))?;
+    let drift = shipped_world("cartpole-drift.toml")?;
     let mut traces = run_world(&drift, &["balance"], &budget, &dir)?;
-    let warehouse = WorldFile::load(&root.join("worlds/warehouse.toml"))?;
+    let warehouse = shipped_world("warehouse.toml")?;
     traces.extend(run_world(
         &warehouse,
         &["base-stock", "oracle"],

@@ -220,11 +220,10 @@ fn main() -> ExitCode {
     if std::env::args_os().len() > 1 {
         return perennial::cli::main_with(registry());
     }
-    perennial::example::main("custom_world", run)
+    perennial::example::main_with_steps("custom_world", DEFAULT_STEPS, run)
 }
 
-fn run() -> Result<(), Box<dyn Error>> {
-    let steps = perennial::example::step_budget(DEFAULT_STEPS)?;
+fn run(steps: u64) -> Result<(), Box<dyn Error>> {
     check_contract()?;
     let regimes = vec![
         Regime::new("mild", &[]),
@@ -295,8 +294,7 @@ fn check_contract() -> Result<(), Box<dyn Error>> {
 fn run_traced<A: Agent<Thermostat>>(
     harness: Harness<Thermostat, A>,
 ) -> Result<PathBuf, Box<dyn Error>> {
-    let dir = std::env::temp_dir().join("perennial-examples");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = perennial::example::output_dir("perennial-examples")?;
     let id = harness.identity().clone();
     let path = dir.join(format!("{}.jsonl", id.run_id));
     let summary = harness.trace(&path, TraceFormat::Jsonl).run()?;

@@ -71,7 +71,7 @@ fn run() -> Result<bool, String> {
     let bin = binary()?;
     let dir = std::env::temp_dir().join(format!("perennial-soak-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let world = Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/warehouse.toml");
+    let world = perennial::example::shipped_world_path("warehouse.toml");
     let steps_arg = steps.to_string();
     let common = |trace: &Path| -> Vec<String> {
         vec![

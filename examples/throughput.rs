@@ -50,16 +50,14 @@ const DEFAULT_STEPS: u64 = 20_000_000;
 const SEED: u64 = 0;
 
 fn main() -> ExitCode {
-    perennial::example::main("throughput", run)
+    perennial::example::main_with_steps("throughput", DEFAULT_STEPS, run)
 }
 
-fn run() -> Result<(), Box<dyn Error>> {
-    let steps = perennial::example::step_budget(DEFAULT_STEPS)?;
+fn run(steps: u64) -> Result<(), Box<dyn Error>> {
     let traced = (steps / 10).max(1);
     let enterprise = (steps / 100).max(1);
     let enterprise_x10 = (steps / 1000).max(1);
-    let dir = std::env::temp_dir().join("perennial-examples");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = perennial::example::output_dir("perennial-examples")?;
     let trace_path = dir.join("throughput-cartpole.jsonl");
     let (small, large) = (enterprise_world(1)?, enterprise_world(10)?);
 

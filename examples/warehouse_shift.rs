@@ -54,7 +54,6 @@ use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::prelude::*;
 use perennial::seed::{self, Stream};
 use perennial::trace::TraceFormat;
-use perennial::world_file::WorldFile;
 
 const DEFAULT_STEPS: u64 = 32_000;
 const SEEDS: [u64; 3] = [0, 1, 2];
@@ -66,13 +65,11 @@ const AGENTS: [&str; 4] = [
 ];
 
 fn main() -> ExitCode {
-    perennial::example::main("warehouse_shift", run)
+    perennial::example::main_with_steps("warehouse_shift", DEFAULT_STEPS, run)
 }
 
-fn run() -> Result<(), Box<dyn Error>> {
-    let steps = perennial::example::step_budget(DEFAULT_STEPS)?;
-    let world =
-        WorldFile::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/warehouse.toml"))?;
+fn run(steps: u64) -> Result<(), Box<dyn Error>> {
+    let world = perennial::example::shipped_world("warehouse.toml")?;
     let Some(layout) = world.params::<MorpheusConfig>() else {
         return Err(format!("{} is not an enterprise world", world.path.display()).into());
     };
@@ -82,8 +79,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         steps,
         ..HarnessConfig::default()
     };
-    let dir = std::env::temp_dir().join("perennial-examples");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = perennial::example::output_dir("perennial-examples")?;
 
     let mut traces = Vec::new();
     let mut per_agent: Vec<(&str, Vec<f64>)> = AGENTS.iter().map(|&a| (a, Vec::new())).collect();

@@ -1,15 +1,14 @@
 //! The skeleton every example program shares: a `main` that prints the error of its `run` and
-//! exits with a failure code, and a step budget read from `PERENNIAL_EXAMPLE_STEPS`.
+//! exits with a failure code, a step budget read from `PERENNIAL_EXAMPLE_STEPS`, the world
+//! files shipped in `worlds/`, and a folder in the temp dir for the traces.
 //!
 //! An example of your own is then its `run` alone:
 //!
 //! ```no_run
-//! use std::error::Error;
 //! use std::process::ExitCode;
 //!
 //! fn main() -> ExitCode {
-//!     perennial::example::main("my_example", || {
-//!         let steps = perennial::example::step_budget(10_000)?;
+//!     perennial::example::main_with_steps("my_example", 10_000, |steps| {
 //!         println!("running {steps} steps");
 //!         Ok(())
 //!     })
@@ -17,11 +16,13 @@
 //! ```
 
 use std::error::Error;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::agents::RandomAgent;
 use crate::env::{Env, EnvError};
 use crate::harness::Agent;
+use crate::world_file::WorldFile;
 
 /// The environment variable that sets an example's step budget (the tests set it small).
 pub const STEPS_VAR: &str = "PERENNIAL_EXAMPLE_STEPS";
@@ -35,6 +36,17 @@ pub fn main(name: &str, run: impl FnOnce() -> Result<(), Box<dyn Error>>) -> Exi
             ExitCode::FAILURE
         }
     }
+}
+
+/// [`main`] for a `run` that takes the example's step budget: the one in
+/// `PERENNIAL_EXAMPLE_STEPS`, else `default_steps` (see [`step_budget`]). A bad value of the
+/// variable is printed like `run`'s errors.
+pub fn main_with_steps(
+    name: &str,
+    default_steps: u64,
+    run: impl FnOnce(u64) -> Result<(), Box<dyn Error>>,
+) -> ExitCode {
+    main(name, || run(step_budget(default_steps)?))
 }
 
 /// The step budget in `PERENNIAL_EXAMPLE_STEPS`, or `default` when it is not set. A value
@@ -54,6 +66,34 @@ pub fn count_from_env(var: &str, default: u64) -> Result<u64, Box<dyn Error>> {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("{var} is {text:?}; give a whole number of at least 1").into()),
     }
+}
+
+/// The path of `file` in the `worlds/` folder shipped with this crate, e.g.
+/// `worlds/warehouse.toml` for `"warehouse.toml"`.
+pub fn shipped_world_path(file: &str) -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("worlds")
+        .join(file)
+}
+
+/// The world file `file` shipped in this crate's `worlds/` folder, loaded and checked.
+///
+/// # Errors
+///
+/// The file does not load (see [`WorldFile::load`]).
+pub fn shipped_world(file: &str) -> Result<WorldFile, Box<dyn Error>> {
+    Ok(WorldFile::load(&shipped_world_path(file))?)
+}
+
+/// The folder `name` in the temp dir, where an example writes its traces; made when missing.
+///
+/// # Errors
+///
+/// The folder cannot be made; the error names it.
+pub fn output_dir(name: &str) -> Result<PathBuf, Box<dyn Error>> {
+    let dir = std::env::temp_dir().join(name);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(dir)
 }
 
 /// `steps` steps of a random agent through the `Env` trait alone, resetting when an episode
