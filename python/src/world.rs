@@ -567,22 +567,13 @@ impl Run {
         self.notification = None;
         if self.scheduler.next_shift_due(step) {
             let level = self.identity.notify;
-            let from = (!level.is_none()).then(|| self.scheduler.regime().clone());
-            let from_label = self.scheduler.label().to_string();
-            if let Some(to) = self.scheduler.before_step(step) {
-                self.notification =
-                    from.and_then(|from| level.at_shift(step, &from, to, &self.baseline));
+            if let Some(shift) = self.scheduler.shift_before(step, level, &self.baseline) {
+                self.notification = shift.notification;
                 self.apply(step)?;
                 if let Some(events) = self.events.as_mut() {
-                    let (to, origin) = (self.scheduler.label(), self.scheduler.origin());
+                    let (run_id, from) = (&self.identity.run_id, &shift.from);
                     events
-                        .write(EventRow::shift(
-                            &self.identity.run_id,
-                            step,
-                            &from_label,
-                            to,
-                            origin,
-                        ))
+                        .write(EventRow::shift_made(run_id, step, from, &self.scheduler))
                         .map_err(|e| RunError::Failed(format!("step {step}: {e}")))?;
                 }
             }

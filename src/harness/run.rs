@@ -711,32 +711,22 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         }
         let step = self.state.step;
         if self.scheduler.next_shift_due(step) {
-            let from_label = self
-                .events
-                .is_some()
-                .then(|| self.scheduler.label().to_string());
             self.close_label();
             let level = self.identity.notify;
-            let from = (!level.is_none()).then(|| self.scheduler.regime().clone());
-            if let Some(to) = self.scheduler.before_step(step) {
-                let notification =
-                    from.and_then(|from| level.at_shift(step, &from, to, &self.state.baseline));
+            if let Some(shift) = self
+                .scheduler
+                .shift_before(step, level, &self.state.baseline)
+            {
                 self.apply(step)?;
                 self.publish_label();
                 self.state.summary.shifts += 1;
-                if let (Some(events), Some(from)) = (self.events.as_mut(), from_label) {
-                    let (to, origin) = (self.scheduler.label(), self.scheduler.origin());
+                if let Some(events) = self.events.as_mut() {
+                    let (run_id, from) = (&self.identity.run_id, &shift.from);
                     events
-                        .write(EventRow::shift(
-                            &self.identity.run_id,
-                            step,
-                            &from,
-                            to,
-                            origin,
-                        ))
+                        .write(EventRow::shift_made(run_id, step, from, &self.scheduler))
                         .map_err(|source| HarnessError::TraceAt { step, source })?;
                 }
-                if let Some(n) = notification {
+                if let Some(n) = shift.notification {
                     self.agent.notify(&n);
                 }
             }

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use notify::{Change, Notification, NotifyLevel};
 pub use probe::RegimeProbe;
-pub use scheduler::{Plan, Scheduler};
+pub use scheduler::{Plan, Scheduler, Shift};
 pub use shiftable::{
     ParamInfo, ParamValue, Shiftable, apply_conditions, apply_over_baseline, check_parameter,
     validate_conditions,

@@ -4,7 +4,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{Origin, Regime, RegimeError};
+use super::{Conditions, Notification, NotifyLevel, Origin, Regime, RegimeError};
 
 /// How the scheduler moves between regimes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -56,6 +56,15 @@ impl Plan {
             every,
         }
     }
+}
+
+/// A shift [`Scheduler::shift_before`] made.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shift {
+    /// The label in force before it.
+    pub from: String,
+    /// What the agent is told, at a notify level other than `none`.
+    pub notification: Option<Notification>,
 }
 
 /// Decides, before each step, which regime is in force.
@@ -287,6 +296,25 @@ impl Scheduler {
         }
     }
 
+    /// [`Scheduler::before_step`] as a run takes it: the shift made before `step`, with the
+    /// label it left and what an agent told at `level` learns of it (the delta measured
+    /// over `baseline`, the conditions the world was built with); `None` when the label
+    /// does not change. The harness and the Python envs both shift through this.
+    pub fn shift_before(
+        &mut self,
+        step: u64,
+        level: NotifyLevel,
+        baseline: &Conditions,
+    ) -> Option<Shift> {
+        let from = self.current;
+        self.before_step(step)?;
+        let (from, to) = (&self.regimes[from], &self.regimes[self.current]);
+        Some(Shift {
+            from: from.label.clone(),
+            notification: level.at_shift(step, from, to, baseline),
+        })
+    }
+
     fn planned_shift(&mut self, step: u64) -> Option<(usize, Origin)> {
         let index_of =
             |regimes: &[Regime], label: &str| regimes.iter().position(|r| r.label == label);
@@ -477,6 +505,24 @@ mod tests {
         assert!((mean - 40.0).abs() < 8.0, "mean dwell {mean}");
         let mut s3 = Scheduler::new(regimes(), plan, 10).unwrap();
         assert_ne!(run1, labels(&mut s3, 5000));
+    }
+
+    #[test]
+    fn shift_before_names_the_label_left_and_tells_what_the_level_allows() {
+        let mut s = Scheduler::new(regimes(), Plan::Manual, 0).unwrap();
+        let baseline = Conditions::new();
+        assert!(s.shift_before(0, NotifyLevel::Label, &baseline).is_none());
+        s.shift_to("c").unwrap();
+        let shift = s.shift_before(1, NotifyLevel::Label, &baseline).unwrap();
+        assert_eq!(shift.from, "a");
+        let told = shift.notification.unwrap();
+        assert_eq!((told.step, told.label.as_deref()), (1, Some("c")));
+        s.shift_to("b").unwrap();
+        let shift = s.shift_before(2, NotifyLevel::None, &baseline).unwrap();
+        assert_eq!((shift.from.as_str(), shift.notification), ("c", None));
+        // A shift to the label in force is no shift.
+        s.shift_to("b").unwrap();
+        assert!(s.shift_before(3, NotifyLevel::Flag, &baseline).is_none());
     }
 
     #[test]

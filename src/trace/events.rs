@@ -42,7 +42,7 @@ use super::parquet_writer::{
 };
 use super::{TraceError, TraceFormat};
 use crate::env::WorldEvent;
-use crate::regime::Origin;
+use crate::regime::{Origin, Scheduler};
 
 /// The columns of the events table, in order.
 pub const EVENT_COLUMNS: [&str; 13] = [
@@ -127,6 +127,11 @@ impl EventRow {
             origin: Some(origin.as_str().to_string()),
             ..Self::blank(run_id, step, REGIME_SHIFT)
         }
+    }
+
+    /// The shift `scheduler` has just made from the label `from`, before the step `step`.
+    pub fn shift_made(run_id: &str, step: u64, from: &str, scheduler: &Scheduler) -> Self {
+        Self::shift(run_id, step, from, scheduler.label(), scheduler.origin())
     }
 
     /// A failure the world injected during the step `step`.
