@@ -316,7 +316,7 @@ def main():
         check_blocks(path, options, failures)
     for item in failures.items:
         print(item, file=sys.stderr)
-    print(f"check_docs: {len(files)} files, {len(failures.items)} failures")
+    print(f"check_docs: {len(files)} files, {len(failures.items)} failures", file=sys.stderr)
     sys.exit(1 if failures.items else 0)
 
 
