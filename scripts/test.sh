@@ -7,7 +7,9 @@
 #   2. creates the virtualenv .venv/ (or reuses it), installs python/tests/requirements.txt
 #      and the package itself with `pip install ./python`; CARGO_TARGET_DIR points at the
 #      repository's target/, so the wheel build reuses the dependencies step 1 compiled;
-#   3. runs pytest on python/tests/ and fails when it collects no test.
+#   3. runs pytest on python/tests/ and fails when it collects no test;
+#   4. checks the README's and docs/'s links and runs their commands with small step
+#      budgets (scripts/check_docs.py, about 20 s).
 # Set PERENNIAL_VENV to use another virtualenv and PYTHON to choose the interpreter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,5 +43,11 @@ status=0
 "$venv/bin/python" -m pytest python/tests -q -p no:cacheprovider || status=$?
 if [ "$status" -eq 5 ]; then
     echo "error: pytest collected no test in python/tests" >&2
+fi
+
+docs_status=0
+"$venv/bin/python" scripts/check_docs.py --bin "$PERENNIAL_BIN" || docs_status=$?
+if [ "$status" -eq 0 ]; then
+    status=$docs_status
 fi
 exit "$status"
