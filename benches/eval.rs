@@ -125,6 +125,7 @@ fn write_trace(path: &Path, rows: u64) {
         components: components.to_vec(),
         payouts: payouts.to_vec(),
         record_transitions: false,
+        bound: false,
     };
     let mut w = perennial::trace::create(path, TraceFormat::Jsonl, &identity, &columns)
         .expect("create the bench trace");
@@ -159,6 +160,7 @@ fn write_trace(path: &Path, rows: u64) {
             terminated: done,
             truncated: false,
             ceiling: Some(if done { 13.0 } else { 3.0 }),
+            bound: None,
             obs: None,
             action_json: None,
         })

@@ -48,6 +48,8 @@ pub trait DynEnv {
     fn step_vec(&mut self, action: usize) -> Result<Transition<Vec<f32>>, EnvError>;
     /// See [`Env::ceiling`].
     fn reward_ceiling(&self) -> Option<Ceiling>;
+    /// See [`Env::expected_bound`].
+    fn reward_bound(&self) -> Option<f64>;
     /// See [`Env::drain_events`].
     fn drain_world_events(&mut self, out: &mut Vec<WorldEvent>);
     /// See [`Env::save_state`].
@@ -105,6 +107,10 @@ impl<E: Env<Action = usize> + Shiftable> DynEnv for E {
         Env::ceiling(self)
     }
 
+    fn reward_bound(&self) -> Option<f64> {
+        Env::expected_bound(self)
+    }
+
     fn drain_world_events(&mut self, out: &mut Vec<WorldEvent>) {
         Env::drain_events(self, out);
     }
@@ -152,6 +158,10 @@ impl Env for Box<dyn DynEnv> {
 
     fn ceiling(&self) -> Option<Ceiling> {
         self.as_ref().reward_ceiling()
+    }
+
+    fn expected_bound(&self) -> Option<f64> {
+        self.as_ref().reward_bound()
     }
 
     fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {

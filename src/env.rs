@@ -68,6 +68,22 @@ pub trait Env {
         None
     }
 
+    /// The expected-reward bound: an upper bound on the long-run average reward per step
+    /// that *any* policy can earn under the conditions now in force, if the world knows
+    /// one. The trace writes it in the `bound` column and the gap metric is measured
+    /// against it; a world without one (the default) is measured against its
+    /// [`Env::ceiling`].
+    ///
+    /// # Rules for implementors
+    ///
+    /// It must hold for every policy, averaged over the world's randomness (a relaxation
+    /// of the problem, not a policy's score), and it should be as low as that allows: a
+    /// bound far above what any policy earns makes every gap look alike. Return the same
+    /// value for the same conditions; it is read after every step.
+    fn expected_bound(&self) -> Option<f64> {
+        None
+    }
+
     /// Moves the exogenous events the world injected during the last [`Env::step`]
     /// (failures, outages, demand spikes) into `out`, oldest first, leaving none behind.
     /// The harness calls it after every step when a trace is written and records them in

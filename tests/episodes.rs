@@ -226,6 +226,7 @@ fn row(run: &str, task: &str, step: u64, episode: u64, episode_step: u64, reward
         terminated: false,
         truncated: false,
         ceiling: None,
+        bound: None,
         obs: Some(vec![step as f64, 0.5]),
         action: Some(serde_json::json!(step % 2)),
     }

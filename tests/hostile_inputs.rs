@@ -856,6 +856,38 @@ fn cases() -> Vec<Case> {
             code: 2,
             expect: &["{file}: is not a directory", "give --out a directory"],
         },
+        Case {
+            what: "trace: a `bound` that is a string",
+            file: Some((
+                "bound-string.jsonl",
+                rows(1) + &row(1, "1.0").replace("\"ceiling\":null", "\"ceiling\":null,\"bound\":\"high\""),
+            )),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}:2"],
+        },
+        Case {
+            what: "trace: a `bound` of 1e999",
+            file: Some((
+                "bound-huge.jsonl",
+                rows(1) + &row(1, "1.0").replace("\"ceiling\":null", "\"ceiling\":null,\"bound\":1e999"),
+            )),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}:2"],
+        },
+        Case {
+            what: "trace: a CSV `bound` cell that is not a number",
+            file: Some((
+                "bound-cell.csv",
+                "run_id,seed,algorithm_id,task,step,episode,episode_step,reward,regime,regime_origin,terminated,truncated,ceiling,bound\n\
+                 r,0,a,t,0,0,0,1.0,x,initial,false,false,,high\n"
+                    .into(),
+            )),
+            args: &["eval", "{file}"],
+            code: 2,
+            expect: &["{file}:2", "column `bound`"],
+        },
     ]
 }
 

@@ -147,6 +147,13 @@ impl Env for World {
         }
     }
 
+    fn expected_bound(&self) -> Option<f64> {
+        match self {
+            World::CartPole(e) => e.expected_bound(),
+            World::Morpheus(e) => e.expected_bound(),
+        }
+    }
+
     fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {
         match self {
             World::CartPole(e) => e.drain_events(out),
@@ -310,8 +317,7 @@ impl Run {
             std::fs::create_dir_all(dir)
                 .map_err(|e| RunError::Usage(format!("{}: {e}", dir.display())))?;
         }
-        let spec = self.world.spec();
-        let columns = trace::TraceColumns::for_env(spec, t.record_transitions);
+        let columns = trace::TraceColumns::for_env(&self.world, t.record_transitions);
         let mut sink = trace::create(&t.path, t.format, &self.identity, &columns)
             .map_err(|e| RunError::Usage(e.to_string()))?;
         let events = trace::events_path(&t.path, t.format);
@@ -601,7 +607,7 @@ impl Run {
             sink.write_row(&RowRecord {
                 obs: record.then_some(self.obs.as_slice()),
                 action_json: record.then_some(self.action_json.as_str()),
-                ..RowRecord::of_step(position, &t, regime, origin, self.world.ceiling())
+                ..RowRecord::of_step(position, &t, regime, origin, &self.world)
             })
             .map_err(|e| RunError::Failed(format!("step {step}: {e}")))?;
         }

@@ -42,10 +42,20 @@
 //!    s_k (the remainder is dropped); b are the block means. `stability_std` = population
 //!    standard deviation of b (0 for one block); `cvar05` = mean of the lowest
 //!    ceil(0.05 B) = ceil(B / 20) block means.
-//! 6. **Gap to the upper bound.** Over the rows with a `ceiling` (per interval, and per
-//!    label): `gap` = mean of (ceiling - r), `normalized_gap` = sum(ceiling - r) /
-//!    sum(ceiling). Both null when no row has a ceiling; `normalized_gap` is also null when
-//!    the ceilings sum to 0.
+//! 6. **Gap to the upper bound.** A trace carries two upper bounds: `ceiling`, the hard
+//!    cap on one step's reward over every action sequence, and `bound`, the world's
+//!    expected-reward bound (no policy's long-run average reward exceeds it;
+//!    [`Env::expected_bound`](crate::env::Env::expected_bound)), where the world declares
+//!    one. The gap uses the tighter one: each row's reference u is its `bound`, else its
+//!    `ceiling`. Over the rows with a reference (per interval, and per label): `gap` =
+//!    mean of (u - r) (bound − mean_r when every row has a bound), `normalized_gap` =
+//!    sum(u - r) / sum(u), a floor of 0. With a bound and a floor run (`floors`, the
+//!    random agent's trace of the same task and seed), `normalized_gap` = (bound −
+//!    mean_r) / (bound − floor_mean_r): 0 at the bound, 1 at the random agent. Both null
+//!    when no row has a reference; `normalized_gap` is also null when its denominator is
+//!    0. An interval or configuration measured against a bound reports it (`bound`, its
+//!    mean over the rows); without that key its gap is to the ceiling. The text report
+//!    says which one each run's gaps use.
 //!
 //! Sums are compensated (TwoSum), and H_k, P_k and every m_k(t) come from the same rolling
 //! sum, so a crossing happens exactly where the arithmetic on paper puts it.
@@ -188,7 +198,8 @@
 //!   "l2_recovery_steps", "l2_maintenance"}], "configurations": {LABEL:
 //!   {"performance_recovery", "performance_maintenance"}}}`.
 //!
-//! Without references or floors the `runs` objects have exactly the DESIGN keys. With them,
+//! Without references or floors the `runs` objects have exactly the DESIGN keys, and
+//! `bound` in intervals and configurations measured against one. With them,
 //! each run also carries `reference_run_id` and `floor_run_id`, each interval
 //! `reference_mean_r`, `floor_mean_r`, `regret`, `normalized_regret` and
 //! `adjusted_forgetting`, and each configuration `reference_mean_r`, `floor_mean_r`,

@@ -158,15 +158,31 @@ impl<'o> Pass1<'o> {
             }));
         }
         let xs = if x_is_reward { rewards } else { &self.xs };
-        let sparse;
-        let ceiling = match c.ceiling {
-            Some(col) if col.null_count() == 0 => Ceiling::Dense(&col.values()[from..to]),
-            Some(col) => {
+        let (sparse, mixed);
+        // Each row's gap reference: its bound, else its ceiling.
+        let bound_rows = c
+            .bound
+            .map_or(0, |b| (from..to).filter(|&j| b.is_valid(j)).count());
+        let ceiling = match (c.bound, c.ceiling) {
+            (Some(b), _) if bound_rows == to - from => Ceiling::Dense(&b.values()[from..to]),
+            (Some(b), ceiling) if bound_rows > 0 => {
+                mixed = move |k: usize| {
+                    let j = from + k;
+                    if b.is_valid(j) {
+                        Some(b.values()[j])
+                    } else {
+                        ceiling.filter(|c| c.is_valid(j)).map(|c| c.values()[j])
+                    }
+                };
+                Ceiling::Sparse(&mixed)
+            }
+            (_, Some(col)) if col.null_count() == 0 => Ceiling::Dense(&col.values()[from..to]),
+            (_, Some(col)) => {
                 let values: &[f64] = &col.values()[from..to];
                 sparse = move |k: usize| col.is_valid(from + k).then(|| values[k]);
                 Ceiling::Sparse(&sparse)
             }
-            None => Ceiling::Absent,
+            (_, None) => Ceiling::Absent,
         };
         let span = Span {
             step: c.step[from],
@@ -180,6 +196,7 @@ impl<'o> Pass1<'o> {
                 .map(|(name, values)| (*name, &values[from..to]))
                 .collect(),
             ceiling,
+            bound_rows: bound_rows as u64,
         };
         self.runs[r].push_span(&span);
         self.spill.push_all(xs)?;

@@ -111,6 +111,9 @@ pub(crate) fn pair(
                     _ => None,
                 },
             });
+            if let Some(n) = gap_over_floor(interval.bound, interval.gap, values.floor_mean_r) {
+                interval.normalized_gap = n;
+            }
         }
         // Per label, only when every interval of the label was matched: otherwise the run and
         // its reference would be averaged over different steps.
@@ -137,6 +140,9 @@ pub(crate) fn pair(
             });
             if let Some(config) = run.configurations.get_mut(&label) {
                 let values = Regret::new(config.mean_reward, reference_mean, floor_mean);
+                if let Some(n) = gap_over_floor(config.bound, config.gap, floor_mean) {
+                    config.normalized_gap = n;
+                }
                 config.against = Some(ConfigurationAgainst {
                     reference_mean_r: values.reference_mean_r,
                     floor_mean_r: values.floor_mean_r,
@@ -148,6 +154,14 @@ pub(crate) fn pair(
         }
     }
     Ok(warnings)
+}
+
+/// With a bound, a gap to it and a floor: the gap normalized between the floor and the
+/// bound, `gap / (bound − floor)` (null when they are equal). `None` (the gap stays
+/// normalized by the bound alone) without a bound or a floor.
+fn gap_over_floor(bound: Option<f64>, gap: Option<f64>, floor: Option<f64>) -> Option<Option<f64>> {
+    let (bound, floor) = (bound?, floor?);
+    Some(gap.filter(|_| bound != floor).map(|g| g / (bound - floor)))
 }
 
 /// The regret of a mean reward against a reference and a floor.

@@ -139,10 +139,16 @@ pub struct IntervalReport {
     pub stability_std: f64,
     /// Mean of the lowest ceil(0.05 B) block means.
     pub cvar05: f64,
-    /// Mean of (ceiling - r) over rows with a ceiling; null without.
+    /// Mean of (u - r) over rows with a gap reference u: the row's `bound`, else its
+    /// `ceiling`; null without.
     pub gap: Option<f64>,
-    /// sum(ceiling - r) / sum(ceiling); null without ceilings (or when they sum to 0).
+    /// sum(u - r) / sum(u), or with a floor and a bound (bound − mean_r) / (bound −
+    /// floor_mean_r); null without references (or when the denominator is 0).
     pub normalized_gap: Option<f64>,
+    /// The mean expected-reward bound the gap was measured against; absent (not
+    /// serialized) when no row has a bound, and the gap is then to the ceiling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<f64>,
 }
 
 /// The metrics of one label over all its intervals in a run.
@@ -156,10 +162,16 @@ pub struct ConfigurationReport {
     pub mean_reward: f64,
     /// Per component: its sum under the label / steps.
     pub components: BTreeMap<String, f64>,
-    /// Mean of (ceiling - r) over the label's rows with a ceiling; null without.
+    /// Mean of (u - r) over the label's rows with a gap reference u (bound, else
+    /// ceiling); null without.
     pub gap: Option<f64>,
-    /// sum(ceiling - r) / sum(ceiling) over those rows; null without.
+    /// sum(u - r) / sum(u) over those rows, or (bound − mean_r) / (bound − floor_mean_r)
+    /// with a floor; null without.
     pub normalized_gap: Option<f64>,
+    /// The mean expected-reward bound the gap was measured against; absent (not
+    /// serialized) when no row has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<f64>,
     /// Mean of F_k over the label's recurrences; null if it never recurred.
     pub mean_forgetting: Option<f64>,
     /// The values against the reference and floor runs; `None` (and not serialized) unless
@@ -406,6 +418,7 @@ impl Report {
                 run.episodes
             );
             let _ = writeln!(out, "  intervals (W = {}, {payout})", self.window);
+            let _ = writeln!(out, "  {}", gap_reference_text(run));
             let mut t = Table::new(
                 &[
                     "#", "regime", "origin", "start", "end", "steps", "mean_r", "head", "tail",
@@ -559,6 +572,21 @@ fn run_extras(out: &mut String, run: &RunReport) {
 }
 
 /// `"  notify LEVEL"` for a level other than `none`, else nothing.
+/// Which upper bound the run's gaps were measured against, for the text report.
+fn gap_reference_text(run: &RunReport) -> String {
+    let floored = run
+        .intervals
+        .iter()
+        .any(|i| i.bound.is_some() && i.against.is_some_and(|a| a.floor_mean_r.is_some()));
+    match (run.intervals.iter().any(|i| i.bound.is_some()), floored) {
+        (true, true) => {
+            "gap to the expected-reward bound; norm_gap = gap / (bound - floor_mean_r)".into()
+        }
+        (true, false) => "gap to the expected-reward bound; norm_gap = gap / bound".into(),
+        (false, _) => "gap to the ceiling; norm_gap = sum(ceiling - r) / sum(ceiling)".into(),
+    }
+}
+
 pub(crate) fn notify_text(level: NotifyLevel) -> String {
     if level.is_none() {
         String::new()

@@ -36,7 +36,10 @@ struct Open {
     block_mean: f64,
     block_m2: f64,
     block_min: f64,
+    /// Rows with a gap reference: their bound, else their ceiling.
     ceiling_rows: u64,
+    /// Of those, the rows whose reference is their bound.
+    bound_rows: u64,
     gap: Sum,
     ceiling: Sum,
     components: Vec<(String, Sum)>,
@@ -80,10 +83,13 @@ pub(crate) struct Span<'a> {
     pub(crate) x_is_reward: bool,
     /// Each component's name and its values in these rows.
     pub(crate) components: Vec<(&'a str, &'a [f64])>,
+    /// Each row's gap reference: its bound, else its ceiling.
     pub(crate) ceiling: Ceiling<'a>,
+    /// How many of the rows have a bound.
+    pub(crate) bound_rows: u64,
 }
 
-/// The ceilings of a [`Span`]'s rows.
+/// The gap references of a [`Span`]'s rows (each row's bound, else its ceiling).
 pub(crate) enum Ceiling<'a> {
     /// No row has one.
     Absent,
@@ -109,6 +115,7 @@ struct Totals {
     sum_r: Sum,
     components: Vec<(String, Sum)>,
     ceiling_rows: u64,
+    bound_rows: u64,
     gap: Sum,
     ceiling: Sum,
 }
@@ -324,6 +331,7 @@ impl RunScan {
                 block_m2: 0.0,
                 block_min: f64::INFINITY,
                 ceiling_rows: 0,
+                bound_rows: 0,
                 gap: Sum::default(),
                 ceiling: Sum::default(),
                 components: Vec::new(),
@@ -344,8 +352,9 @@ impl RunScan {
                 };
                 open.components[slot].1.add(v);
             }
+            open.bound_rows += u64::from(row.bound.is_some());
         }
-        self.accumulate(row.step, row.reward, x, row.ceiling);
+        self.accumulate(row.step, row.reward, x, row.bound.or(row.ceiling));
     }
 
     /// Pass 1 for rows that continue the run and its open interval (the label of the row
@@ -356,7 +365,10 @@ impl RunScan {
     /// one loop with every sum in registers; the others, row by row.
     pub(crate) fn push_span(&mut self, span: &Span<'_>) {
         let slots: Vec<usize> = match self.open.as_mut() {
-            Some(open) => span.components.iter().map(|(n, _)| open.slot(n)).collect(),
+            Some(open) => {
+                open.bound_rows += span.bound_rows;
+                span.components.iter().map(|(n, _)| open.slot(n)).collect()
+            }
             None => Vec::new(),
         };
         let n = span.rewards.len();
@@ -677,6 +689,7 @@ impl RunScan {
         let forgetting = self.last_tail.get(&open.label).map(|p| p - head);
         self.last_tail.insert(open.label.clone(), tail);
         let ceiling = open.ceiling.value();
+        let bound = (open.bound_rows > 0).then(|| open.ceiling.mean(open.ceiling_rows as f64));
         self.intervals.push(IntervalReport {
             index: self.intervals.len(),
             regime: open.label,
@@ -699,11 +712,13 @@ impl RunScan {
             gap: (open.ceiling_rows > 0).then(|| open.gap.mean(open.ceiling_rows as f64)),
             normalized_gap: (open.ceiling_rows > 0 && ceiling != 0.0)
                 .then(|| open.gap.ratio(&open.ceiling)),
+            bound,
         });
         self.totals.push(Totals {
             sum_r: open.sum_r,
             components: open.components,
             ceiling_rows: open.ceiling_rows,
+            bound_rows: open.bound_rows,
             gap: open.gap,
             ceiling: open.ceiling,
         });
@@ -773,6 +788,7 @@ impl RunScan {
             sum_r: Sum,
             components: BTreeMap<String, Sum>,
             ceiling_rows: u64,
+            bound_rows: u64,
             gap: Sum,
             ceiling: Sum,
             forgetting: Vec<f64>,
@@ -785,6 +801,7 @@ impl RunScan {
                 sum_r: Sum::default(),
                 components: BTreeMap::new(),
                 ceiling_rows: 0,
+                bound_rows: 0,
                 gap: Sum::default(),
                 ceiling: Sum::default(),
                 forgetting: Vec::new(),
@@ -796,6 +813,7 @@ impl RunScan {
                 a.components.entry(name.clone()).or_default().merge(*s);
             }
             a.ceiling_rows += t.ceiling_rows;
+            a.bound_rows += t.bound_rows;
             a.gap.merge(t.gap);
             a.ceiling.merge(t.ceiling);
             a.forgetting.extend(i.forgetting);
@@ -819,6 +837,7 @@ impl RunScan {
                     gap: (a.ceiling_rows > 0).then(|| a.gap.mean(a.ceiling_rows as f64)),
                     normalized_gap: (a.ceiling_rows > 0 && ceiling != 0.0)
                         .then(|| a.gap.ratio(&a.ceiling)),
+                    bound: (a.bound_rows > 0).then(|| a.ceiling.mean(a.ceiling_rows as f64)),
                     mean_forgetting: (!a.forgetting.is_empty())
                         .then(|| f.mean(a.forgetting.len() as f64)),
                     against: None,

@@ -453,7 +453,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         append_at: Option<(u64, Option<&str>)>,
     ) -> Result<(), TraceError> {
         let columns =
-            crate::trace::TraceColumns::for_env(self.env.spec(), self.config.record_transitions);
+            crate::trace::TraceColumns::for_env(&self.env, self.config.record_transitions);
         let events = crate::trace::events_path(path, format);
         if append_at.is_some() {
             // Refuse a foreign events table before the trace is cut.
@@ -776,7 +776,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                     .config
                     .record_transitions
                     .then(|| std::str::from_utf8(action_json).unwrap_or("null")),
-                ..RowRecord::of_step(position, &t, regime, origin, self.env.ceiling())
+                ..RowRecord::of_step(position, &t, regime, origin, &self.env)
             })
             .map_err(|source| HarnessError::TraceAt { step, source })?;
         }

@@ -154,11 +154,22 @@
 //!
 //! The bounds use `hour + 1`, so one ceiling holds for the step just taken and for the
 //! next; it grows with the clock only through holding cost and the cash bounds.
+//!
+//! # Expected bound
+//!
+//! The ceiling bounds one hour over every action sequence, far above what a policy earns on
+//! average. [`Env::expected_bound`](crate::env::Env::expected_bound) is the tighter number
+//! the gap metric uses: [`expected_bound`], an upper bound on the long-run average profit
+//! per hour of *any* policy under the conditions in force (a fluid relaxation: the margin
+//! on the expected demand, less the shipping and late risk every order meets, within the
+//! capacities; its module docs hold the derivation). It exists for the default reward
+//! only; with another reward specification the world declares none.
 
 mod action;
 mod bounds;
 mod conditions;
 mod config;
+mod expected_bound;
 mod world;
 
 pub mod components;
@@ -171,6 +182,7 @@ pub use action::{ActionLayout, Op};
 pub use bounds::Tracker;
 pub use conditions::{MorpheusConditions, PARAMETERS};
 pub use config::{ConfigError, MorpheusConfig};
+pub use expected_bound::expected_bound;
 pub use resources::{FailureEvent, FailureKind};
 pub use systems::Phase;
 pub use world::{Counters, Morpheus, MorpheusSnapshot};

@@ -48,6 +48,9 @@ pub struct Morpheus {
     conditions: MorpheusConditions,
     reward: RewardSpec,
     bound: BoundSpec,
+    /// The expected-reward bound under `conditions`, kept in step with them; `None` when
+    /// the reward is not the default profit.
+    expected: Option<f64>,
     spec: EnvSpec,
     sim: Option<Sim>,
     breakdown: Breakdown,
@@ -198,11 +201,15 @@ impl Morpheus {
             components: bound.component_names().to_vec(),
             payouts: bound.payout_names().to_vec(),
         };
+        let conditions = MorpheusConditions::default();
+        let expected = (reward == super::default_reward_spec())
+            .then(|| super::expected_bound(&config, &conditions));
         Ok(Morpheus {
             config,
-            conditions: MorpheusConditions::default(),
+            conditions,
             reward,
             bound,
+            expected,
             spec,
             sim: None,
             breakdown: Breakdown::default(),
@@ -243,6 +250,7 @@ impl Morpheus {
                 .set(p.name, v)
                 .map_err(|e| MorpheusError::Snapshot(e.to_string()))?;
         }
+        env.conditions_changed();
         let mut world = World::new();
         world.insert_resource(Settings(env.config.clone()));
         world.insert_resource(CurrentConditions(env.conditions.clone()));
@@ -310,6 +318,13 @@ impl Morpheus {
             orders: collect(w),
             shipments: collect(w),
         })
+    }
+
+    /// Brings what follows from the conditions up to date with them.
+    fn conditions_changed(&mut self) {
+        if self.expected.is_some() {
+            self.expected = Some(super::expected_bound(&self.config, &self.conditions));
+        }
     }
 
     /// The layout.
@@ -554,6 +569,12 @@ impl Env for Morpheus {
         let bounds = signal_bounds(&self.config, &self.conditions, hour, &tracker);
         Some(self.bound.ceiling(&bounds))
     }
+
+    /// The expected-reward bound under the conditions in force, for the default reward
+    /// (see [`expected_bound`](super::expected_bound) for the derivation).
+    fn expected_bound(&self) -> Option<f64> {
+        self.expected
+    }
 }
 
 impl Shiftable for Morpheus {
@@ -567,6 +588,7 @@ impl Shiftable for Morpheus {
 
     fn set(&mut self, name: &str, value: f64) -> Result<(), RegimeError> {
         self.conditions.set(name, value)?;
+        self.conditions_changed();
         if let Some(sim) = self.sim.as_mut() {
             sim.world
                 .insert_resource(CurrentConditions(self.conditions.clone()));

@@ -1,7 +1,7 @@
 //! The CSV trace writer: maps flattened into `c.<name>` and `p.<name>` columns.
 
-use super::LineFormat;
-use super::row::{COLUMNS, RowRecord, RunIdentity};
+use super::row::{BOUND, COLUMNS, RowRecord, RunIdentity};
+use super::{LineFormat, TraceColumns};
 
 /// Renders rows as CSV records (the header is written by [`header`] when the file is new).
 pub(crate) struct CsvWriter {
@@ -9,18 +9,15 @@ pub(crate) struct CsvWriter {
     /// it is `none`.
     identity: Vec<String>,
     record_transitions: bool,
+    bound: bool,
     payout_count: usize,
     fields: Vec<String>,
 }
 
-/// The CSV header for a run with these reward term names; a `notify` column follows
-/// `task` when the run's level is not `none`.
-pub(crate) fn header(
-    components: &[String],
-    payouts: &[String],
-    record_transitions: bool,
-    notify: bool,
-) -> Vec<String> {
+/// The CSV header for a run with these columns; a `notify` column follows `task` when the
+/// run's level is not `none`.
+pub(crate) fn header(columns: &TraceColumns, notify: bool) -> Vec<String> {
+    let (components, payouts) = (&columns.components, &columns.payouts);
     let (identity, head) = COLUMNS[..8].split_at(4);
     let tail = &COLUMNS[8..];
     let mut h: Vec<String> = identity.iter().map(|s| s.to_string()).collect();
@@ -32,7 +29,10 @@ pub(crate) fn header(
     h.extend(payouts.iter().map(|p| format!("p.{p}")));
     // `tail` starts with the `components` and `payout` maps, flattened above.
     h.extend(tail[2..].iter().map(|s| s.to_string()));
-    if record_transitions {
+    if columns.bound {
+        h.push(BOUND.into());
+    }
+    if columns.record_transitions {
         h.push("obs".into());
         h.push("action".into());
     }
@@ -48,12 +48,8 @@ fn fmt_f64(v: f64) -> String {
 }
 
 impl CsvWriter {
-    /// The format of a run with this identity and these payout names.
-    pub(crate) fn new(
-        identity: &RunIdentity,
-        payouts: &[String],
-        record_transitions: bool,
-    ) -> Self {
+    /// The format of a run with this identity and these columns.
+    pub(crate) fn new(identity: &RunIdentity, columns: &TraceColumns) -> Self {
         CsvWriter {
             identity: [
                 identity.run_id.clone(),
@@ -64,8 +60,9 @@ impl CsvWriter {
             .into_iter()
             .chain((!identity.notify.is_none()).then(|| identity.notify.as_str().to_string()))
             .collect(),
-            record_transitions,
-            payout_count: payouts.len(),
+            record_transitions: columns.record_transitions,
+            bound: columns.bound,
+            payout_count: columns.payouts.len(),
             fields: Vec::new(),
         }
     }
@@ -104,6 +101,9 @@ impl LineFormat for CsvWriter {
         self.fields.push(row.truncated.to_string());
         self.fields
             .push(row.ceiling.map(fmt_f64).unwrap_or_default());
+        if self.bound {
+            self.fields.push(row.bound.map(fmt_f64).unwrap_or_default());
+        }
         if self.record_transitions {
             let obs: Vec<f32> = row.obs.unwrap_or_default().to_vec();
             self.fields

@@ -1,7 +1,7 @@
 //! The JSON Lines trace writer: one object per line, columns in DESIGN order.
 
-use super::LineFormat;
 use super::row::{RowRecord, RunIdentity};
+use super::{LineFormat, TraceColumns};
 
 /// Renders rows as JSON Lines.
 ///
@@ -12,6 +12,7 @@ pub(crate) struct JsonlWriter {
     component_keys: Vec<Vec<u8>>,
     payout_keys: Vec<Vec<u8>>,
     record_transitions: bool,
+    bound: bool,
     last_regime: String,
     last_regime_json: Vec<u8>,
 }
@@ -22,13 +23,8 @@ fn json_string(s: &str) -> Vec<u8> {
 }
 
 impl JsonlWriter {
-    /// The format of a run with this identity and these reward term names.
-    pub(crate) fn new(
-        identity: &RunIdentity,
-        components: &[String],
-        payouts: &[String],
-        record_transitions: bool,
-    ) -> Self {
+    /// The format of a run with this identity and these columns.
+    pub(crate) fn new(identity: &RunIdentity, columns: &TraceColumns) -> Self {
         let mut prefix = b"{\"run_id\":".to_vec();
         prefix.extend(json_string(&identity.run_id));
         prefix.extend(b",\"seed\":");
@@ -49,9 +45,10 @@ impl JsonlWriter {
         };
         JsonlWriter {
             prefix,
-            component_keys: components.iter().map(key).collect(),
-            payout_keys: payouts.iter().map(key).collect(),
-            record_transitions,
+            component_keys: columns.components.iter().map(key).collect(),
+            payout_keys: columns.payouts.iter().map(key).collect(),
+            record_transitions: columns.record_transitions,
+            bound: columns.bound,
             last_regime: String::new(),
             last_regime_json: json_string(""),
         }
@@ -120,6 +117,13 @@ impl LineFormat for JsonlWriter {
         match row.ceiling {
             Some(c) => push_f64(b, c),
             None => b.extend(b"null"),
+        }
+        if self.bound {
+            b.extend(b",\"bound\":");
+            match row.bound {
+                Some(c) => push_f64(b, c),
+                None => b.extend(b"null"),
+            }
         }
         if self.record_transitions {
             b.extend(b",\"obs\":[");

@@ -82,7 +82,7 @@ pub use events::{
     events_path, find_events, is_events_table,
 };
 pub use reader::{Located, RowRef, Terms, TraceFormat, TraceReader};
-pub use row::{COLUMNS, RowRecord, RunIdentity, TraceRow};
+pub use row::{BOUND, COLUMNS, RowRecord, RunIdentity, TraceRow};
 
 use std::fs::File;
 use std::io::Write;
@@ -158,15 +158,20 @@ pub struct TraceColumns {
     pub payouts: Vec<String>,
     /// Write the `obs` and `action` columns.
     pub record_transitions: bool,
+    /// Write the [`BOUND`](row::BOUND) column: the env declares an expected bound.
+    pub bound: bool,
 }
 
 impl TraceColumns {
-    /// The columns of a trace of an env with `spec`.
-    pub fn for_env(spec: &crate::env::EnvSpec, record_transitions: bool) -> Self {
+    /// The columns of a trace of `env`: its spec's component and payout names, and the
+    /// `bound` column when it declares an expected bound.
+    pub fn for_env<E: crate::env::Env + ?Sized>(env: &E, record_transitions: bool) -> Self {
+        let spec = env.spec();
         TraceColumns {
             components: spec.components.clone(),
             payouts: spec.payouts.clone(),
             record_transitions,
+            bound: env.expected_bound().is_some(),
         }
     }
 }
@@ -387,25 +392,18 @@ fn open_sink(
     columns: &TraceColumns,
     fresh: bool,
 ) -> Result<Box<dyn TraceSink>, TraceError> {
-    let (components, payouts) = (&columns.components[..], &columns.payouts[..]);
-    let record_transitions = columns.record_transitions;
     Ok(match format {
         TraceFormat::Jsonl => Box::new(LineSink {
-            format: JsonlWriter::new(identity, components, payouts, record_transitions),
+            format: JsonlWriter::new(identity, columns),
             out,
         }),
         TraceFormat::Csv => {
             let mut sink = LineSink {
-                format: CsvWriter::new(identity, payouts, record_transitions),
+                format: CsvWriter::new(identity, columns),
                 out,
             };
             if fresh {
-                let head = csv_writer::header(
-                    components,
-                    payouts,
-                    record_transitions,
-                    !identity.notify.is_none(),
-                );
+                let head = csv_writer::header(columns, !identity.notify.is_none());
                 sink.write_line(|_, buf| CsvWriter::encode_fields(&head, buf))?;
             }
             Box::new(sink)
@@ -560,23 +558,34 @@ mod tests {
             terminated: false,
             truncated: !payouts.is_empty(),
             ceiling: Some(2.0),
+            bound: None,
             obs: None,
             action_json: None,
         }
     }
 
     fn write(path: &Path, format: TraceFormat, rows: u64) {
+        write_bounded(path, format, rows, false);
+    }
+
+    /// Writes `rows` rows; with `bound`, a `bound` column holding 1.5 in every row but the
+    /// second, where it is null.
+    fn write_bounded(path: &Path, format: TraceFormat, rows: u64, bound: bool) {
         let names = ["x".to_string(), "y".to_string()];
         let columns = TraceColumns {
             components: names.to_vec(),
             payouts: vec!["settle".to_string()],
             record_transitions: false,
+            bound,
         };
         let mut sink = create(path, format, &identity(), &columns).unwrap();
         for s in 0..rows {
             let last = s + 1 == rows;
-            sink.write_row(&record(s, if last { &[3.0] } else { &[] }))
-                .unwrap();
+            sink.write_row(&RowRecord {
+                bound: (bound && s != 1).then_some(1.5),
+                ..record(s, if last { &[3.0] } else { &[] })
+            })
+            .unwrap();
         }
         sink.flush().unwrap();
     }
@@ -601,6 +610,44 @@ mod tests {
             assert_eq!(rows[2].reward_without_payout(), 0.5);
             assert_eq!(rows[1].ceiling, Some(2.0));
         }
+    }
+
+    #[test]
+    fn the_bound_column_round_trips_in_every_format_and_is_absent_without_one() {
+        for (name, format) in [
+            ("b.jsonl", TraceFormat::Jsonl),
+            ("b.csv", TraceFormat::Csv),
+            ("b.parquet", TraceFormat::Parquet),
+        ] {
+            let (_dir, path) = Scratch::file(name);
+            write_bounded(&path, format, 3, true);
+            let rows: Vec<TraceRow> = TraceReader::open(&[&path])
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let bounds: Vec<Option<f64>> = rows.iter().map(|r| r.bound).collect();
+            assert_eq!(bounds, [Some(1.5), None, Some(1.5)], "{name}");
+            assert_eq!(rows[1].ceiling, Some(2.0), "{name}");
+        }
+        for (name, format) in [("n.jsonl", TraceFormat::Jsonl), ("n.csv", TraceFormat::Csv)] {
+            let (_dir, path) = Scratch::file(name);
+            write(&path, format, 2);
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(!text.contains("bound"), "{name}: {text}");
+            let rows: Vec<TraceRow> = TraceReader::open(&[&path])
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert!(rows.iter().all(|r| r.bound.is_none()), "{name}");
+        }
+        let (_dir, path) = Scratch::file("nan.jsonl");
+        write_bounded(&path, TraceFormat::Jsonl, 2, true);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(
+            &path,
+            text.replacen("\"bound\":1.5", "\"bound\":\"high\"", 1),
+        )
+        .unwrap();
+        let err = TraceReader::open(&[&path]).find_map(Result::err).unwrap();
+        assert!(err.to_string().contains(":1:"), "{err}");
     }
 
     #[test]

@@ -24,7 +24,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use super::error::{TornTail, TraceError};
 use super::parquet_writer::{ACTION_KEY, MANIFEST_KEY};
 use super::reader::{Located, RowRef, Terms};
-use super::row::{COLUMNS, TraceRow};
+use super::row::{BOUND, COLUMNS, TraceRow};
 use crate::regime::{NotifyLevel, Origin};
 
 const BATCH_ROWS: usize = 1 << 16;
@@ -225,6 +225,8 @@ struct Batch {
     terminated: Option<BooleanArray>,
     truncated: Option<BooleanArray>,
     ceiling: Option<Float64Array>,
+    /// `None` for a trace without a `bound` column (null in every row).
+    bound: Option<Float64Array>,
     obs: Option<ListArray>,
     action: Option<ListArray>,
 }
@@ -269,6 +271,8 @@ pub(crate) struct Columns<'a> {
     pub(crate) payouts: Vec<&'a Float64Array>,
     /// The ceilings (null where a row has none); `None` without a ceiling column.
     pub(crate) ceiling: Option<&'a Float64Array>,
+    /// The expected bounds (null where a row has none); `None` without a bound column.
+    pub(crate) bound: Option<&'a Float64Array>,
     regime: &'a Strings,
 }
 
@@ -424,6 +428,7 @@ impl ParquetSource {
                 payouts.push(p.to_string());
                 wanted.push(i);
             } else if *name == "notify"
+                || *name == BOUND
                 || ((*name == "obs" || *name == "action") && self.projection.reads(name))
             {
                 wanted.push(i);
@@ -561,6 +566,7 @@ impl ParquetSource {
             || !b.components.iter().all(finite)
             || !b.payouts.iter().all(finite)
             || !b.ceiling.as_ref().is_none_or(finite)
+            || !b.bound.as_ref().is_none_or(finite)
         {
             return None;
         }
@@ -577,6 +583,7 @@ impl ParquetSource {
                 .collect(),
             payouts: b.payouts.iter().collect(),
             ceiling: b.ceiling.as_ref(),
+            bound: b.bound.as_ref(),
             regime: &b.regime,
         })
     }
@@ -636,6 +643,10 @@ impl ParquetSource {
             Some(c) if c.is_valid(i) => Some(real("ceiling", c.value(i))?),
             _ => None,
         };
+        let bound = match &b.bound {
+            Some(c) if c.is_valid(i) => Some(real(BOUND, c.value(i))?),
+            _ => None,
+        };
         let notify = match &b.notify {
             None => NotifyLevel::None,
             Some(n) => n
@@ -663,6 +674,7 @@ impl ParquetSource {
             terminated: b.terminated.as_ref().is_some_and(|c| c.value(i)),
             truncated: b.truncated.as_ref().is_some_and(|c| c.value(i)),
             ceiling,
+            bound,
             _obs: b.obs.as_ref().map(|_| serde::de::IgnoredAny),
             _action: b.action.as_ref().map(|_| serde::de::IgnoredAny),
         };
@@ -743,6 +755,7 @@ impl ParquetSource {
             terminated: r.terminated,
             truncated: r.truncated,
             ceiling: r.ceiling,
+            bound: r.bound,
             obs,
             action,
         })
@@ -878,6 +891,10 @@ fn to_batch(batch: &RecordBatch, part: &Part) -> Result<Batch, TraceError> {
         ceiling: match col("ceiling") {
             None => None,
             Some(_) => Some(floats("ceiling", true)?),
+        },
+        bound: match col(BOUND) {
+            None => None,
+            Some(_) => Some(floats(BOUND, true)?),
         },
         obs: list("obs")?,
         action: list("action")?,

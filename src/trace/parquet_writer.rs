@@ -69,7 +69,7 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnPath, SchemaDescriptor};
 
 use super::parquet_pages::{Chunk, ChunkEncoder, Runs, push_run, zstd_level};
-use super::row::{RowRecord, RunIdentity};
+use super::row::{BOUND, RowRecord, RunIdentity};
 use super::{TraceColumns, TraceError, TraceSink};
 use crate::regime::Origin;
 
@@ -173,8 +173,9 @@ fn with_notify(schema: Schema, identity: &RunIdentity) -> Schema {
     Schema::new(fields)
 }
 
-/// The Arrow schema of a trace with these reward term names.
-pub fn schema(components: &[String], payouts: &[String], record_transitions: bool) -> Schema {
+/// The Arrow schema of a trace with these columns.
+pub fn schema(columns: &TraceColumns) -> Schema {
+    let (components, payouts) = (&columns.components, &columns.payouts);
     let mut fields = vec![
         Field::new("run_id", dict_type(), false),
         Field::new("seed", DataType::UInt64, false),
@@ -202,7 +203,10 @@ pub fn schema(components: &[String], payouts: &[String], record_transitions: boo
         Field::new("truncated", DataType::Boolean, false),
         Field::new("ceiling", DataType::Float64, true),
     ]);
-    if record_transitions {
+    if columns.bound {
+        fields.push(Field::new(BOUND, DataType::Float64, true));
+    }
+    if columns.record_transitions {
         fields.push(Field::new(
             "obs",
             DataType::List(Arc::new(Field::new("item", DataType::Float32, true))),
@@ -250,6 +254,8 @@ struct Columns {
     truncated: Vec<bool>,
     ceiling: Vec<f64>,
     ceiling_valid: Vec<bool>,
+    bound: Vec<f64>,
+    bound_valid: Vec<bool>,
     obs: Vec<f32>,
     obs_ends: Vec<usize>,
     action: Vec<f64>,
@@ -282,6 +288,8 @@ impl Columns {
             truncated: Vec::with_capacity(rows),
             ceiling: f64s(),
             ceiling_valid: Vec::with_capacity(rows),
+            bound: f64s(),
+            bound_valid: Vec::with_capacity(rows),
             limit: rows,
             ..Columns::default()
         }
@@ -304,6 +312,8 @@ impl Columns {
         touch(&mut self.truncated, rows);
         touch(&mut self.ceiling, rows);
         touch(&mut self.ceiling_valid, rows);
+        touch(&mut self.bound, rows);
+        touch(&mut self.bound_valid, rows);
     }
 
     fn len(&self) -> usize {
@@ -324,6 +334,8 @@ impl Columns {
         self.truncated.clear();
         self.ceiling.clear();
         self.ceiling_valid.clear();
+        self.bound.clear();
+        self.bound_valid.clear();
         self.obs.clear();
         self.obs_ends.clear();
         self.action.clear();
@@ -375,6 +387,8 @@ struct PartLayout {
     parquet: Arc<SchemaDescriptor>,
     identity: RunIdentity,
     record_transitions: bool,
+    /// The trace has a `bound` column.
+    bound: bool,
     /// Rows of a whole part (the first is smaller).
     part_rows: usize,
     pages: ChunkEncoder,
@@ -405,7 +419,7 @@ fn list<T: ArrowPrimitiveType>(values: &[T::Native], ends: &[usize]) -> ArrayRef
 }
 
 impl PartLayout {
-    /// The chunks of the part's columns up to `ceiling`, in schema order, encoded from
+    /// The chunks of the part's columns up to `ceiling` (and `bound`), in schema order, encoded from
     /// its buffers by [`ChunkEncoder`].
     fn chunks(&mut self, job: &PartJob) -> Result<Vec<Chunk>, ParquetError> {
         let c = &job.cols;
@@ -445,6 +459,9 @@ impl PartLayout {
         chunks.push(pages.flags(at(&chunks), &c.terminated)?);
         chunks.push(pages.flags(at(&chunks), &c.truncated)?);
         chunks.push(pages.floats(at(&chunks), &c.ceiling, Some(&c.ceiling_valid[..]))?);
+        if self.bound {
+            chunks.push(pages.floats(at(&chunks), &c.bound, Some(&c.bound_valid[..]))?);
+        }
         Ok(chunks)
     }
 
@@ -696,10 +713,7 @@ impl ParquetWriter {
             + 12
             + if record_transitions { 64 } else { 0 };
         let part_rows = (PART_BYTES / row_bytes).max(1024);
-        let schema = Arc::new(with_notify(
-            schema(components, payouts, record_transitions),
-            identity,
-        ));
+        let schema = Arc::new(with_notify(schema(columns), identity));
         let parquet = ArrowSchemaConverter::new()
             .convert(&schema)
             .map_err(|e| TraceError::io(dir, std::io::Error::other(e.to_string())))?;
@@ -709,6 +723,7 @@ impl ParquetWriter {
             parquet: Arc::new(parquet),
             identity: identity.clone(),
             record_transitions,
+            bound: columns.bound,
             part_rows,
             pages: ChunkEncoder::new()
                 .map_err(|e| TraceError::io(dir, std::io::Error::other(e.to_string())))?,
@@ -904,6 +919,8 @@ impl TraceSink for ParquetWriter {
         c.truncated.push(row.truncated);
         c.ceiling.push(row.ceiling.unwrap_or(0.0));
         c.ceiling_valid.push(row.ceiling.is_some());
+        c.bound.push(row.bound.unwrap_or(0.0));
+        c.bound_valid.push(row.bound.is_some());
         if self.record_transitions {
             c.obs.extend_from_slice(row.obs.unwrap_or_default());
             c.obs_ends.push(c.obs.len());

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::env::Transition;
+use crate::env::{Env, Transition};
 use crate::regime::{NotifyLevel, Origin};
 use crate::reward::Ceiling;
 
@@ -28,6 +28,12 @@ pub const COLUMNS: [&str; 15] = [
     "truncated",
     "ceiling",
 ];
+
+/// The optional column after `ceiling`: the world's expected-reward bound
+/// ([`Env::expected_bound`]). Written only for a world that declares one, so the traces of
+/// other worlds keep the columns and bytes they always had; readers take a missing column
+/// as null.
+pub const BOUND: &str = "bound";
 
 /// Who ran what: the columns that are the same on every row of a run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,6 +91,11 @@ pub struct TraceRow {
     pub truncated: bool,
     /// Configuration-specific upper bound for this step's reward.
     pub ceiling: Option<f64>,
+    /// The expected-reward bound in force: no policy's long-run average reward per step
+    /// exceeds it ([`Env::expected_bound`]). `None` where the world declares none, or the
+    /// trace has no `bound` column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<f64>,
     /// With `--record-transitions`: the observation the agent acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub obs: Option<Vec<f64>>,
@@ -125,6 +136,8 @@ pub struct RowRecord<'a> {
     pub truncated: bool,
     /// The applicable ceiling.
     pub ceiling: Option<f64>,
+    /// The expected-reward bound in force.
+    pub bound: Option<f64>,
     /// The observation acted on, when transitions are recorded.
     pub obs: Option<&'a [f32]>,
     /// The action as JSON text, when transitions are recorded.
@@ -133,19 +146,21 @@ pub struct RowRecord<'a> {
 
 impl<'a> RowRecord<'a> {
     /// The row of step `step` (the `episode_step`-th of episode `episode`) that produced `t`,
-    /// under the label `regime` of origin `origin`: `t`'s reward, flags and terms, its
-    /// payouts only when it ended the episode, and `ceiling`'s bound for such a step. No
-    /// observation or action: set `obs` and `action_json` when transitions are recorded.
-    /// The harness and the Python envs write their rows through this one definition.
+    /// under the label `regime` of origin `origin`, in `env`: `t`'s reward, flags and
+    /// terms, its payouts only when it ended the episode, `env`'s ceiling for such a step
+    /// and its expected bound. No observation or action: set `obs` and `action_json` when
+    /// transitions are recorded. The harness and the Python envs write their rows through
+    /// this one definition.
     #[inline]
-    pub fn of_step<O>(
+    pub fn of_step<E: Env + ?Sized>(
         (step, episode, episode_step): (u64, u64, u64),
-        t: &'a Transition<O>,
+        t: &'a Transition<E::Obs>,
         regime: &'a str,
         origin: Origin,
-        ceiling: Option<Ceiling>,
+        env: &E,
     ) -> Self {
         let done = t.done();
+        let ceiling: Option<Ceiling> = env.ceiling();
         let (components, payouts): (&[f64], &[f64]) = match &t.breakdown {
             Some(b) => (&b.components, if done { &b.payouts } else { &[] }),
             None => (&[], &[]),
@@ -162,6 +177,7 @@ impl<'a> RowRecord<'a> {
             terminated: t.terminated,
             truncated: t.truncated,
             ceiling: ceiling.map(|c| c.applicable(done)),
+            bound: env.expected_bound(),
             obs: None,
             action_json: None,
         }

@@ -66,6 +66,9 @@ pub struct RowRef<'a> {
     pub truncated: bool,
     /// Configuration-specific upper bound for this step's reward.
     pub ceiling: Option<f64>,
+    /// The expected-reward bound; absent in traces of worlds without one.
+    #[serde(default)]
+    pub bound: Option<f64>,
     #[serde(default, rename = "obs")]
     pub(in crate::trace) _obs: Option<IgnoredAny>,
     #[serde(default, rename = "action")]
@@ -98,6 +101,7 @@ impl<'a> RowRef<'a> {
             terminated: row.terminated,
             truncated: row.truncated,
             ceiling: row.ceiling,
+            bound: row.bound,
             _obs: row.obs.as_ref().map(|_| IgnoredAny),
             _action: row.action.as_ref().map(|_| IgnoredAny),
         }

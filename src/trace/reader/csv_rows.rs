@@ -6,7 +6,7 @@ use std::path::Path;
 use super::serde_path::check_finite;
 use crate::regime::{NotifyLevel, Origin};
 use crate::trace::error::TraceError;
-use crate::trace::row::TraceRow;
+use crate::trace::row::{BOUND, TraceRow};
 
 pub(super) fn csv_fields(text: &[u8]) -> Result<Vec<String>, csv::Error> {
     let mut reader = csv::ReaderBuilder::new()
@@ -78,6 +78,15 @@ pub(super) fn parse_csv(
         "" => None,
         v => Some(real("ceiling", v)?),
     };
+    // Optional: written only for a world with an expected bound.
+    let bound = match header
+        .iter()
+        .position(|h| h == BOUND)
+        .map(|i| fields[i].as_str())
+    {
+        None | Some("") => None,
+        Some(v) => Some(real(BOUND, v)?),
+    };
     let json = |name: &str| -> Result<Option<serde_json::Value>, TraceError> {
         match header.iter().position(|h| h == name) {
             None => Ok(None),
@@ -116,6 +125,7 @@ pub(super) fn parse_csv(
         terminated: flag("terminated")?,
         truncated: flag("truncated")?,
         ceiling,
+        bound,
         obs,
         action: json("action")?,
     };

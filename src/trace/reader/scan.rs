@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use super::borrowed::{RowRef, Terms};
 use crate::regime::{NotifyLevel, Origin};
-use crate::trace::COLUMNS;
+use crate::trace::{BOUND, COLUMNS};
 
 /// The position of `name` in [`COLUMNS`], found at compile time: the scanner's bit for
 /// a column is its position there, so the mask of every column and the identity prefix
@@ -269,6 +269,7 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
     let mut origin = Origin::Initial;
     let (mut terminated, mut truncated) = (false, false);
     let mut ceiling = None;
+    let mut bound = None;
     let mut notify = None;
     let mut next = 0;
     // Where `run_id`, `algorithm_id` and `task` lie.
@@ -294,6 +295,26 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
         } else {
             let key = s.str()?;
             s.byte(b':')?;
+            if key == BOUND {
+                // Optional, written after `ceiling` for a world with an expected bound.
+                if bound.is_some() {
+                    return None;
+                }
+                bound = Some(if s.literal(b"null") {
+                    None
+                } else {
+                    Some(s.f64()?)
+                });
+                match s.peek()? {
+                    b',' => s.i += 1,
+                    b'}' => {
+                        s.i += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+                continue;
+            }
             if key != "notify" {
                 COLUMNS.iter().position(|c| *c == key)?
             } else {
@@ -392,6 +413,7 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
         terminated,
         truncated,
         ceiling,
+        bound: bound.flatten(),
         _obs: None,
         _action: None,
     })

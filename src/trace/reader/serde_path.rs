@@ -61,7 +61,8 @@ pub(super) fn parse_jsonl_ref<'a>(
     let bad = !row.reward.is_finite()
         || row.components.iter().any(|(_, v)| !v.is_finite())
         || row.payout.iter().any(|(_, v)| !v.is_finite())
-        || row.ceiling.is_some_and(|c| !c.is_finite());
+        || row.ceiling.is_some_and(|c| !c.is_finite())
+        || row.bound.is_some_and(|c| !c.is_finite());
     if bad {
         return Err(not_finite(path, line, row.step));
     }
@@ -72,7 +73,8 @@ pub(super) fn check_finite(row: &TraceRow, path: &Path, line: u64) -> Result<(),
     let bad = !row.reward.is_finite()
         || row.components.values().any(|v| !v.is_finite())
         || row.payout.values().any(|v| !v.is_finite())
-        || row.ceiling.is_some_and(|c| !c.is_finite());
+        || row.ceiling.is_some_and(|c| !c.is_finite())
+        || row.bound.is_some_and(|c| !c.is_finite());
     if bad {
         return Err(not_finite(path, line, row.step));
     }
@@ -83,6 +85,8 @@ fn not_finite(path: &Path, line: u64, step: u64) -> TraceError {
     TraceError::parse(
         path,
         line,
-        format!("step {step}: a reward, component, payout or ceiling is not a finite number"),
+        format!(
+            "step {step}: a reward, component, payout, ceiling or bound is not a finite number"
+        ),
     )
 }
