@@ -53,6 +53,27 @@ pub const MAX_VECTOR_COPIES: usize = 1 << 20;
 /// every trace row and used in file names.
 pub const MAX_ID_BYTES: usize = 256;
 
+/// Longest run id or sweep name, in bytes (200): they name files, and the longest name
+/// perennial puts beside a run's (`<run-id>.ckpt.json.<pid>.tmp`, `<run-id>.manifest.json`,
+/// `<stem>.events.parquet`) must stay within the 255 bytes a file name may have.
+pub const MAX_RUN_ID_BYTES: usize = 200;
+
+/// Checks a run id or sweep name: [`check_id`], and at most [`MAX_RUN_ID_BYTES`] bytes.
+///
+/// # Errors
+///
+/// A message naming `what` and what to use instead.
+pub fn check_run_id(what: &str, value: &str) -> Result<(), String> {
+    check_id(what, value)?;
+    if value.len() > MAX_RUN_ID_BYTES {
+        return Err(format!(
+            "{what} is {} bytes long; use at most {MAX_RUN_ID_BYTES}, so the files named after it keep to the 255 bytes of a file name",
+            value.len()
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a run id, task or agent id: 1 to [`MAX_ID_BYTES`] bytes of ASCII letters, digits,
 /// `-`, `_`, `.` and `+`, not starting with `.`. Such a value is safe as a file name (no
 /// `/`, no `..`, no hidden file), in a CSV cell and in a JSON string, and reads the same
@@ -92,4 +113,56 @@ pub fn check_id(what: &str, value: &str) -> Result<(), String> {
         return Err(format!("{what} {:?} contains {c:?}; use {ALLOWED}", value));
     }
     Ok(())
+}
+
+/// Bytes a checkpoint file may hold: far above any world's and agent's saved state that
+/// the other limits allow, far below what would exhaust memory.
+pub const MAX_CHECKPOINT_BYTES: u64 = 4 << 30;
+
+/// Bytes a secondary input may hold: a run manifest beside a trace, a sweep's `--collect`
+/// results file.
+pub const MAX_SIDE_FILE_BYTES: u64 = 64 << 20;
+
+/// Reads the regular file `path` whole, refusing anything else (a FIFO, which would block,
+/// or a device such as `/dev/zero`, which never ends) and a file longer than `limit`
+/// bytes; `what` names the file in the message.
+///
+/// # Errors
+///
+/// A message saying what is wrong.
+pub fn read_regular(path: &std::path::Path, limit: u64, what: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{}: is not a regular file; {what} must be one",
+            path.display()
+        ));
+    }
+    if meta.len() > limit {
+        return Err(format!(
+            "{}: holds {} bytes, more than {limit}, the limit for {what}; is it the right file?",
+            path.display(),
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!(
+            "{}: grew past {limit} bytes, the limit for {what}, while it was read",
+            path.display()
+        ));
+    }
+    Ok(bytes)
 }

@@ -155,6 +155,46 @@ pub fn check_output(path: &Path) -> Result<(), OutputError> {
     })
 }
 
+/// Checks that `path` is a real folder or absent, for outputs that are folders (a Parquet
+/// trace, its events table): a symlink is refused as for files, and so is anything that is
+/// not a folder.
+///
+/// # Errors
+///
+/// [`OutputError::NotRegular`] naming what is there.
+pub fn check_output_dir(path: &Path) -> Result<(), OutputError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(OutputError::NotRegular {
+            path: path.to_path_buf(),
+            kind: "a symlink",
+        }),
+        Ok(m) if !m.is_dir() => check_output(path).and(Err(OutputError::NotRegular {
+            path: path.to_path_buf(),
+            kind: "a file, not a folder",
+        })),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(path)(e)),
+    }
+}
+
+/// Opens `path` to append to it (created when missing), after [`check_output`] and without
+/// following a symlink put there since: for logs and other files that only grow.
+///
+/// # Errors
+///
+/// As [`check_output`], or an I/O error with the path.
+pub fn open_append(path: &Path) -> Result<File, OutputError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    check_output(path)?;
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io(path))
+}
+
 /// The canonical form of a path that may not exist yet: its folder canonicalized, then the
 /// file name. `None` when the folder does not exist either (then it names no existing file).
 fn canonical(path: &Path) -> Option<PathBuf> {
@@ -277,10 +317,12 @@ pub fn write_atomic_with(
     create_parent(path)?;
     let tmp = temp_path(path);
     let result = (|| {
+        use std::os::unix::fs::OpenOptionsExt;
         let mut file = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)?;
         fill(&mut file)?;
         file.flush()?;
@@ -342,6 +384,7 @@ impl OutputLock {
     /// assert!(OutputLock::beside(&path).is_ok());
     /// ```
     pub fn beside(path: &Path) -> Result<Self, OutputError> {
+        use std::os::unix::fs::OpenOptionsExt;
         let mut name: OsString = path.as_os_str().to_owned();
         name.push(".lock");
         let lock_path = PathBuf::from(name);
@@ -351,6 +394,7 @@ impl OutputLock {
             .write(true)
             .create(true)
             .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&lock_path)
             .map_err(io(&lock_path))?;
         match lock_file(&file, path) {
@@ -365,9 +409,24 @@ impl OutputLock {
             }
             Err(e) => return Err(e),
         }
+        // The last holder is gone (the lock is ours): the temp file a killed one left
+        // mid-write ([`write_atomic`] names it after its pid) is of no use to anyone.
+        let mut last = String::new();
+        if file.read_to_string(&mut last).is_ok()
+            && let Ok(pid) = last.trim().parse::<u32>()
+            && pid != std::process::id()
+        {
+            let mut stale: OsString = path.as_os_str().to_owned();
+            stale.push(format!(".{pid}.tmp"));
+            let stale = PathBuf::from(stale);
+            if std::fs::symlink_metadata(&stale).is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(&stale);
+            }
+        }
         // The pid is for the message a second writer gets; the lock itself is the flock.
         let _ = file
             .set_len(0)
+            .and_then(|()| std::io::Seek::rewind(&mut file))
             .and_then(|()| file.write_all(std::process::id().to_string().as_bytes()));
         Ok(OutputLock {
             _file: file,
@@ -424,12 +483,14 @@ fn holder_pid(file: &File) -> Option<u32> {
 ///
 /// As [`check_output`] and [`lock_file`].
 pub fn open_locked(path: &Path) -> Result<File, OutputError> {
+    use std::os::unix::fs::OpenOptionsExt;
     check_output(path)?;
     let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(io(path))?;
     lock_file(&file, path)?;

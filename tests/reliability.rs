@@ -145,6 +145,15 @@ fn tampered_checkpoint_fields_are_refused_and_no_row_is_deleted() {
         let mut v = valid.clone();
         edit(&mut v);
         std::fs::write(&ckpt, serde_json::to_vec(&v).unwrap()).unwrap();
+        fails_with(
+            &["run", "--resume", s(&ckpt)],
+            2,
+            "it was edited or damaged",
+        );
+        assert_eq!(std::fs::read(&trace).unwrap(), before, "{field}");
+        // Resealed, as a deliberate editor would: the field itself is refused.
+        v["seal"] = perennial::harness::seal_of(&v).unwrap().into();
+        std::fs::write(&ckpt, serde_json::to_vec(&v).unwrap()).unwrap();
         let err = fails_with(&["run", "--resume", s(&ckpt)], 2, field);
         assert!(!err.contains("panicked"), "{err}");
         assert_eq!(std::fs::read(&trace).unwrap(), before, "{field}");

@@ -165,12 +165,22 @@ fn dispatch(registry: &Registry, command: Command, handle_signals: bool) -> Resu
         Command::Episodes(args) => crate::episodes::run_cli(&args)
             .map(|summary| emit(&format!("{summary}\n")))
             .map_err(Failure::input),
-        Command::Sweep(args) => crate::sweep::run_cli(registry, &args)
-            .map(|out| emit(&out))
-            .map_err(|e| Failure {
-                code: e.exit_code(),
-                message: e.to_string(),
-            }),
+        Command::Sweep(args) => {
+            if handle_signals {
+                signals::install();
+            }
+            crate::sweep::run_cli(registry, &args, &signals::RAISED)
+                .map(|out| emit(&out))
+                .map_err(|e| Failure {
+                    code: match e {
+                        crate::sweep::SweepError::Interrupted { .. } => {
+                            signals::code().unwrap_or(e.exit_code())
+                        }
+                        _ => e.exit_code(),
+                    },
+                    message: e.to_string(),
+                })
+        }
         Command::Export(export::ExportCommand::L2logger(args)) => export::export_l2logger(&args),
         Command::Worlds => info::worlds(registry),
         Command::Check { world_file } => info::check(registry, &world_file),

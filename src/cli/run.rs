@@ -162,12 +162,29 @@ fn plan_from_checkpoint(
     allow_world_change: bool,
 ) -> Result<(RunPlan, Checkpoint), Failure> {
     let ckpt = Checkpoint::read(path).map_err(Failure::input)?;
-    let plan: RunPlan = serde_json::from_value(ckpt.meta.clone()).map_err(|e| {
+    let mut plan: RunPlan = serde_json::from_value(ckpt.meta.clone()).map_err(|e| {
         Failure::input(format!(
             "{}: this checkpoint was not written by `perennial run` ({e})",
             path.display()
         ))
     })?;
+    let refuse =
+        |why: String| Failure::input(format!("{}: {why}; nothing was touched", path.display()));
+    ckpt.validate().map_err(refuse)?;
+    if plan
+        .run_id
+        .as_ref()
+        .is_some_and(|id| *id != ckpt.identity.run_id)
+    {
+        return Err(refuse(format!(
+            "its plan names run `{}` but its identity is run `{}`; it was edited, and cannot be resumed",
+            plan.run_id.as_deref().unwrap_or_default(),
+            ckpt.identity.run_id
+        )));
+    }
+    // The checkpoint resumed is the one written on: whatever path it names for itself, it
+    // may only replace the file it was read from.
+    plan.checkpoint = plan.checkpoint_every.map(|_| absolute(path));
     check_world_unchanged(&plan, path, allow_world_change)?;
     Ok((plan, ckpt))
 }
@@ -212,7 +229,7 @@ fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failur
         )));
     }
     if let Some(id) = &args.run_id {
-        crate::limits::check_id("--run-id", id).map_err(Failure::input)?;
+        crate::limits::check_run_id("--run-id", id).map_err(Failure::input)?;
     }
     if args.checkpoint_every == Some(0) {
         return Err(Failure::input("--checkpoint-every must be at least 1"));
@@ -338,7 +355,7 @@ fn default_run_id(plan: &RunPlan, task: &str, agent: &str) -> Result<String, Fai
     } else {
         format!("{task}-{stem}-{agent}-seed{}", plan.seed)
     };
-    crate::limits::check_id(
+    crate::limits::check_run_id(
         "the default run id (from the task and world file name)",
         &id,
     )
@@ -360,6 +377,12 @@ fn check_outputs(plan: &RunPlan, resume: Option<&Path>, run_id: &str) -> Result<
         )
     });
     if let (Some(t), Some((events, manifest))) = (&plan.trace, &beside) {
+        if crate::trace::is_events_table(t) {
+            return Err(Failure::input(format!(
+                "--trace {}: the name is an events table's (`*.events.<format>`), which eval would refuse as a trace; name the trace otherwise",
+                t.display()
+            )));
+        }
         outputs.push(("--trace", t));
         outputs.push(("the trace's events table", events));
         outputs.push(("the run's manifest", manifest));
@@ -445,12 +468,18 @@ fn continue_from(
     ckpt_path: &Path,
 ) -> Result<Prepared, Failure> {
     check_outputs(plan, Some(ckpt_path), &ckpt.identity.run_id)?;
-    let lock = lock_checkpoint(plan)?;
     let (trace_bytes, tail) = (ckpt.trace_bytes, ckpt.trace_tail.clone());
     let at_step = ckpt.step;
+    // Everything that reads only comes first, so a refusal leaves every file as it was
+    // (the lock file's pid included).
+    if let Some(p) = &plan.trace {
+        ckpt.verify_tables(p, plan.format)
+            .map_err(|e| Failure::input(format!("--resume {}: {e}", ckpt_path.display())))?;
+    }
     let mut harness = kind
         .resume(&plan.request(world), ckpt)
         .map_err(Failure::input)?;
+    let lock = lock_checkpoint(plan)?;
     match (&plan.trace, trace_bytes) {
         (Some(p), Some(bytes)) => {
             harness.set_part_interval(plan.part_interval()?);

@@ -500,6 +500,8 @@ pub fn export<P: AsRef<Path>>(
     crate::output::check_output(out).map_err(unsafe_out)?;
     let inputs: Vec<(&str, &Path)> = traces.iter().map(|t| ("a trace", t.as_ref())).collect();
     crate::output::check_distinct(&inputs, &[("--out", out)]).map_err(unsafe_out)?;
+    crate::trace::check_not_companion("--out", out, traces)
+        .map_err(EpisodeError::InvalidArgument)?;
     let advantages = match options.advantage {
         Some(estimator) => {
             let mut groups = GroupedRewards::default();

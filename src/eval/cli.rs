@@ -92,6 +92,10 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
     .flat_map(|(role, paths)| paths.iter().map(move |p| (role, p.as_path())))
     .collect();
     crate::output::check_distinct(&inputs, &outputs).map_err(unsafe_out)?;
+    for (role, out) in &outputs {
+        crate::trace::check_not_companion(role, out, &args.traces)
+            .map_err(EvalError::InvalidOptions)?;
+    }
     let mut report = evaluate(&args.traces, &options)?;
     let events = if args.events {
         let (rows, problems) = read_events(&args.traces, &report.runs);

@@ -3,15 +3,19 @@
 //! A checkpoint holds the harness counters and window buffer, the scheduler (with its random
 //! stream), the env's state ([`Env::save_state`](crate::env::Env::save_state): the world and
 //! its random streams), the agent's state ([`Agent::save_state`](super::Agent::save_state)),
-//! the trace's length in bytes at that step and a hash of its last complete row. It is
+//! the trace's length in bytes at that step, a hash of its last complete row, and digests
+//! of the trace and its events table up to that point. It is
 //! written the SQLite way ([`crate::output::write_atomic`]) after the trace itself was
 //! synced, so the checkpoint on disk always describes rows that are on disk.
 //!
-//! Resuming validates everything first ([`Checkpoint::validate`], then the env's and the
-//! agent's own checks, then the trace's length and last row), and only then cuts the trace
-//! back to the recorded length and continues; the result is byte-identical to a run that
-//! was never interrupted. A checkpoint that does not fit is refused with the trace
-//! untouched.
+//! A checkpoint is a file like any other input: it may have been edited, downloaded or
+//! copied from another run's folder. Resuming validates everything first
+//! ([`Checkpoint::validate`], [`Checkpoint::verify_tables`]: the trace must be a trace of
+//! the checkpoint's run, and it and its events table must hold exactly the bytes or parts
+//! the checkpoint digested; then the env's and the agent's own checks), and only then cuts
+//! the trace back to the recorded length and continues; the result is byte-identical to a
+//! run that was never interrupted. A checkpoint that does not fit is refused with the
+//! trace and every other file untouched.
 
 use std::path::{Path, PathBuf};
 
@@ -19,10 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use super::run::{HarnessConfig, LabelSummary, RunSummary};
 use crate::regime::{Conditions, Scheduler};
-use crate::trace::RunIdentity;
+use crate::trace::{RunIdentity, TraceFormat};
 
 /// The version written in every checkpoint; a checkpoint of another version is refused.
-pub const CHECKPOINT_VERSION: u32 = 2;
+pub const CHECKPOINT_VERSION: u32 = 3;
 
 /// A saved run. Typed parts are kept as JSON values so a checkpoint can be read before
 /// the world it belongs to is built.
@@ -69,6 +73,14 @@ pub struct Checkpoint {
     /// trace, or from a perennial that wrote no events table; the table then starts over).
     #[serde(default)]
     pub events_at: Option<u64>,
+    /// The digest of the trace up to `trace_bytes` ([`crate::trace::recorded_digest`]).
+    pub trace_digest: Option<String>,
+    /// The digest of the events table up to `events_at`.
+    pub events_digest: Option<String>,
+    /// The digest of every other field ([`Checkpoint::seal`]): an edited or damaged
+    /// checkpoint is refused as a whole, before any of its fields is believed.
+    #[serde(default)]
+    pub seal: Option<String>,
 }
 
 /// Where and how often the harness checkpoints.
@@ -90,7 +102,8 @@ impl Checkpoint {
     /// A message naming the file: it cannot be read, is not a checkpoint, or is of another
     /// version.
     pub fn read(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text =
+            crate::limits::read_regular(path, crate::limits::MAX_CHECKPOINT_BYTES, "a checkpoint")?;
         let ckpt: Checkpoint = serde_json::from_slice(&text).map_err(|e| {
             format!(
                 "{}: not a perennial checkpoint ({e}); pass the file written by --checkpoint-every",
@@ -104,19 +117,42 @@ impl Checkpoint {
                 ckpt.version
             ));
         }
+        let found = ckpt.seal()?;
+        if ckpt.seal.as_deref() != Some(found.as_str()) {
+            return Err(format!(
+                "{}: the checkpoint's content digests to {found}, but it is sealed with {}; it was edited or damaged since it was written, and cannot be resumed (nothing was touched)",
+                path.display(),
+                ckpt.seal.as_deref().unwrap_or("nothing")
+            ));
+        }
         Ok(ckpt)
     }
 
-    /// Writes the checkpoint atomically: temp file, fsync, rename, fsync of the folder
-    /// ([`crate::output::write_atomic`]); a path that is not a regular file is refused.
+    /// The digest (XXH64) of every field but [`Checkpoint::seal`], over their JSON with
+    /// keys in sorted order, so that reading a checkpoint back computes the same value.
+    ///
+    /// # Errors
+    ///
+    /// A field cannot be rendered as JSON.
+    pub fn seal(&self) -> Result<String, String> {
+        seal_of(&serde_json::to_value(self).map_err(|e| e.to_string())?)
+    }
+
+    /// Writes the checkpoint, sealed ([`Checkpoint::seal`]), atomically: temp file, fsync,
+    /// rename, fsync of the folder ([`crate::output::write_atomic`]); a path that is not a
+    /// regular file is refused.
     ///
     /// # Errors
     ///
     /// An I/O error, with the path.
     pub fn write(&self, path: &Path) -> Result<(), String> {
+        let sealed = Checkpoint {
+            seal: Some(self.seal()?),
+            ..self.clone()
+        };
         crate::output::write_atomic_with(path, |file| {
             let mut out = std::io::BufWriter::new(file);
-            serde_json::to_writer(&mut out, self).map_err(std::io::Error::other)?;
+            serde_json::to_writer(&mut out, &sealed).map_err(std::io::Error::other)?;
             std::io::Write::flush(&mut out)
         })
         .map_err(|e| e.to_string())
@@ -173,6 +209,83 @@ impl Checkpoint {
         if let Err(e) = self.scheduler.check_restored() {
             return bad("scheduler", e.to_string());
         }
+        // The run id names the files written beside the trace: a path in it would write
+        // outside the run's folder.
+        if let Err(e) = crate::limits::check_run_id("the run id", &self.identity.run_id) {
+            return bad("identity.run_id", e);
+        }
+        if self.trace_bytes.is_some() != self.trace_digest.is_some() {
+            return bad(
+                "trace_digest",
+                "must be given exactly when `trace_bytes` is".into(),
+            );
+        }
+        if self.events_at.is_some() != self.events_digest.is_some() {
+            return bad(
+                "events_digest",
+                "must be given exactly when `events_at` is".into(),
+            );
+        }
         Ok(())
     }
+
+    /// Proves, reading only, that the trace at `trace` (in `format`) and its events table
+    /// are the ones this checkpoint was taken of: the trace's first row is of this run
+    /// ([`crate::trace::check_identity`]), and each table holds what the checkpoint
+    /// recorded, digest for digest ([`crate::trace::recorded_digest`]). Call it before
+    /// anything is cut; snapshots, which record no trace, have nothing to verify here.
+    ///
+    /// # Errors
+    ///
+    /// A message naming the file and what does not match; nothing was touched.
+    pub fn verify_tables(&self, trace: &Path, format: TraceFormat) -> Result<(), String> {
+        let (Some(bytes), Some(digest)) = (self.trace_bytes, self.trace_digest.as_deref()) else {
+            return Ok(());
+        };
+        crate::trace::check_identity(trace, &self.identity).map_err(|e| e.to_string())?;
+        let empty = crate::trace::Digest::default().hex();
+        let tables = [
+            (trace.to_path_buf(), bytes, digest, "trace"),
+            (
+                crate::trace::events_path(trace, format),
+                self.events_at.unwrap_or(0),
+                self.events_digest.as_deref().unwrap_or(&empty),
+                "events table",
+            ),
+        ];
+        for (path, at, want, what) in &tables {
+            let found = crate::trace::recorded_digest(path, format, *at)
+                .map_err(|e| format!("the {what}: {e}"))?;
+            if found != *want {
+                return Err(format!(
+                    "{}: the {what}'s first {at} {} digest to {found}, but the checkpoint recorded {want}; it is not the {what} this checkpoint belongs to (it was replaced or rewritten since, or the checkpoint was edited), and nothing was touched",
+                    path.display(),
+                    if format == TraceFormat::Parquet {
+                        "rows"
+                    } else {
+                        "bytes"
+                    }
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The seal of a checkpoint given as JSON ([`Checkpoint::seal`]): the digest of every
+/// field but `seal`, keys in sorted order. A tool that edits a checkpoint on purpose (a
+/// test, a migration) reseals it with this; the fields are then checked on their merits.
+///
+/// # Errors
+///
+/// The value cannot be rendered as JSON.
+pub fn seal_of(checkpoint: &serde_json::Value) -> Result<String, String> {
+    let mut value = checkpoint.clone();
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("seal");
+    }
+    let bytes = serde_json::to_vec(&value).map_err(|e| e.to_string())?;
+    let mut digest = crate::trace::Digest::default();
+    digest.update(&bytes);
+    Ok(digest.hex())
 }

@@ -30,7 +30,7 @@ mod run;
 
 pub use crate::trace::RunIdentity;
 pub use agent::{Agent, Window};
-pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
+pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan, seal_of};
 pub use run::{
     DynHarness, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StepOutcome,
     StopReason, episode_seed,

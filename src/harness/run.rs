@@ -337,11 +337,12 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         let Some(plan) = self.checkpoint.as_ref() else {
             return Ok(());
         };
-        let (trace_bytes, trace_tail) = match self.sink.as_mut() {
-            Some(sink) => (sink.sync()?, sink.tail()?),
-            None => (None, None),
+        let (trace_bytes, trace_tail, trace_digest) = match self.sink.as_mut() {
+            Some(sink) => (sink.sync()?, sink.tail()?, sink.digest()),
+            None => (None, None, None),
         };
         let events_at = self.events.as_mut().map(EventWriter::sync).transpose()?;
+        let events_digest = self.events.as_ref().map(EventWriter::digest);
         let ckpt_err = |e: String| HarnessError::Checkpoint(e);
         let value = |v: Result<serde_json::Value, serde_json::Error>| {
             v.map_err(|e| ckpt_err(e.to_string()))
@@ -366,6 +367,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             trace_bytes,
             trace_tail,
             events_at,
+            trace_digest,
+            events_digest,
+            seal: None,
         };
         ckpt.write(&plan.path).map_err(ckpt_err)
     }

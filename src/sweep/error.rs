@@ -33,6 +33,9 @@ pub enum SweepError {
         /// What is wrong and what to do.
         message: String,
     },
+    /// A file in the sweep directory cannot be written safely: something other than a
+    /// regular file (a symlink, a FIFO) stands at its path.
+    Output(crate::output::OutputError),
     /// A file or directory could not be read or written, or a run could not be started.
     Io {
         /// The path involved.
@@ -42,6 +45,12 @@ pub enum SweepError {
     },
     /// Scoring the finished traces failed.
     Eval(EvalError),
+    /// The sweep was stopped (SIGINT or SIGTERM): its running runs were stopped with a
+    /// checkpoint and recorded as pending; running the sweep again continues them.
+    Interrupted {
+        /// The sweep directory.
+        dir: PathBuf,
+    },
     /// Some runs failed (each twice, or once with bad input); the others finished and were
     /// scored.
     RunsFailed {
@@ -53,14 +62,17 @@ pub enum SweepError {
 impl SweepError {
     /// The exit code the command line uses: 2 for bad input (sweep file, options, a held
     /// directory, an `--out` that is not a directory, a foreign manifest), 1 for failed runs
-    /// and I/O.
+    /// and I/O, 143 when stopped by a signal (the command line uses 128 + the signal).
     pub fn exit_code(&self) -> u8 {
         match self {
             SweepError::File(_)
             | SweepError::Locked { .. }
             | SweepError::NotADirectory { .. }
-            | SweepError::Manifest { .. } => 2,
+            | SweepError::Manifest { .. }
+            | SweepError::Output(_) => 2,
             SweepError::Eval(_) | SweepError::Io { .. } | SweepError::RunsFailed { .. } => 1,
+            // As `perennial run` stopped by SIGTERM; the caller may know the signal.
+            SweepError::Interrupted { .. } => 143,
         }
     }
 
@@ -92,8 +104,14 @@ impl fmt::Display for SweepError {
                 dir.display()
             ),
             SweepError::Manifest { path, message } => write!(f, "{}: {message}", path.display()),
+            SweepError::Output(e) => e.fmt(f),
             SweepError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             SweepError::Eval(e) => write!(f, "scoring the sweep's traces: {e}"),
+            SweepError::Interrupted { dir } => write!(
+                f,
+                "{}: stopped by a signal; every running run was stopped at a checkpoint and is pending: run the same sweep again to continue",
+                dir.display()
+            ),
             SweepError::RunsFailed { failed } => {
                 write!(f, "{} run(s) failed:", failed.len())?;
                 for line in failed {
@@ -111,6 +129,7 @@ impl std::error::Error for SweepError {
             SweepError::File(e) => Some(e),
             SweepError::Io { source, .. } => Some(source),
             SweepError::Eval(e) => Some(e),
+            SweepError::Output(e) => Some(e),
             _ => None,
         }
     }
@@ -125,5 +144,15 @@ impl From<SweepFileError> for SweepError {
 impl From<EvalError> for SweepError {
     fn from(e: EvalError) -> Self {
         SweepError::Eval(e)
+    }
+}
+
+impl From<crate::output::OutputError> for SweepError {
+    /// An I/O failure stays one (exit 1); a path that cannot be written safely is bad input.
+    fn from(e: crate::output::OutputError) -> Self {
+        match e {
+            crate::output::OutputError::Io { path, source } => SweepError::Io { path, source },
+            other => SweepError::Output(other),
+        }
     }
 }

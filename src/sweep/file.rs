@@ -339,6 +339,23 @@ impl SweepFile {
                 Some(secs)
             }
         };
+        // Every run id (`<task>-<agent>-seed<seed>`) and the name itself name files.
+        if let Err(e) = crate::limits::check_run_id("the sweep name", name) {
+            return Err(ctx.err(Some(def.name.span()), Some("sweep.name"), e));
+        }
+        let longest_seed = seeds.iter().map(|s| s.to_string().len()).max().unwrap_or(1);
+        for w in &worlds {
+            for a in &agents {
+                let id = format!("{}-{a}-seed{}", w.task, "0".repeat(longest_seed));
+                if let Err(e) = crate::limits::check_run_id("the run id", &id) {
+                    return Err(ctx.err(
+                        Some(def.name.span()),
+                        Some("sweep.agents"),
+                        format!("{e}: the run ids of task `{}` and agent `{a}` are too long; give the world a shorter task", w.task),
+                    ));
+                }
+            }
+        }
         Ok(SweepFile {
             path: path.to_path_buf(),
             name: name.clone(),

@@ -3,6 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::error::SweepError;
@@ -35,13 +36,16 @@ impl DirLock {
                 dir: dir.to_path_buf(),
             });
         }
+        check_sweep_folder(dir)?;
         std::fs::create_dir_all(dir).map_err(SweepError::io(dir))?;
         let path = Self::path_in(dir);
+        crate::output::check_output(&path).map_err(SweepError::Output)?;
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&path)
             .map_err(SweepError::io(&path))?;
         match crate::output::lock_file(&file, &path) {
@@ -70,6 +74,37 @@ impl DirLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// What a sweep puts in its folder before its first manifest: a folder holding only these
+/// (or nothing) can become a sweep folder.
+const SWEEP_ENTRIES: [&str; 4] = ["sweep.lock", "traces", "checkpoints", "logs"];
+
+/// Refuses a folder that exists, holds no sweep manifest and holds something a sweep did
+/// not put there: a sweep replaces `eval.json`, `eval.txt` and `plot.svg` in its folder,
+/// so it must never take over a user's folder (`--out ~/results`).
+fn check_sweep_folder(dir: &Path) -> Result<(), SweepError> {
+    let manifest = super::Manifest::path_in(dir);
+    if std::fs::symlink_metadata(&manifest).is_ok() {
+        return Ok(());
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries {
+        let name = entry.map_err(SweepError::io(dir))?.file_name();
+        let name = name.to_string_lossy();
+        let temp = name.starts_with("manifest.json.") && name.ends_with(".tmp");
+        if !temp && !SWEEP_ENTRIES.contains(&name.as_ref()) {
+            return Err(SweepError::Manifest {
+                path: dir.to_path_buf(),
+                message: format!(
+                    "this folder holds `{name}` but no sweep manifest, so it is not a sweep folder and a sweep would replace files in it; give --out a new or empty folder (nothing was touched)"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

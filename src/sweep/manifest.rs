@@ -1,6 +1,6 @@
 //! `DIR/manifest.json`: what became of every run of a sweep, rewritten atomically.
 
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -163,32 +163,11 @@ impl Manifest {
     }
 }
 
-/// Writes `bytes` to `path` the way SQLite would: a temp file beside it, fsync, rename,
-/// fsync of the directory. Refuses to replace anything that is not a regular file.
+/// Writes `bytes` to `path` the way SQLite would ([`crate::output::write_atomic`]: a temp
+/// file beside it that no symlink redirects, fsync, rename, fsync of the directory).
+/// Refuses to replace anything that is not a regular file.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SweepError> {
-    if let Ok(meta) = std::fs::symlink_metadata(path)
-        && !meta.is_file()
-    {
-        return Err(SweepError::io(path)(std::io::Error::other(
-            "exists and is not a regular file; refusing to replace it",
-        )));
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut file = std::fs::File::create(&tmp).map_err(SweepError::io(&tmp))?;
-    file.write_all(bytes).map_err(SweepError::io(&tmp))?;
-    file.sync_all().map_err(SweepError::io(&tmp))?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(SweepError::io(path))?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-        && let Ok(d) = std::fs::File::open(dir)
-    {
-        // Some filesystems refuse to sync a directory; the rename is then as durable as
-        // they make it.
-        let _ = d.sync_all();
-    }
-    Ok(())
+    crate::output::write_atomic(path, bytes).map_err(SweepError::from)
 }
 
 /// Counts complete trace rows as a file grows, reading only the bytes added since the last
@@ -232,11 +211,27 @@ impl RowCounter {
 
 /// The message of a run's last failed attempt: the last `error:` line it printed after the
 /// log's last attempt header, else its last line, else how it ended.
+/// The end of a run's log that [`failure_message`] reads.
+const LOG_TAIL_BYTES: u64 = 1 << 20;
+
 pub(crate) fn failure_message(log: &Path, exit_code: Option<i32>) -> String {
     let mut last = None;
     let mut last_error = None;
-    if let Ok(file) = std::fs::File::open(log) {
-        for line in BufReader::new(file).lines().map_while(Result::ok) {
+    // A log replaced by a FIFO or a device is not read at all.
+    let regular = crate::output::check_output(log).is_ok();
+    if let Ok(file) = std::fs::File::open(log)
+        .map_err(drop)
+        .and_then(|f| if regular { Ok(f) } else { Err(()) })
+    {
+        // Only the log's end: a run's last attempt is there, and a log replaced by
+        // `/dev/zero` or grown huge is never read whole.
+        let len = file.metadata().map_or(0, |m| m.len());
+        let mut file = file;
+        let _ = file.seek(SeekFrom::Start(len.saturating_sub(LOG_TAIL_BYTES)));
+        for line in BufReader::new(file.take(LOG_TAIL_BYTES))
+            .lines()
+            .map_while(Result::ok)
+        {
             let line = line.trim();
             if line.starts_with(super::ATTEMPT_HEADER) {
                 (last, last_error) = (None, None);

@@ -86,7 +86,7 @@ pub use file::{SweepFile, SweepWorld};
 pub use lock::DirLock;
 pub use manifest::{MANIFEST_VERSION, Manifest, RunRecord, RunStatus};
 pub use plan::{PlannedRun, plan};
-pub use runner::{SweepOutcome, run_local};
+pub use runner::{SweepOutcome, run_local, run_local_until};
 
 /// How each attempt's header line in a run's log starts.
 pub const ATTEMPT_HEADER: &str = "== perennial sweep attempt";
@@ -147,7 +147,14 @@ pub fn perennial_program() -> Result<PathBuf, SweepError> {
 /// A bad sweep file, a held or foreign directory, I/O (see [`SweepError::exit_code`]), and
 /// [`SweepError::RunsFailed`] when any run failed: the summary is then in the error, after
 /// everything else was run, recorded and scored.
-pub fn run_cli(registry: &Registry, args: &SweepArgs) -> Result<String, SweepError> {
+///
+/// `stop` is raised by the command line's SIGINT and SIGTERM handler: see
+/// [`run_local_until`].
+pub fn run_cli(
+    registry: &Registry,
+    args: &SweepArgs,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<String, SweepError> {
     let sweep = SweepFile::load_with(&args.sweep_file, registry)?;
     let dir = sweep_dir(&sweep, args.out.as_deref());
     if args.plan_json {
@@ -159,7 +166,7 @@ pub fn run_cli(registry: &Registry, args: &SweepArgs) -> Result<String, SweepErr
             let jobs = args.jobs.unwrap_or_else(|| {
                 std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
             });
-            run_local(&sweep, &dir, jobs, &perennial_program()?)?
+            run_local_until(&sweep, &dir, jobs, &perennial_program()?, stop)?
         }
     };
     let summary = outcome.summary();
@@ -212,9 +219,17 @@ fn one() -> u32 {
 
 /// Merges results of runs made elsewhere into the manifest and scores the finished traces.
 fn collect(sweep: &SweepFile, dir: &Path, results: &Path) -> Result<SweepOutcome, SweepError> {
-    let text = std::fs::read_to_string(results).map_err(SweepError::io(results))?;
+    let text = crate::limits::read_regular(
+        results,
+        crate::limits::MAX_SIDE_FILE_BYTES,
+        "a results file",
+    )
+    .map_err(|message| SweepError::Manifest {
+        path: results.to_path_buf(),
+        message,
+    })?;
     let results: BTreeMap<String, RunResult> =
-        serde_json::from_str(&text).map_err(|e| SweepError::Manifest {
+        serde_json::from_slice(&text).map_err(|e| SweepError::Manifest {
             path: results.to_path_buf(),
             message: format!(
                 "not a results file ({e}); expected {{\"<run-id>\": {{\"exit_code\": 0, \"attempts\": 1}}}}"
@@ -234,10 +249,10 @@ fn collect(sweep: &SweepFile, dir: &Path, results: &Path) -> Result<SweepOutcome
     }
     for (run, rec) in runs.iter().zip(&mut manifest.runs) {
         if let Some(r) = results.get(&run.run_id) {
-            rec.attempts += r.attempts;
+            rec.attempts = rec.attempts.saturating_add(r.attempts);
             let rows = manifest::RowCounter::default().rows(&run.trace, sweep.format);
             runner::record_attempt(rec, run, r.exit_code, rows);
         }
     }
-    runner::finish(dir, &runs, manifest)
+    runner::finish(dir, &runs, manifest, sweep.steps)
 }

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::error::SweepError;
@@ -22,6 +23,10 @@ const ATTEMPTS: u32 = 2;
 
 /// How often running children are polled.
 const POLL: Duration = Duration::from_millis(100);
+
+/// How long a run told to stop (SIGTERM) gets to finish its step and checkpoint before it
+/// is killed, when the sweep itself is ending on an error.
+const STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// What a finished sweep invocation leaves behind.
 #[derive(Debug)]
@@ -107,6 +112,25 @@ pub fn run_local(
     jobs: usize,
     program: &Path,
 ) -> Result<SweepOutcome, SweepError> {
+    run_local_until(sweep, dir, jobs, program, &AtomicBool::new(false))
+}
+
+/// [`run_local`], stopping when `stop` is raised (the command line raises it on SIGINT or
+/// SIGTERM): no run is started after it, every running one is sent SIGTERM (it finishes its
+/// step, checkpoints and exits) and waited for, and its record goes back to pending, so the
+/// next invocation continues it from its checkpoint.
+///
+/// # Errors
+///
+/// As [`run_local`]; [`SweepError::Interrupted`] once the runs stopped and the manifest is
+/// written. On any error the runs still going are stopped the same way first.
+pub fn run_local_until(
+    sweep: &SweepFile,
+    dir: &Path,
+    jobs: usize,
+    program: &Path,
+    stop: &AtomicBool,
+) -> Result<SweepOutcome, SweepError> {
     let _lock = DirLock::acquire(dir)?;
     let runs = plan(sweep, dir);
     let mut manifest = Manifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
@@ -132,12 +156,32 @@ pub fn run_local(
     let mut progress = Progress::new(sweep, &manifest);
     let mut active: Vec<Active> = Vec::new();
     let mut tries = vec![0u32; runs.len()];
+    let mut stopping = false;
+    // The manifest is rewritten whole, so writing it at every start and end would cost
+    // the square of the runs: it is written at most once per `every` (longer for longer
+    // manifests), and always at the end. A sweep killed in between only reruns, from their
+    // checkpoints, runs it had not recorded yet.
+    let every = POLL
+        * u32::try_from(runs.len() / 1000)
+            .unwrap_or(u32::MAX)
+            .clamp(1, 100);
+    let mut written = Instant::now();
+    let mut dirty = false;
+    let mut idle = Duration::from_millis(1);
     while !queue.is_empty() || !active.is_empty() {
-        while active.len() < jobs.max(1) {
+        if stop.load(Ordering::Relaxed) && !stopping {
+            stopping = true;
+            queue.clear();
+            for a in &active {
+                a.terminate();
+            }
+        }
+        let mut changed = false;
+        while !stopping && active.len() < jobs.max(1) {
             let Some(i) = queue.pop_front() else { break };
             let rec = &mut manifest.runs[i];
             rec.status = RunStatus::Running;
-            rec.attempts += 1;
+            rec.attempts = rec.attempts.saturating_add(1);
             tries[i] += 1;
             let child = start(&runs[i], rec.attempts, program)?;
             active.push(Active {
@@ -145,9 +189,8 @@ pub fn run_local(
                 child,
                 rows: RowCounter::default(),
             });
-            manifest.write(dir)?;
+            changed = true;
         }
-        std::thread::sleep(POLL);
         let mut k = 0;
         while k < active.len() {
             let status = active[k]
@@ -158,9 +201,17 @@ pub fn run_local(
                 k += 1;
                 continue;
             };
+            changed = true;
             let mut a = active.swap_remove(k);
             let i = a.run;
             let rows = a.rows.rows(&runs[i].trace, sweep.format);
+            if stopping && status.code() != Some(0) {
+                // Stopped by the sweep, not failed: the next invocation continues it.
+                let rec = &mut manifest.runs[i];
+                (rec.status, rec.exit_code, rec.steps_done) =
+                    (RunStatus::Pending, status.code(), rows);
+                continue;
+            }
             let retry = record_attempt(&mut manifest.runs[i], &runs[i], status.code(), rows)
                 && tries[i] < ATTEMPTS;
             if retry {
@@ -168,12 +219,30 @@ pub fn run_local(
             } else {
                 progress.finished(&manifest.runs[i]);
             }
+        }
+        dirty |= changed;
+        if dirty && written.elapsed() >= every {
             manifest.write(dir)?;
+            (written, dirty) = (Instant::now(), false);
         }
         progress.show(&runs, &mut active, sweep);
+        // Tiny runs end within milliseconds: poll again at once after a change, and back
+        // off to `POLL` while nothing happens.
+        if changed {
+            idle = Duration::from_millis(1);
+        } else {
+            std::thread::sleep(idle);
+            idle = (idle * 2).min(POLL);
+        }
     }
     progress.close();
-    finish(dir, &runs, manifest)
+    if stopping {
+        manifest.write(dir)?;
+        return Err(SweepError::Interrupted {
+            dir: dir.to_path_buf(),
+        });
+    }
+    finish(dir, &runs, manifest, sweep.steps)
 }
 
 /// Updates a run's record after `perennial run` exited with `code` (`None`: a signal) and
@@ -202,8 +271,20 @@ pub(crate) fn record_attempt(
 pub(crate) fn finish(
     dir: &Path,
     runs: &[PlannedRun],
-    manifest: Manifest,
+    mut manifest: Manifest,
+    steps: u64,
 ) -> Result<SweepOutcome, SweepError> {
+    // A run is scored only when its trace proves it: marked done by this sweep or by a
+    // `--collect` results file, it may still have been cut short or replaced since.
+    for (run, rec) in runs.iter().zip(&mut manifest.runs) {
+        if rec.status != RunStatus::Done {
+            continue;
+        }
+        if let Err(e) = check_done(run, steps) {
+            rec.status = RunStatus::Failed;
+            rec.error = Some(e);
+        }
+    }
     manifest.write(dir)?;
     let traces: Vec<PathBuf> = runs
         .iter()
@@ -235,6 +316,40 @@ pub(crate) fn finish(
     })
 }
 
+/// Checks that the trace of a run recorded as done holds that run: every row of its run
+/// id and seed, steps from 0 in order, and all `steps` of them unless its last row ends an
+/// episode (a run without auto-reset stops there).
+fn check_done(run: &PlannedRun, steps: u64) -> Result<(), String> {
+    let trace = run.trace.display();
+    let mut reader = crate::trace::TraceReader::open(&[&run.trace]);
+    let mut rows = 0u64;
+    let mut ended = false;
+    while let Some(row) = reader.next_ref() {
+        let at = row.map_err(|e| format!("its trace cannot be read: {e}"))?;
+        let r = &at.row;
+        if r.run_id != run.run_id.as_str() || r.seed != run.seed {
+            return Err(format!(
+                "{trace}:{}: a row of run `{}` seed {} in the trace of run `{}` seed {}; the trace is not this run's: remove it (and its checkpoint) and run the sweep again",
+                at.line, r.run_id, r.seed, run.run_id, run.seed
+            ));
+        }
+        if r.step != rows {
+            return Err(format!(
+                "{trace}:{}: step {} where step {rows} was due; the trace is not whole: remove it (and its checkpoint) and run the sweep again",
+                at.line, r.step
+            ));
+        }
+        rows += 1;
+        ended = r.terminated || r.truncated;
+    }
+    if rows == steps || (ended && rows < steps) {
+        return Ok(());
+    }
+    Err(format!(
+        "{trace}: holds {rows} of the run's {steps} steps although the run is recorded as done; run the sweep again to finish it"
+    ))
+}
+
 fn remove_if_file(path: &Path) -> Result<(), SweepError> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(SweepError::io(path)(e)),
@@ -248,19 +363,49 @@ struct Active {
     rows: RowCounter,
 }
 
+impl Active {
+    /// Asks the run to stop after its step under way, with a checkpoint.
+    fn terminate(&self) {
+        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: kill(2) on the pid of a child this process started and has not
+            // reaped yet, so the pid cannot have been reused.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+    }
+}
+
+impl Drop for Active {
+    /// A sweep ending on an error leaves no run going unsupervised: each one still running
+    /// is stopped as at SIGTERM, and killed if it has not ended within [`STOP_GRACE`].
+    fn drop(&mut self) {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
+        self.terminate();
+        let asked = Instant::now();
+        while matches!(self.child.try_wait(), Ok(None)) {
+            if asked.elapsed() > STOP_GRACE {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// Starts one attempt of a run, its output appended to the run's log after a header line.
 fn start(run: &PlannedRun, attempt: u32, program: &Path) -> Result<Child, SweepError> {
     let argv = run.next_argv();
-    if !run.checkpoint.is_file() {
+    if !run.checkpoint.is_file() && !run.trace.is_dir() {
         // A fresh start writes the trace from byte 0; a partial one from a run killed before
-        // its first checkpoint is of no use.
+        // its first checkpoint is of no use. A Parquet trace is a folder: the fresh run
+        // itself empties it of its parts (and refuses a folder holding anything else).
         remove_if_file(&run.trace)?;
     }
-    let mut log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&run.log)
-        .map_err(SweepError::io(&run.log))?;
+    let mut log = crate::output::open_append(&run.log)?;
     writeln!(
         log,
         "{} {attempt}: {} {}",

@@ -212,7 +212,8 @@ pub fn find_events(trace: &Path) -> Option<PathBuf> {
     ]
     .into_iter()
     .map(|f| events_path(trace, f))
-    .find(|p| p.exists())
+    // A FIFO or device there would block or never end: only a file or a Parquet folder.
+    .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() || m.is_dir()))
 }
 
 /// Whether `path` is named as an events table (`*.events.jsonl`, `.csv`, `.parquet`).
@@ -447,6 +448,10 @@ fn write_part(
 pub struct EventWriter {
     path: PathBuf,
     out: Out,
+    /// The digest of what is in the table ([`EventWriter::digest`]); for Parquet, of the
+    /// parts before `hashed`.
+    digest: super::Digest,
+    hashed: usize,
 }
 
 impl EventWriter {
@@ -459,11 +464,11 @@ impl EventWriter {
     pub fn create(path: &Path, format: TraceFormat) -> Result<Self, TraceError> {
         if format == TraceFormat::Parquet {
             let next = super::fresh_parquet_dir(path)?;
-            return Self::parquet(path, next, 0);
+            return Self::parquet(path, next, 0, super::Digest::default());
         }
         let file = crate::output::open_locked(path)?;
         file.set_len(0).map_err(|e| TraceError::io(path, e))?;
-        Self::lines(path, format, file, 0)
+        Self::lines(path, format, file, 0, super::Digest::default())
     }
 
     /// Whether the table at `path` can continue from a checkpoint that recorded `at` (bytes;
@@ -505,18 +510,24 @@ impl EventWriter {
             if at == 0 && !path.exists() {
                 return Self::create(path, format);
             }
-            let next = cut_back(path, at, "events table")?;
-            return Self::parquet(path, next, at);
+            let (next, digest) = cut_back(path, at, "events table")?;
+            return Self::parquet(path, next, at, digest);
         }
         Self::check_append(path, format, at)?;
         let mut file = crate::output::open_locked(path)?;
+        let digest = super::Digest::of_prefix(&file, path, at)?;
         file.set_len(at).map_err(|e| TraceError::io(path, e))?;
         file.seek(std::io::SeekFrom::Start(at))
             .map_err(|e| TraceError::io(path, e))?;
-        Self::lines(path, format, file, at)
+        Self::lines(path, format, file, at, digest)
     }
 
-    fn parquet(path: &Path, next_part: usize, rows_done: u64) -> Result<Self, TraceError> {
+    fn parquet(
+        path: &Path,
+        next_part: usize,
+        rows_done: u64,
+        digest: super::Digest,
+    ) -> Result<Self, TraceError> {
         let (dir, schema): (PathBuf, SchemaRef) = (path.to_path_buf(), Arc::new(schema()));
         let mut unsynced = Vec::new();
         let parts = PartThread::spawn(path, move |part: &mut EventPart| {
@@ -532,6 +543,8 @@ impl EventWriter {
                 rows_done,
                 cadence: PartCadence::default(),
             },
+            digest,
+            hashed: next_part,
         })
     }
 
@@ -540,6 +553,7 @@ impl EventWriter {
         format: TraceFormat,
         file: File,
         written: u64,
+        digest: super::Digest,
     ) -> Result<Self, TraceError> {
         let csv = format == TraceFormat::Csv;
         let mut buf = Vec::with_capacity(FLUSH_BYTES * 2);
@@ -555,6 +569,8 @@ impl EventWriter {
                 written,
                 csv,
             },
+            digest,
+            hashed: 0,
         })
     }
 
@@ -632,6 +648,7 @@ impl EventWriter {
             file.write_all(buf)
                 .map_err(|e| TraceError::io(&self.path, e))?;
             *written += buf.len() as u64;
+            self.digest.update(buf);
             buf.clear();
         }
         Ok(())
@@ -742,8 +759,25 @@ impl EventWriter {
                     .map_err(|e| TraceError::io(&self.path, e))?;
                 Ok(*written)
             }
-            Out::Parquet { rows_done, .. } => Ok(*rows_done),
+            Out::Parquet {
+                rows_done,
+                next_part,
+                ..
+            } => {
+                let new: Vec<PathBuf> = (self.hashed..*next_part)
+                    .map(|i| self.path.join(part_name(i)))
+                    .collect();
+                self.digest.add_parts(&new)?;
+                self.hashed = *next_part;
+                Ok(*rows_done)
+            }
         }
+    }
+
+    /// The digest of the table up to the length [`EventWriter::sync`] just returned (see
+    /// [`super::recorded_digest`]): what a checkpoint records with that length.
+    pub fn digest(&self) -> String {
+        self.digest.hex()
     }
 
     /// Writes out everything still buffered; called when the run ends.

@@ -124,7 +124,15 @@ impl Manifest {
     ///
     /// The file cannot be read or is not a manifest.
     pub fn read(path: &Path) -> Result<Self, TraceError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TraceError::io(path, e))?;
+        let bytes =
+            crate::limits::read_regular(path, crate::limits::MAX_SIDE_FILE_BYTES, "a run manifest")
+                .map_err(|e| TraceError::io(path, std::io::Error::other(e)))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            TraceError::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            )
+        })?;
         Self::parse(&text).map_err(|e| TraceError::parse(path, e.line() as u64, e.to_string()))
     }
 

@@ -53,6 +53,8 @@
 
 mod csv_writer;
 use csv_writer::CsvWriter;
+mod digest;
+pub(crate) use digest::Digest;
 use jsonl::JsonlWriter;
 mod error;
 mod events;
@@ -127,6 +129,14 @@ pub trait TraceSink {
         Ok(None)
     }
 
+    /// The digest of everything in the file up to the position [`TraceSink::sync`] just
+    /// returned (see [`recorded_digest`]), called after it: what a checkpoint records so a
+    /// resume can prove the trace holds the very rows it wrote. Sinks without a file
+    /// return `None`.
+    fn digest(&self) -> Option<String> {
+        None
+    }
+
     /// Writes out everything still buffered; called once, when the run ends. The default
     /// flushes.
     ///
@@ -196,7 +206,7 @@ pub fn create(
     // Locked before it is emptied, so a second writer of the same path damages nothing.
     let file = crate::output::open_locked(path)?;
     file.set_len(0).map_err(|e| TraceError::io(path, e))?;
-    let out = RowBuffer::new(file, path, 0);
+    let out = RowBuffer::new(file, path, 0, Digest::default());
     open_sink(out, format, identity, columns, true)
 }
 
@@ -230,6 +240,8 @@ fn fresh_parquet_dir(dir: &Path) -> Result<usize, TraceError> {
             ),
         ));
     }
+    // A symlink to a folder is refused as a symlink to a file is: it would write elsewhere.
+    crate::output::check_output_dir(dir)?;
     std::fs::create_dir_all(dir).map_err(|e| TraceError::io(dir, e))?;
     // Only a previous trace's parts are replaced: a folder holding anything else is not a
     // trace directory, and nothing in it is removed.
@@ -250,7 +262,7 @@ fn fresh_parquet_dir(dir: &Path) -> Result<usize, TraceError> {
             ));
         }
     }
-    parquet_writer::cut_back(dir, 0, "trace")
+    parquet_writer::cut_back(dir, 0, "trace").map(|(next, _)| next)
 }
 
 /// Reopens a trace to continue a run from a checkpoint: the file is cut back to
@@ -276,10 +288,11 @@ pub fn append(
     tail: Option<&str>,
 ) -> Result<Box<dyn TraceSink>, TraceError> {
     if format == TraceFormat::Parquet {
-        let next = parquet_writer::cut_back(path, at_byte, "trace")?;
-        return Ok(Box::new(parquet_writer::ParquetWriter::new(
-            path, identity, columns, next, at_byte,
-        )?));
+        let (next, digest) = parquet_writer::cut_back(path, at_byte, "trace")?;
+        let mut writer =
+            parquet_writer::ParquetWriter::new(path, identity, columns, next, at_byte)?;
+        writer.continue_digest(digest, next);
+        return Ok(Box::new(writer));
     }
     if !path.exists() {
         return Err(TraceError::io(
@@ -300,12 +313,143 @@ pub fn append(
     };
     let file = crate::output::open_locked(path)?;
     verify_tail(&file, path, at_byte, Some(tail))?;
+    let digest = Digest::of_prefix(&file, path, at_byte)?;
     file.set_len(at_byte).map_err(|e| TraceError::io(path, e))?;
     let mut file = file;
     std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(at_byte))
         .map_err(|e| TraceError::io(path, e))?;
-    let out = RowBuffer::new(file, path, at_byte);
+    let out = RowBuffer::new(file, path, at_byte, digest);
     open_sink(out, format, identity, columns, at_byte == 0)
+}
+
+/// The digest of the first `at` of the table at `path` (bytes of a JSON Lines or CSV file,
+/// rows of a Parquet directory, which must end a part), reading only: what
+/// [`TraceSink::digest`] and [`EventWriter::digest`] returned when a checkpoint recorded
+/// `at`. Nothing is read when `at` is 0.
+///
+/// # Errors
+///
+/// The table cannot be read, or holds less than `at`.
+pub fn recorded_digest(path: &Path, format: TraceFormat, at: u64) -> Result<String, TraceError> {
+    if at == 0 {
+        return Ok(Digest::default().hex());
+    }
+    if format == TraceFormat::Parquet {
+        return parquet_writer::parts_digest(path, at, "table");
+    }
+    let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
+    let len = file.metadata().map_err(|e| TraceError::io(path, e))?.len();
+    if len < at {
+        return Err(TraceError::io(
+            path,
+            std::io::Error::other(format!(
+                "it holds {len} bytes but the checkpoint recorded {at}; it is not this checkpoint's (it was replaced or shortened since), and it was left untouched"
+            )),
+        ));
+    }
+    Digest::of_prefix(&file, path, at).map(|d| d.hex())
+}
+
+/// Checks that the output `out` of a command reading `traces` is none of their
+/// companions: not an events table (`*.events.<format>`, a trace's own beside it), not a
+/// run manifest (`*.manifest.json`), and not inside a Parquet trace's folder. `role` names
+/// the output in the message.
+///
+/// # Errors
+///
+/// A message naming the output and what it would replace; nothing was written.
+pub fn check_not_companion<P: AsRef<Path>>(
+    role: &str,
+    out: &Path,
+    traces: &[P],
+) -> Result<(), String> {
+    let refuse = |what: String| {
+        Err(format!(
+            "{role} {}: {what}; give the output another path (nothing was written)",
+            out.display()
+        ))
+    };
+    if is_events_table(out) {
+        return refuse(
+            "is named as a trace's events table, which perennial writes beside its trace".into(),
+        );
+    }
+    if out
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".manifest.json"))
+    {
+        return refuse(
+            "is named as a run manifest, which perennial writes beside its trace".into(),
+        );
+    }
+    let folder = out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .canonicalize();
+    for trace in traces {
+        let trace = trace.as_ref();
+        if trace.is_dir()
+            && let (Ok(folder), Ok(trace_dir)) = (&folder, trace.canonicalize())
+            && folder.starts_with(&trace_dir)
+        {
+            return refuse(format!(
+                "is inside the Parquet trace {}, whose folder holds only its parts",
+                trace.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks, reading only, that the trace at `path` is one of the run `identity`: its first
+/// row (when it has one) carries the run's identity columns and is step 0. A file that is
+/// not a trace at all is refused, so a checkpoint naming it can never cut it.
+///
+/// # Errors
+///
+/// The first row cannot be read, or belongs to another run.
+pub fn check_identity(path: &Path, identity: &RunIdentity) -> Result<(), TraceError> {
+    let refuse = |why: String| {
+        TraceError::io(
+            path,
+            std::io::Error::other(format!(
+                "{why}; it is not the trace this checkpoint belongs to (run `{}`), and it was left untouched",
+                identity.run_id
+            )),
+        )
+    };
+    let mut reader = TraceReader::open(&[path]);
+    match reader.next_ref() {
+        None => Ok(()),
+        Some(Err(e)) => Err(refuse(format!("it is not a readable trace ({e})"))),
+        Some(Ok(at)) => {
+            let r = &at.row;
+            let found = (
+                r.run_id.as_ref(),
+                r.seed,
+                r.algorithm_id.as_ref(),
+                r.task.as_ref(),
+            );
+            let want = (
+                identity.run_id.as_str(),
+                identity.seed,
+                identity.algorithm_id.as_str(),
+                identity.task.as_str(),
+            );
+            if found != want || r.notify != identity.notify {
+                return Err(refuse(format!(
+                    "its first row is of run `{}` (seed {}, agent `{}`, task `{}`, notify {})",
+                    found.0, found.1, found.2, found.3, r.notify
+                )));
+            }
+            if r.step != 0 {
+                return Err(refuse(format!("its first row is step {}, not 0", r.step)));
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Checks that `file` holds at least `at_byte` bytes and that its line ending there
@@ -461,6 +605,10 @@ impl<F: LineFormat> TraceSink for LineSink<F> {
     fn tail(&mut self) -> Result<Option<String>, TraceError> {
         self.out.tail()
     }
+
+    fn digest(&self) -> Option<String> {
+        Some(self.out.digest.hex())
+    }
 }
 
 /// Whole-row output buffering shared by the writers: rows are appended to a buffer and the
@@ -471,17 +619,20 @@ struct RowBuffer {
     path: std::path::PathBuf,
     /// Bytes handed to the file so far (its length once flushed).
     written: u64,
+    /// The digest of those bytes.
+    digest: Digest,
 }
 
 const FLUSH_BYTES: usize = 1 << 16;
 
 impl RowBuffer {
-    fn new(out: File, path: &Path, written: u64) -> Self {
+    fn new(out: File, path: &Path, written: u64, digest: Digest) -> Self {
         RowBuffer {
             out,
             buf: Vec::with_capacity(FLUSH_BYTES * 2),
             path: path.to_path_buf(),
             written,
+            digest,
         }
     }
 
@@ -498,6 +649,7 @@ impl RowBuffer {
             .write_all(&self.buf)
             .map_err(|e| TraceError::io(&self.path, e))?;
         self.written += self.buf.len() as u64;
+        self.digest.update(&self.buf);
         self.buf.clear();
         Ok(())
     }

@@ -691,6 +691,9 @@ pub(crate) struct ParquetWriter {
     action_kind: Option<&'static str>,
     /// Parts were handed over without an fsync since the last durable one.
     unsynced: bool,
+    /// The digest of the finished parts before `hashed` ([`super::Digest::add_parts`]).
+    digest: super::Digest,
+    hashed: usize,
 }
 
 impl ParquetWriter {
@@ -759,7 +762,15 @@ impl ParquetWriter {
             manifest: None,
             action_kind: None,
             unsynced: false,
+            digest: super::Digest::default(),
+            hashed: next_part,
         })
+    }
+
+    /// Goes on from `digest`, the digest of the `parts` parts a resumed run kept.
+    pub(crate) fn continue_digest(&mut self, digest: super::Digest, parts: usize) {
+        self.digest = digest;
+        self.hashed = parts;
     }
 
     /// The key of `label` in the `regime` dictionary, added when new.
@@ -970,7 +981,16 @@ impl TraceSink for ParquetWriter {
     /// parts: the position a checkpoint records for a Parquet trace (rows, not bytes).
     fn sync(&mut self) -> Result<Option<u64>, TraceError> {
         self.finish_parts()?;
+        let new: Vec<PathBuf> = (self.hashed..self.next_part)
+            .map(|i| self.dir.join(part_name(i)))
+            .collect();
+        self.digest.add_parts(&new)?;
+        self.hashed = self.next_part;
         Ok(Some(self.rows_done))
+    }
+
+    fn digest(&self) -> Option<String> {
+        Some(self.digest.hex())
     }
 
     fn close(&mut self) -> Result<(), TraceError> {
@@ -1035,6 +1055,29 @@ pub(crate) fn check_rows(dir: &Path, rows: u64, what: &str) -> Result<(), TraceE
     kept_parts(dir, &parts.parts, rows, what).map(|_| ())
 }
 
+/// The digest of the parts of the Parquet table `dir` that hold exactly its first `rows`
+/// rows, reading only: what a checkpoint that recorded `rows` recorded with them.
+///
+/// # Errors
+///
+/// A part cannot be read, the parts hold fewer rows, or `rows` falls inside a part (no
+/// checkpoint of perennial's does: each one ends a part).
+pub(crate) fn parts_digest(dir: &Path, rows: u64, what: &str) -> Result<String, TraceError> {
+    let parts = super::parquet_reader::list_parts(dir)?;
+    let kept = kept_parts(dir, &parts.parts, rows, what)?;
+    if kept.iter().sum::<u64>() != rows {
+        return Err(TraceError::io(
+            dir,
+            std::io::Error::other(format!(
+                "the checkpoint recorded {rows} rows of the {what}, which end inside a part; it is not this table's checkpoint (it was edited, or the parts were replaced since), and it was left untouched"
+            )),
+        ));
+    }
+    let mut digest = super::Digest::default();
+    digest.add_parts(&parts.parts[..kept.len()])?;
+    Ok(digest.hex())
+}
+
 /// Prepares `dir` for a run continued from a checkpoint that recorded `rows` rows: parts
 /// wholly after that row are removed, the part holding it is rewritten with only the rows
 /// before it, leftover temp files are removed. Returns the next part index. The parts are
@@ -1044,8 +1087,13 @@ pub(crate) fn check_rows(dir: &Path, rows: u64, what: &str) -> Result<(), TraceE
 /// # Errors
 ///
 /// The directory or a part cannot be read or rewritten, or it holds fewer rows than the
-/// checkpoint recorded.
-pub(crate) fn cut_back(dir: &Path, rows: u64, what: &str) -> Result<usize, TraceError> {
+/// checkpoint recorded. Returns the digest of the kept parts with the next part index.
+pub(crate) fn cut_back(
+    dir: &Path,
+    rows: u64,
+    what: &str,
+) -> Result<(usize, super::Digest), TraceError> {
+    crate::output::check_output_dir(dir)?;
     let parts = super::parquet_reader::list_parts(dir)?;
     let kept = kept_parts(dir, &parts.parts, rows, what)?;
     for tmp in &parts.temps {
@@ -1063,7 +1111,9 @@ pub(crate) fn cut_back(dir: &Path, rows: u64, what: &str) -> Result<usize, Trace
         start += n.min(rows - start);
     }
     sync_dir(dir);
-    Ok(kept.len())
+    let mut digest = super::Digest::default();
+    digest.add_parts(&parts.parts[..kept.len()])?;
+    Ok((kept.len(), digest))
 }
 
 /// Rewrites the part at `path` keeping its first `keep` rows (temp file, fsync, rename).
