@@ -155,6 +155,8 @@
 //! The bounds use `hour + 1`, so one ceiling holds for the step just taken and for the
 //! next; it grows with the clock only through holding cost and the cash bounds.
 
+pub mod api;
+
 mod action;
 mod bounds;
 mod conditions;
