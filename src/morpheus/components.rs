@@ -129,4 +129,7 @@ pub struct Shipment {
     pub due: u64,
     /// Hour of delivery.
     pub eta: u64,
+    /// Carrier carrying it.
+    #[serde(default)]
+    pub carrier: u32,
 }

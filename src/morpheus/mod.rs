@@ -165,6 +165,8 @@
 //! capacities; its module docs hold the derivation). It exists for the default reward
 //! only; with another reward specification the world declares none.
 
+pub mod api;
+
 mod action;
 mod bounds;
 mod conditions;

@@ -387,6 +387,11 @@ impl Morpheus {
             .unwrap_or_default()
     }
 
+    /// The ECS world of the current reset, for the read-only views of [`super::api`].
+    pub(super) fn ecs(&self) -> Option<&World> {
+        self.sim.as_ref().map(|s| &s.world)
+    }
+
     /// The operation an action index stands for under this layout.
     pub fn decode(&self, action: usize) -> Option<Op> {
         Op::decode(action, &self.config)

@@ -158,6 +158,7 @@ pub fn dispatch_orders(
                 unit_price: cfg.sku_price(order.sku as usize),
                 due: order.due,
                 eta: now + transit + delay,
+                carrier: dispatch.carrier,
             });
             commands.entity(entity).despawn();
             shipped_units += order.units;
