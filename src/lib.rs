@@ -13,6 +13,7 @@ pub mod env;
 pub mod episodes;
 pub mod eval;
 pub mod example;
+pub mod fork;
 pub mod harness;
 pub mod limits;
 pub mod morpheus;

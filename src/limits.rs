@@ -49,6 +49,9 @@ pub const MAX_SWEEP_RUNS: usize = 100_000;
 /// thousands a vectorized benchmark uses, and refused before anything is allocated.
 pub const MAX_VECTOR_COPIES: usize = 1 << 20;
 
+/// Most rollouts one `perennial fork` runs: each is a trace file of its own.
+pub const MAX_FORK_ROLLOUTS: u64 = 10_000;
+
 /// Longest run id, task, agent id or regime label, in bytes (256). They are written in
 /// every trace row and used in file names.
 pub const MAX_ID_BYTES: usize = 256;

@@ -33,7 +33,9 @@ use crate::agents::{self, AgentBuilder, AgentCtx, AgentError};
 use crate::cartpole::{CartPole, CartPoleParams};
 use crate::dyn_env::DynEnv;
 use crate::env::Env;
-use crate::harness::{Agent, Checkpoint, DynHarness, Harness, HarnessConfig};
+use crate::harness::{
+    Agent, AgentStart, Checkpoint, DynHarness, DynRestored, Harness, HarnessConfig, Snapshot,
+};
 use crate::morpheus::{self, Morpheus, MorpheusConfig};
 use crate::regime::{NotifyLevel, ParamInfo, RegimeProbe, Shiftable, validate_conditions};
 use crate::reward::RewardSpec;
@@ -258,6 +260,21 @@ pub trait Kind: Send + Sync {
         request: &RunRequest<'_>,
         checkpoint: Checkpoint,
     ) -> Result<Box<dyn DynHarness>, BuildError>;
+    /// A harness continuing `snapshot` for a fork: the world, scheduler and counters are
+    /// the snapshot's; the agent is built from `request` (with `request.seed` as its seed)
+    /// and starts as `start` says; the budget and `record_transitions` are
+    /// `request.config`'s, the rest of the config the snapshot's; the run id is
+    /// `request.run_id`, else the snapshot's.
+    ///
+    /// # Errors
+    ///
+    /// As [`Kind::harness`], or the snapshot does not fit.
+    fn restore(
+        &self,
+        request: &RunRequest<'_>,
+        snapshot: &Snapshot,
+        start: AgentStart,
+    ) -> Result<Box<dyn DynRestored>, BuildError>;
 }
 
 /// A [`WorldKind`] with its agents: generic ones and the kind's own.
@@ -416,6 +433,28 @@ impl<K: WorldKind> Kind for Entry<K> {
         let harness = Harness::resume(env, agent, checkpoint, None)
             .map_err(|e| BuildError::Checkpoint(e.to_string()))?
             .publish_regime(probe);
+        Ok(Box::new(harness))
+    }
+
+    fn restore(
+        &self,
+        request: &RunRequest<'_>,
+        snapshot: &Snapshot,
+        start: AgentStart,
+    ) -> Result<Box<dyn DynRestored>, BuildError> {
+        let (env, agent, probe) = self.parts(request)?;
+        let config = HarnessConfig {
+            steps: request.config.steps,
+            record_transitions: request.config.record_transitions,
+            ..snapshot.config.clone()
+        };
+        let mut harness = Harness::restore(env, agent, snapshot, start)
+            .map_err(|e| BuildError::Checkpoint(e.to_string()))?
+            .config(config)
+            .publish_regime(probe);
+        if let Some(id) = &request.run_id {
+            harness = harness.run_id(id.clone());
+        }
         Ok(Box::new(harness))
     }
 }

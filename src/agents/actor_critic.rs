@@ -213,5 +213,9 @@ where
         self.learn(window);
     }
 
+    fn reseed(&mut self, seed: u64) {
+        self.rng = crate::seed::rng(seed, crate::seed::Stream::Agent);
+    }
+
     crate::serde_agent_state!(n_actions, dim, theta.len(), w.len());
 }

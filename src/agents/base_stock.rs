@@ -267,6 +267,10 @@ impl Agent<Morpheus> for AdaptiveBaseStock {
         self.policy.choose(obs)
     }
 
+    fn reseed(&mut self, seed: u64) {
+        self.rng = crate::seed::rng(seed, crate::seed::Stream::Agent);
+    }
+
     fn update(&mut self, window: &Window<Vec<f32>, usize>) {
         if window.is_empty() {
             return;

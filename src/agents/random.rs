@@ -43,5 +43,9 @@ impl<E: Env + ?Sized> Agent<E> for RandomAgent {
             .expect("the random agent's action type cannot be sampled from this action space")
     }
 
+    fn reseed(&mut self, seed: u64) {
+        self.rng = crate::seed::rng(seed, crate::seed::Stream::Agent);
+    }
+
     crate::serde_agent_state!(space);
 }

@@ -278,6 +278,11 @@ impl<E: Env<Action = usize>> Agent<E> for WarmStart<E> {
         self.taught = 0;
     }
 
+    fn reseed(&mut self, seed: u64) {
+        self.teacher.reseed(seed);
+        Agent::<E>::reseed(&mut self.ppo, seed);
+    }
+
     fn save_state(&self) -> Result<serde_json::Value, String> {
         let saved = Saved {
             teacher_name: self.teacher_name.clone(),

@@ -1,4 +1,4 @@
-//! The `perennial` command line as a library: `run`, `check`, `worlds`, `eval`, `episodes`.
+//! The `perennial` command line as a library: `run`, `fork`, `check`, `worlds`, `eval`, `episodes`.
 //!
 //! The binary is [`main`]; a researcher's crate that registers its own world calls
 //! [`main_with`] with its [`Registry`] and gets the same commands for that world. Callers
@@ -30,6 +30,7 @@ macro_rules! out {
 
 mod args;
 mod export;
+mod fork;
 mod info;
 mod progress;
 mod run;
@@ -42,6 +43,7 @@ use clap::{Parser, Subcommand};
 
 use crate::registry::Registry;
 pub use args::{FormatArg, RunArgs};
+pub use fork::ForkArgs;
 pub use run::RunPlan;
 
 /// Reinforcement-learning environments whose worlds may never end.
@@ -63,6 +65,8 @@ enum Command {
     Episodes(crate::episodes::EpisodesArgs),
     /// Run every (world, agent, seed) of a sweep file, resumably, and score them together.
     Sweep(crate::sweep::SweepArgs),
+    /// Fork a checkpoint: K rollouts of H steps from its saved world state.
+    Fork(fork::ForkArgs),
     /// Export traces for other tools.
     #[command(subcommand)]
     Export(export::ExportCommand),
@@ -181,6 +185,7 @@ fn dispatch(registry: &Registry, command: Command, handle_signals: bool) -> Resu
                     message: e.to_string(),
                 })
         }
+        Command::Fork(args) => fork::run(registry, &args),
         Command::Export(export::ExportCommand::L2logger(args)) => export::export_l2logger(&args),
         Command::Worlds => info::worlds(registry),
         Command::Check { world_file } => info::check(registry, &world_file),

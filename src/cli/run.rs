@@ -95,7 +95,7 @@ impl RunPlan {
 /// A harness ready to run, and the checkpoint's lock, held for the run.
 type Prepared = (Box<dyn DynHarness>, Option<OutputLock>);
 
-fn absolute(path: &Path) -> PathBuf {
+pub(super) fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
@@ -151,13 +151,16 @@ pub(super) fn run(
     }
 }
 
-fn kind_of<'r>(registry: &'r Registry, world: &WorldFile) -> Result<&'r dyn Kind, Failure> {
+pub(super) fn kind_of<'r>(
+    registry: &'r Registry,
+    world: &WorldFile,
+) -> Result<&'r dyn Kind, Failure> {
     registry
         .kind(world.kind())
         .ok_or_else(|| Failure::input(format!("unknown world kind `{}`", world.kind())))
 }
 
-fn plan_from_checkpoint(
+pub(super) fn plan_from_checkpoint(
     path: &Path,
     allow_world_change: bool,
 ) -> Result<(RunPlan, Checkpoint), Failure> {

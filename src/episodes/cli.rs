@@ -27,6 +27,22 @@ pub struct EpisodesArgs {
     pub chunk_steps: Option<u64>,
 }
 
+/// `traces` without the events tables of traces also given: a glob such as
+/// `DIR/rollout-*.jsonl` matches `rollout-0.events.jsonl` beside `rollout-0.jsonl`. An
+/// events table given alone is kept, and refused by the reader as not a trace.
+fn without_their_events_tables(traces: &[PathBuf]) -> Vec<PathBuf> {
+    let given: std::collections::HashSet<&PathBuf> = traces.iter().collect();
+    traces
+        .iter()
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let beside = p.with_file_name(name.replacen(".events.", ".", 1));
+            !(crate::trace::is_events_table(p) && given.contains(&beside))
+        })
+        .cloned()
+        .collect()
+}
+
 /// Runs the command: writes the episodes and returns a one-paragraph summary to print.
 ///
 /// # Errors
@@ -37,6 +53,7 @@ pub fn run_cli(args: &EpisodesArgs) -> Result<String, EpisodeError> {
         chunk_steps: args.chunk_steps,
         advantage: args.advantage,
     };
-    let summary = export(&args.traces, &args.out, &options)?;
+    let traces = without_their_events_tables(&args.traces);
+    let summary = export(&traces, &args.out, &options)?;
     Ok(format!("Wrote {}: {summary}", args.out.display()))
 }

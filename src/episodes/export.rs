@@ -35,6 +35,8 @@ pub struct EpisodeReader {
     ready: VecDeque<Episode>,
     seen: HashSet<(String, u64)>,
     rollouts: HashMap<String, u64>,
+    /// The fork rollouts whose episode was started, to refuse a second.
+    fork_runs: HashSet<String>,
     torn: Vec<TornTail>,
     stopped: bool,
 }
@@ -43,6 +45,32 @@ struct Source {
     path: PathBuf,
     reader: TraceReader,
     row: u64,
+    /// The `fork` event of the file's events table, when the trace is a fork's rollout.
+    fork: Option<ForkOrigin>,
+}
+
+/// Where a fork's rollout came from: its group and its index in it.
+#[derive(Clone, Debug)]
+struct ForkOrigin {
+    run_id: String,
+    step: u64,
+    k: u64,
+}
+
+impl ForkOrigin {
+    /// The `fork` event of `trace`'s events table, if it has one.
+    fn of(trace: &Path) -> Option<Self> {
+        let events = crate::trace::find_events(trace)?;
+        crate::trace::EventReader::open(events)
+            .find(|e| e.event == crate::trace::FORK)
+            .and_then(|e| {
+                Some(ForkOrigin {
+                    run_id: e.run_id,
+                    step: e.start?,
+                    k: e.target?,
+                })
+            })
+    }
 }
 
 /// Where the env episode being read stands.
@@ -68,6 +96,7 @@ struct Pending {
     steps: Vec<Step>,
     signals: BTreeMap<String, f64>,
     regimes: Vec<String>,
+    fork: Option<ForkOrigin>,
 }
 
 impl EpisodeReader {
@@ -94,6 +123,7 @@ impl EpisodeReader {
             ready: VecDeque::new(),
             seen: HashSet::new(),
             rollouts: HashMap::new(),
+            fork_runs: HashSet::new(),
             torn: Vec::new(),
             stopped: false,
         })
@@ -110,6 +140,7 @@ impl EpisodeReader {
                 let path = self.files.next()?;
                 self.source = Some(Source {
                     reader: TraceReader::open(&[&path]),
+                    fork: ForkOrigin::of(&path),
                     path,
                     row: 0,
                 });
@@ -151,6 +182,13 @@ impl EpisodeReader {
                 step: row.step,
             });
         };
+        if row.task.contains(':') {
+            let message = format!(
+                "task `{}` contains `:`; rLLM takes an episode's task id up to the first `:`, so its groups would be wrong: rename the world's task",
+                row.task
+            );
+            return Err(self.inconsistent(message));
+        }
         let continues = self
             .cursor
             .as_ref()
@@ -192,6 +230,21 @@ impl EpisodeReader {
                 chunks: 0,
             });
         }
+        let fork = self
+            .source
+            .as_ref()
+            .and_then(|s| s.fork.clone())
+            .filter(|f| f.run_id == row.run_id);
+        if let Some(f) = &fork
+            && self.pending.is_none()
+            && !self.fork_runs.insert(row.run_id.clone())
+        {
+            let message = format!(
+                "fork rollout `{}` (k = {}) has more than one episode (its world ended an episode, or --chunk-steps cut it); a fork's group compares whole rollouts: export it without --chunk-steps, or fork fewer --steps",
+                row.run_id, f.k
+            );
+            return Err(self.inconsistent(message));
+        }
         let Some(cursor) = self.cursor.as_mut() else {
             return Ok(());
         };
@@ -201,7 +254,7 @@ impl EpisodeReader {
         let reason = TerminationReason::from_flags(row.terminated, row.truncated);
         let pending = self
             .pending
-            .get_or_insert_with(|| Pending::start(&row, cursor.chunks));
+            .get_or_insert_with(|| Pending::start(&row, cursor.chunks, fork));
         pending.push(row, obs, action);
         let full = self
             .chunk_steps
@@ -235,7 +288,7 @@ fn gap(c: &Cursor, row: &TraceRow) -> Option<String> {
 }
 
 impl Pending {
-    fn start(row: &TraceRow, chunk: u64) -> Self {
+    fn start(row: &TraceRow, chunk: u64, fork: Option<ForkOrigin>) -> Self {
         Pending {
             run_id: row.run_id.clone(),
             seed: row.seed,
@@ -248,6 +301,7 @@ impl Pending {
             steps: Vec::new(),
             signals: BTreeMap::new(),
             regimes: Vec::new(),
+            fork,
         }
     }
 
@@ -294,9 +348,16 @@ fn finish(
     reason: TerminationReason,
     rollouts: &mut HashMap<String, u64>,
 ) -> Episode {
-    let next = rollouts.entry(p.task.clone()).or_insert(0);
-    let rollout_idx = *next;
-    *next += 1;
+    // A fork's rollouts are one group, `<task>@s<step>`, indexed by their k.
+    let (task_id, rollout_idx) = match &p.fork {
+        Some(f) => (crate::fork::fork_task(&p.task, f.step), f.k),
+        None => {
+            let next = rollouts.entry(p.task.clone()).or_insert(0);
+            let idx = *next;
+            *next += 1;
+            (p.task.clone(), idx)
+        }
+    };
     let mut to_go = 0.0;
     for s in p.steps.iter_mut().rev() {
         to_go += s.reward;
@@ -314,7 +375,7 @@ fn finish(
         signals: p.signals,
         metadata: BTreeMap::from([("algorithm_id".into(), Value::from(p.algorithm_id.as_str()))]),
     };
-    let metadata = BTreeMap::from([
+    let mut metadata = BTreeMap::from([
         ("run_id".to_string(), Value::from(p.run_id.as_str())),
         ("seed".into(), Value::from(p.seed)),
         ("algorithm_id".into(), Value::from(p.algorithm_id)),
@@ -331,8 +392,12 @@ fn finish(
         ),
         ("regimes".into(), Value::from(p.regimes)),
     ]);
+    if let Some(f) = &p.fork {
+        metadata.insert("fork_step".into(), Value::from(f.step));
+        metadata.insert("fork_rollout".into(), Value::from(f.k));
+    }
     Episode {
-        id: Episode::make_id(&p.task, rollout_idx),
+        id: Episode::make_id(&task_id, rollout_idx),
         task,
         termination_reason: reason,
         is_correct: false,

@@ -38,6 +38,14 @@ pub trait Agent<E: Env + ?Sized> {
         let _ = window;
     }
 
+    /// Replaces the agent's random stream with the one of the run seeded with `seed`
+    /// (as if built with that seed), keeping everything it learned: a fork's rollouts of
+    /// one saved agent then draw different actions. An agent that draws randomness
+    /// implements it; the default does nothing (a deterministic agent).
+    fn reseed(&mut self, seed: u64) {
+        let _ = seed;
+    }
+
     /// Everything needed to continue this agent exactly (weights, random stream), for
     /// checkpoints. The default says the agent has no checkpoints.
     ///
@@ -186,6 +194,10 @@ impl<E: Env + ?Sized, A: Agent<E> + ?Sized> Agent<E> for Box<A> {
 
     fn update(&mut self, window: &Window<E::Obs, E::Action>) {
         (**self).update(window)
+    }
+
+    fn reseed(&mut self, seed: u64) {
+        (**self).reseed(seed)
     }
 
     fn save_state(&self) -> Result<serde_json::Value, String> {

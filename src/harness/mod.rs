@@ -21,12 +21,16 @@
 //! everything a run needs to continue, so a killed run resumes to the same trace, byte for
 //! byte.
 //!
+//! Snapshots ([`Snapshot`], [`Harness::snapshot`], [`Harness::restore`]) save the same
+//! run state without the trace, so a fresh run (a fork) continues the world from there.
+//!
 //! Seeds: from the run seed, the world's `reset` seed of episode `k` is
 //! `seed::derive(seed, Stream::World, k)`; the scheduler and the agent get their own streams.
 
 mod agent;
 mod checkpoint;
 mod run;
+mod snapshot;
 
 pub use crate::trace::RunIdentity;
 pub use agent::{Agent, Window};
@@ -34,4 +38,7 @@ pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan, seal_of};
 pub use run::{
     DynHarness, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StepOutcome,
     StopReason, episode_seed,
+};
+pub use snapshot::{
+    AgentStart, DynRestored, SNAPSHOT_VERSION, SavedAgent, Snapshot, SnapshotError,
 };

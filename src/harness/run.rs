@@ -263,10 +263,22 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     ///
     /// [`HarnessError::Checkpoint`] when a saved part does not fit the env or agent.
     pub fn resume(
+        env: E,
+        agent: A,
+        checkpoint: Checkpoint,
+        sink: Option<Box<dyn TraceSink>>,
+    ) -> Result<Self, HarnessError> {
+        Self::resume_parts(env, agent, checkpoint, sink, true)
+    }
+
+    /// [`Harness::resume`]; without `load_agent` the agent is kept as built and the
+    /// checkpoint's agent state is not read (a fork with another agent).
+    pub(super) fn resume_parts(
         mut env: E,
         mut agent: A,
         checkpoint: Checkpoint,
         sink: Option<Box<dyn TraceSink>>,
+        load_agent: bool,
     ) -> Result<Self, HarnessError> {
         let bad = |what: &str, e: String| {
             HarnessError::Checkpoint(format!("the saved {what} does not fit: {e}"))
@@ -284,9 +296,11 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             validate_conditions(&params, &regime.conditions)
                 .map_err(|e| bad(&format!("regime `{}`", regime.label), e.to_string()))?;
         }
-        agent
-            .load_state(checkpoint.agent)
-            .map_err(|e| bad("agent", e))?;
+        if load_agent {
+            agent
+                .load_state(checkpoint.agent)
+                .map_err(|e| bad("agent", e))?;
+        }
         let obs: Option<E::Obs> = serde_json::from_value(checkpoint.obs)
             .map_err(|e| bad("observation", e.to_string()))?;
         let window: Window<E::Obs, E::Action> =
@@ -337,19 +351,39 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         let Some(plan) = self.checkpoint.as_ref() else {
             return Ok(());
         };
+        let (meta, path) = (plan.meta.clone(), plan.path.clone());
         let (trace_bytes, trace_tail, trace_digest) = match self.sink.as_mut() {
             Some(sink) => (sink.sync()?, sink.tail()?, sink.digest()),
             None => (None, None, None),
         };
         let events_at = self.events.as_mut().map(EventWriter::sync).transpose()?;
         let events_digest = self.events.as_ref().map(EventWriter::digest);
+        let agent = self.agent.save_state().map_err(HarnessError::Checkpoint)?;
+        let ckpt = Checkpoint {
+            trace_bytes,
+            trace_tail,
+            events_at,
+            trace_digest,
+            events_digest,
+            ..self.to_checkpoint(meta, agent)?
+        };
+        ckpt.write(&path).map_err(HarnessError::Checkpoint)
+    }
+
+    /// The run as it stands, as a checkpoint without trace positions, holding `agent` as
+    /// the agent's state.
+    pub(super) fn to_checkpoint(
+        &self,
+        meta: serde_json::Value,
+        agent: serde_json::Value,
+    ) -> Result<Checkpoint, HarnessError> {
         let ckpt_err = |e: String| HarnessError::Checkpoint(e);
         let value = |v: Result<serde_json::Value, serde_json::Error>| {
             v.map_err(|e| ckpt_err(e.to_string()))
         };
-        let ckpt = Checkpoint {
+        Ok(Checkpoint {
             version: CHECKPOINT_VERSION,
-            meta: plan.meta.clone(),
+            meta,
             identity: self.identity.clone(),
             config: self.config.clone(),
             step: self.state.step,
@@ -363,15 +397,19 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             stopped: self.state.stopped,
             scheduler: self.scheduler.clone(),
             env: self.env.save_state().map_err(|e| ckpt_err(e.to_string()))?,
-            agent: self.agent.save_state().map_err(ckpt_err)?,
-            trace_bytes,
-            trace_tail,
-            events_at,
-            trace_digest,
-            events_digest,
+            agent,
+            trace_bytes: None,
+            trace_tail: None,
+            events_at: None,
+            trace_digest: None,
+            events_digest: None,
             seal: None,
-        };
-        ckpt.write(&plan.path).map_err(ckpt_err)
+        })
+    }
+
+    /// The events table, once the trace is open.
+    pub(super) fn events_mut(&mut self) -> Option<&mut EventWriter> {
+        self.events.as_mut()
     }
 
     /// Sets the regime scheduler.

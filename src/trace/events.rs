@@ -67,6 +67,9 @@ pub const REGIME_SHIFT: &str = "regime_shift";
 pub const FAILURE: &str = "failure";
 /// `event` of an episode end.
 pub const EPISODE_END: &str = "episode_end";
+/// `event` of a fork's first step: `kind` is the run it was forked from, `start` the
+/// step, `target` the rollout's index in the fork.
+pub const FORK: &str = "fork";
 
 /// One row of the events table; the columns that do not apply to `event` are `None`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,7 +79,7 @@ pub struct EventRow {
     pub run_id: String,
     /// The trace row the event belongs to.
     pub step: u64,
-    /// [`REGIME_SHIFT`], [`FAILURE`] or [`EPISODE_END`].
+    /// [`REGIME_SHIFT`], [`FAILURE`], [`EPISODE_END`] or [`FORK`].
     pub event: String,
     /// Shift: the label before.
     pub from_regime: Option<String>,
@@ -84,11 +87,12 @@ pub struct EventRow {
     pub to_regime: Option<String>,
     /// Shift: what caused it (`scheduled`, `stochastic`, `manual`).
     pub origin: Option<String>,
-    /// Failure: its kind (e.g. `dock_breakdown`).
+    /// Failure: its kind (e.g. `dock_breakdown`). Fork: the source run id.
     pub kind: Option<String>,
-    /// Failure: the id of the thing hit; `None` for a failure of the whole world.
+    /// Failure: the id of the thing hit; `None` for a failure of the whole world. Fork:
+    /// the rollout's index.
     pub target: Option<u64>,
-    /// Failure: world time it started (the enterprise world's hour).
+    /// Failure: world time it started (the enterprise world's hour). Fork: the step.
     pub start: Option<u64>,
     /// Failure: how long it lasts, in world time.
     pub duration: Option<u64>,
@@ -161,6 +165,17 @@ impl EventRow {
         }
     }
 
+    /// The first step `step` of run `run_id`, rollout `k` of a fork of run
+    /// `source_run_id` at that step.
+    pub fn fork(run_id: &str, step: u64, source_run_id: &str, k: u64) -> Self {
+        EventRow {
+            kind: Some(source_run_id.to_string()),
+            target: Some(k),
+            start: Some(step),
+            ..Self::blank(run_id, step, FORK)
+        }
+    }
+
     /// What the row says besides its step, in a few words (for tables).
     pub fn detail(&self) -> String {
         let s = |o: &Option<String>| o.as_deref().unwrap_or("-").to_string();
@@ -177,6 +192,12 @@ impl EventRow {
                 self.target.map_or("-".into(), |t| t.to_string()),
                 self.start.map_or("-".into(), |t| t.to_string()),
                 self.duration.map_or("-".into(), |t| t.to_string()),
+            ),
+            FORK => format!(
+                "rollout {} of {} at step {}",
+                self.target.map_or("-".into(), |t| t.to_string()),
+                s(&self.kind),
+                self.start.map_or("-".into(), |t| t.to_string()),
             ),
             _ => format!(
                 "episode {} terminated {} truncated {}",

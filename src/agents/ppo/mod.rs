@@ -912,6 +912,10 @@ where
         self.learn(window, 0, self.params.lr);
     }
 
+    fn reseed(&mut self, seed: u64) {
+        self.rng = crate::seed::rng(seed, crate::seed::Stream::Agent);
+    }
+
     fn save_state(&self) -> Result<serde_json::Value, String> {
         serde_json::to_value(self).map_err(|e| e.to_string())
     }

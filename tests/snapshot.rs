@@ -1,0 +1,180 @@
+//! Snapshots in the library: a restored run continues exactly where the saved one would
+//! have, forks of one snapshot meet the same world, and a tampered snapshot is refused.
+
+mod common;
+
+use common::{Scratch, Still};
+use perennial::agents::{BaseStockAgent, RandomAgent};
+use perennial::harness::{AgentStart, Harness, HarnessConfig, Snapshot, SnapshotError};
+use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
+use perennial::prelude::*;
+use perennial::trace::TraceFormat;
+
+fn warehouse() -> Morpheus {
+    Morpheus::new(MorpheusConfig::default(), default_reward_spec()).unwrap()
+}
+
+fn cartpole() -> CartPole {
+    CartPole::new(CartPoleParams::default())
+}
+
+fn config(steps: u64) -> HarnessConfig {
+    HarnessConfig {
+        steps,
+        auto_reset: true,
+        record_transitions: true,
+        window_steps: 64,
+    }
+}
+
+/// The trace's lines from the row of step `from` on, with the run id blanked.
+fn rows_from(path: &std::path::Path, from: u64, run_id: &str) -> Vec<String> {
+    let rows = common::read_rows(&[path]);
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with('{')).collect();
+    assert_eq!(lines.len(), rows.len());
+    rows.iter()
+        .zip(lines)
+        .filter(|(r, _)| r.step >= from)
+        .map(|(_, l)| l.replace(&format!("\"{run_id}\""), "\"RUN\""))
+        .collect()
+}
+
+/// Runs `steps` steps with a trace, takes a snapshot at `at`, and checks that a restored
+/// run writes the same rows after `at`, byte for byte apart from the run id.
+fn restored_run_repeats_the_rest<E, A>(env: impl Fn() -> E, agent: impl Fn() -> A, at: u64)
+where
+    E: Env + Shiftable,
+    A: perennial::harness::Agent<E>,
+{
+    let dir = Scratch::new(&format!("snapshot-{}", env().spec().id));
+    let (whole, forked) = (dir.join("whole.jsonl"), dir.join("forked.jsonl"));
+    let mut run = Harness::new(env(), agent(), 11)
+        .config(config(at + 300))
+        .run_id("whole")
+        .trace(&whole, TraceFormat::Jsonl);
+    run.advance(at).unwrap();
+    let snapshot = Snapshot::from_json(&run.snapshot().unwrap().to_json().unwrap()).unwrap();
+    assert_eq!(snapshot.step, at);
+    run.run().unwrap();
+    let mut restored = Harness::restore(
+        env(),
+        agent(),
+        &snapshot,
+        AgentStart::Saved { reseed: None },
+    )
+    .unwrap()
+    .config(config(at + 300))
+    .run_id("forked");
+    restored
+        .open_trace(&forked, TraceFormat::Jsonl, None)
+        .unwrap();
+    let summary = restored.run().unwrap();
+    assert_eq!(summary.steps, at + 300);
+    let (a, b) = (
+        rows_from(&whole, at, "whole"),
+        rows_from(&forked, at, "forked"),
+    );
+    assert_eq!(a.len(), 300);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn a_restored_cartpole_run_writes_the_same_rows_as_the_saved_one() {
+    let space = cartpole().spec().action_space.clone();
+    restored_run_repeats_the_rest(cartpole, || RandomAgent::new(space.clone(), 11), 137);
+}
+
+#[test]
+fn a_restored_warehouse_run_writes_the_same_rows_as_the_saved_one() {
+    let space = warehouse().spec().action_space.clone();
+    restored_run_repeats_the_rest(warehouse, || RandomAgent::new(space.clone(), 11), 500);
+}
+
+/// A snapshot of the warehouse after `at` steps of base-stock.
+fn warehouse_snapshot(at: u64) -> Snapshot {
+    let cfg = MorpheusConfig::default();
+    let agent = BaseStockAgent::new(&cfg, Default::default());
+    let mut run = Harness::new(warehouse(), agent, 5).config(config(at + 1));
+    run.advance(at).unwrap();
+    run.snapshot().unwrap()
+}
+
+#[test]
+fn random_forks_meet_the_same_demand_and_failures_and_act_differently() {
+    let snapshot = warehouse_snapshot(300);
+    let space = warehouse().spec().action_space.clone();
+    let mut outcomes = Vec::new();
+    for k in 0..8u64 {
+        let agent = RandomAgent::new(space.clone(), 100 + k);
+        let mut fork = Harness::restore(warehouse(), agent, &snapshot, AgentStart::Fresh)
+            .unwrap()
+            .config(config(500));
+        let mut demand = Vec::new();
+        while fork.steps_done() < 500 {
+            fork.advance(1).unwrap();
+            demand.push(fork.env().counters().unwrap().totals.demand_offered);
+        }
+        let reward = fork.summary().total_reward;
+        outcomes.push((demand, fork.env().failure_log(), reward));
+    }
+    for (demand, failures, reward) in &outcomes[1..] {
+        assert_eq!(
+            demand, &outcomes[0].0,
+            "the demand offered differs between forks"
+        );
+        assert_eq!(
+            failures, &outcomes[0].1,
+            "the failures differ between forks"
+        );
+        assert_ne!(reward.to_bits(), outcomes[0].2.to_bits());
+    }
+    assert!(
+        !outcomes[0].1.is_empty(),
+        "no failure in 200 hours: the test shows nothing"
+    );
+}
+
+#[test]
+fn a_tampered_snapshot_is_refused() {
+    let snapshot = warehouse_snapshot(50);
+    let json = snapshot.to_json().unwrap();
+    let edited = json.replacen("\"step\":50", "\"step\":49", 1);
+    assert_ne!(edited, json);
+    let err = Snapshot::from_json(&edited).unwrap_err();
+    assert!(matches!(err, SnapshotError::Tampered { .. }), "{err}");
+    assert!(err.to_string().contains("edited or damaged"), "{err}");
+    let truncated = &json[..json.len() / 2];
+    assert!(matches!(
+        Snapshot::from_json(truncated).unwrap_err(),
+        SnapshotError::Format(_)
+    ));
+}
+
+#[test]
+fn a_snapshot_from_another_world_is_refused_before_anything_runs() {
+    let snapshot = warehouse_snapshot(20);
+    let space = cartpole().spec().action_space.clone();
+    let err = Harness::restore(
+        cartpole(),
+        RandomAgent::new(space, 0),
+        &snapshot,
+        AgentStart::Fresh,
+    )
+    .err()
+    .expect("a warehouse snapshot does not fit CartPole");
+    assert!(
+        err.to_string().contains("the saved world does not fit"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_world_without_checkpoints_cannot_be_snapshotted() {
+    let env = Still::new(cartpole().spec().clone(), |_| 1.0);
+    let space = env.spec().action_space.clone();
+    let mut run = Harness::new(env, RandomAgent::new(space, 0), 0).config(config(10));
+    run.advance(3).unwrap();
+    let err = run.snapshot().unwrap_err();
+    assert!(err.to_string().contains("checkpoint"), "{err}");
+}
