@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::reward::{Breakdown, Ceiling};
 
+mod check;
+pub use check::{CheckFailure, CheckOptions, CheckReport, Rule, check};
+
 /// A reinforcement-learning environment whose world may never end.
 ///
 /// # Rules for implementors

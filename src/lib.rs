@@ -22,6 +22,7 @@ pub mod regime;
 pub mod registry;
 pub mod reward;
 pub mod seed;
+pub mod session;
 pub mod sweep;
 pub mod trace;
 pub mod vector;

@@ -12,7 +12,7 @@ use perennial::seed::{self, Stream};
 use perennial::vector::{AutoresetMode, CartPoleVec, VecEnv, VecError, VecStep, VectorEnv};
 use perennial::world_file::WorldFile;
 
-use crate::world::World;
+use crate::world::build_world;
 use crate::{guarded, load_world};
 
 /// The vector behind a `make_vec` env: the structure-of-arrays [`CartPoleVec`] for a
@@ -84,7 +84,7 @@ impl Vector {
             )));
         }
         let envs = (0..self.num_envs)
-            .map(|_| World::build(&self.file))
+            .map(|_| build_world(&self.file))
             .collect::<Result<Vec<_>, _>>()
             .map_err(PyValueError::new_err)?;
         let mut v = VecEnv::new(envs, self.mode).map_err(vec_err)?;
@@ -136,7 +136,7 @@ impl Vector {
                     )));
                 }
             };
-            let world = World::build(&file).map_err(PyValueError::new_err)?;
+            let world = build_world(&file).map_err(PyValueError::new_err)?;
             let (obs_len, action_space) = (
                 world.spec().observation_space.len(),
                 world.spec().action_space.clone(),

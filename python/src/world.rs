@@ -1,28 +1,23 @@
 //! The adapter between Python and the core crate: a world built from a world file, and a
 //! run driven one externally supplied action at a time.
 //!
-//! This is the one module that knows how the core crate builds worlds and runs them. A
-//! [`Run`] is what `perennial run` does with an agent, with the agent replaced by the
-//! caller: the world file's regimes shift on the scheduler's step axis, the episode seeds
-//! come from [`seed::derive`] on the run seed, and every step becomes one trace row written
-//! by the core crate's trace writer. The replay tests in `python/tests/` check that the
+//! A [`Run`] is what `perennial run` does with an agent, with the agent replaced by the
+//! caller: a [`Session`] (the core crate's run core, the one place a step is taken and
+//! recorded) over the world the file's kind builds through the [`Registry`], so the
+//! world file's regimes shift on the scheduler's step axis, the episode seeds come from the
+//! run seed as in the harness, and every step becomes one trace row. The replay tests in `python/tests/` check that the
 //! bytes match `perennial run` for the same seed, run id and actions.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
-use perennial::cartpole::{CartPole, CartPoleParams};
-use perennial::env::{Env, EnvError, EnvSpec, Transition, WorldEvent, check_step};
-use perennial::morpheus::{Morpheus, MorpheusConfig};
-use perennial::regime::{
-    Conditions, Notification, NotifyLevel, Origin, ParamInfo, Plan, RegimeError, Scheduler,
-    Shiftable, apply_over_baseline,
-};
-use perennial::reward::{Breakdown, Ceiling};
+use perennial::dyn_env::DynEnv;
+use perennial::env::{Env, EnvError, EnvSpec, check_step};
+use perennial::regime::{Notification, NotifyLevel, Origin, Plan};
+use perennial::registry::Registry;
+use perennial::reward::Breakdown;
 use perennial::seed::{self, Stream};
-use perennial::trace::{
-    self, EventRow, EventWriter, RowRecord, RunIdentity, TraceFormat, TraceSink,
-};
+use perennial::session::{Session, StepError};
+use perennial::trace::{self, RunIdentity, TraceFormat};
 use perennial::world_file::{WorldFile, WorldFileError};
 
 /// The world files shipped with the crate, compiled into the extension so an installed
@@ -75,114 +70,9 @@ pub fn load(world: &str) -> Result<WorldFile, WorldFileError> {
 /// every row but the last few hundred.
 const FLUSH_EVERY: u64 = 256;
 
-/// Any world a world file can describe, behind one type.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "a run holds one World; CartPole stays inline on the per-step path"
-)]
-pub enum World {
-    /// Gymnasium's CartPole-v1.
-    CartPole(CartPole),
-    /// The persistent enterprise world.
-    Morpheus(Box<Morpheus>),
-}
-
-impl World {
-    /// Builds the world a loaded world file describes, with its reward specification.
-    pub fn build(file: &WorldFile) -> Result<Self, String> {
-        if let Some(params) = file.params::<CartPoleParams>() {
-            return Ok(World::CartPole(CartPole::new(params.clone())));
-        }
-        if let Some(config) = file.params::<MorpheusConfig>() {
-            let reward = file
-                .reward_spec()
-                .unwrap_or_else(perennial::morpheus::default_reward_spec);
-            return Morpheus::new(config.clone(), reward)
-                .map(|m| World::Morpheus(Box::new(m)))
-                .map_err(|e| format!("{}: {e}", file.path.display()));
-        }
-        Err(format!(
-            "{}: world kind `{}` is not available from Python; the package builds the kinds `cartpole` and `morpheus`",
-            file.path.display(),
-            file.kind()
-        ))
-    }
-}
-
-impl Env for World {
-    type Obs = Vec<f32>;
-    type Action = usize;
-
-    fn spec(&self) -> &EnvSpec {
-        match self {
-            World::CartPole(e) => e.spec(),
-            World::Morpheus(e) => e.spec(),
-        }
-    }
-
-    fn reset(&mut self, seed: u64) -> Vec<f32> {
-        match self {
-            World::CartPole(e) => e.reset(seed).to_vec(),
-            World::Morpheus(e) => e.reset(seed),
-        }
-    }
-
-    fn step(&mut self, action: &usize) -> Result<Transition<Vec<f32>>, EnvError> {
-        match self {
-            World::CartPole(e) => e.step(action).map(|t| Transition {
-                observation: t.observation.to_vec(),
-                reward: t.reward,
-                terminated: t.terminated,
-                truncated: t.truncated,
-                breakdown: t.breakdown,
-            }),
-            World::Morpheus(e) => e.step(action),
-        }
-    }
-
-    fn ceiling(&self) -> Option<Ceiling> {
-        match self {
-            World::CartPole(e) => e.ceiling(),
-            World::Morpheus(e) => e.ceiling(),
-        }
-    }
-
-    fn expected_bound(&self) -> Option<f64> {
-        match self {
-            World::CartPole(e) => e.expected_bound(),
-            World::Morpheus(e) => e.expected_bound(),
-        }
-    }
-
-    fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {
-        match self {
-            World::CartPole(e) => e.drain_events(out),
-            World::Morpheus(e) => e.drain_events(out),
-        }
-    }
-}
-
-impl Shiftable for World {
-    fn parameters(&self) -> Vec<ParamInfo> {
-        match self {
-            World::CartPole(e) => e.parameters(),
-            World::Morpheus(e) => e.parameters(),
-        }
-    }
-
-    fn get(&self, name: &str) -> Option<f64> {
-        match self {
-            World::CartPole(e) => e.get(name),
-            World::Morpheus(e) => e.get(name),
-        }
-    }
-
-    fn set(&mut self, name: &str, value: f64) -> Result<(), RegimeError> {
-        match self {
-            World::CartPole(e) => e.set(name, value),
-            World::Morpheus(e) => e.set(name, value),
-        }
-    }
+/// Builds the world a loaded world file describes, through the built-in registry.
+pub fn build_world(file: &WorldFile) -> Result<Box<dyn DynEnv>, String> {
+    perennial::dyn_env::build(file, Registry::shared_builtin()).map_err(|e| e.to_string())
 }
 
 /// Where a run's rows go and how.
@@ -219,33 +109,18 @@ pub struct StepOut<'a> {
 /// without a seed starts the next episode; `reset` with a seed starts the run afresh.
 pub struct Run {
     file: WorldFile,
-    world: World,
-    scheduler: Scheduler,
-    /// The world's parameters before any regime: a regime's conditions override these.
-    baseline: Conditions,
-    identity: RunIdentity,
+    session: Session<Box<dyn DynEnv>>,
     trace: Option<TraceTarget>,
     /// The trace `close` finished: a closed traced run takes no more steps.
     closed_trace: Option<std::path::PathBuf>,
-    sink: Option<Box<dyn TraceSink>>,
-    /// The events table beside the trace, as `perennial run` writes it.
-    events: Option<EventWriter>,
     /// The run manifest beside the trace and where it is written.
     manifest: Option<(std::path::PathBuf, trace::Manifest)>,
     /// Why the run failed, for the manifest's exit status.
     failure: Option<String>,
-    world_events: Vec<WorldEvent>,
-    step: u64,
-    episode: u64,
-    episode_step: u64,
-    obs: Vec<f32>,
     breakdown: Option<Breakdown>,
     /// What the last step told the agent: set on the first step of a new regime when the
     /// notify level is not `none`, cleared by every other step and by `reset`.
     notification: Option<Notification>,
-    started: bool,
-    ended: bool,
-    action_json: String,
 }
 
 /// What can go wrong in a run, already worded for the user.
@@ -255,6 +130,17 @@ pub enum RunError {
     Usage(String),
     /// The world, a regime or the trace failed.
     Failed(String),
+}
+
+impl From<StepError> for RunError {
+    fn from(e: StepError) -> Self {
+        match e {
+            StepError::Env { .. }
+            | StepError::NotStarted { .. }
+            | StepError::EpisodeEnded { .. } => RunError::Usage(e.to_string()),
+            _ => RunError::Failed(e.to_string()),
+        }
+    }
 }
 
 impl Run {
@@ -269,7 +155,7 @@ impl Run {
         trace: Option<TraceTarget>,
         notify: Option<NotifyLevel>,
     ) -> Result<Self, RunError> {
-        let world = World::build(&file).map_err(RunError::Failed)?;
+        let world = build_world(&file).map_err(RunError::Failed)?;
         let task = world.spec().id.clone();
         let identity = RunIdentity {
             run_id: run_id.unwrap_or_else(|| format!("{task}-{algorithm_id}-seed{seed}")),
@@ -281,29 +167,17 @@ impl Run {
         let scheduler = file
             .scheduler(seed::derive(seed, Stream::Scheduler, 0))
             .map_err(|e| RunError::Failed(e.to_string()))?;
-        let baseline = world.snapshot();
+        let mut session = Session::new(world, scheduler, identity);
+        session.set_record_transitions(trace.as_ref().is_some_and(|t| t.record_transitions));
         let mut run = Run {
             file,
-            world,
-            scheduler,
-            baseline,
-            identity,
+            session,
             trace,
             closed_trace: None,
-            sink: None,
-            events: None,
             manifest: None,
             failure: None,
-            world_events: Vec::new(),
-            step: 0,
-            episode: 0,
-            episode_step: 0,
-            obs: Vec::new(),
             breakdown: None,
             notification: None,
-            started: false,
-            ended: false,
-            action_json: String::new(),
         };
         run.open_trace()?;
         Ok(run)
@@ -317,25 +191,17 @@ impl Run {
             std::fs::create_dir_all(dir)
                 .map_err(|e| RunError::Usage(format!("{}: {e}", dir.display())))?;
         }
-        let columns = trace::TraceColumns::for_env(&self.world, t.record_transitions);
-        let mut sink = trace::create(&t.path, t.format, &self.identity, &columns)
+        self.session
+            .open_trace(&t.path, t.format, None, 0, t.part_interval)
             .map_err(|e| RunError::Usage(e.to_string()))?;
-        let events = trace::events_path(&t.path, t.format);
-        let mut events =
-            EventWriter::create(&events, t.format).map_err(|e| RunError::Usage(e.to_string()))?;
-        if let Some(every) = t.part_interval {
-            sink.set_part_interval(every);
-            events.set_part_interval(every);
-        }
         let (path, manifest) = self.start_manifest(t);
         manifest
             .write(&path)
             .map_err(|e| RunError::Usage(e.to_string()))?;
-        if let Ok(json) = serde_json::to_string(&manifest) {
+        if let (Ok(json), Some(sink)) = (serde_json::to_string(&manifest), self.session.sink_mut())
+        {
             sink.attach_manifest(&json);
         }
-        self.sink = Some(sink);
-        self.events = Some(events);
         self.manifest = Some((path, manifest));
         Ok(())
     }
@@ -343,7 +209,7 @@ impl Run {
     /// The run manifest as `perennial run` writes it, with the Python env's options in place
     /// of the command line's.
     fn start_manifest(&self, t: &TraceTarget) -> (std::path::PathBuf, trace::Manifest) {
-        let id = &self.identity;
+        let id = self.session.identity();
         let options = serde_json::json!({
             "interface": "python",
             "world": self.file.path,
@@ -384,7 +250,7 @@ impl Run {
             return Ok(());
         };
         manifest.ended_at = Some(trace::utc_now());
-        manifest.steps_done = self.step;
+        manifest.steps_done = self.session.counters().step;
         manifest.exit_status = match &self.failure {
             Some(e) => format!("failed: {e}"),
             None => "completed".into(),
@@ -401,22 +267,24 @@ impl Run {
 
     /// The world's spec.
     pub fn spec(&self) -> &EnvSpec {
-        self.world.spec()
+        self.session.env().spec()
     }
 
     /// The run's identity columns.
     pub fn identity(&self) -> &RunIdentity {
-        &self.identity
+        self.session.identity()
     }
 
     /// The regime label in force and its origin.
     pub fn regime(&self) -> (&str, Origin) {
-        (self.scheduler.label(), self.scheduler.origin())
+        let scheduler = self.session.scheduler();
+        (scheduler.label(), scheduler.origin())
     }
 
     /// Steps taken in the run, episode index and step within the episode.
     pub fn counters(&self) -> (u64, u64, u64) {
-        (self.step, self.episode, self.episode_step)
+        let c = self.session.counters();
+        (c.step, c.episode, c.episode_step)
     }
 
     /// Destroys the world and builds the next episode (`seed` = `None`) or starts the run
@@ -429,29 +297,23 @@ impl Run {
     pub fn reset(&mut self, seed: Option<u64>) -> Result<&[f32], RunError> {
         self.check_open()?;
         if let Some(s) = seed {
-            if self.sink.is_some() && self.step > 0 {
+            let step = self.session.counters().step;
+            if self.session.sink_mut().is_some() && step > 0 {
                 return Err(RunError::Usage(format!(
-                    "reset(seed={s}) on a traced env that already took {} steps: a trace holds one run with one seed (here {}); reset without a seed to start the next episode, or make a new env with seed={s} and its own trace",
-                    self.step, self.identity.seed
+                    "reset(seed={s}) on a traced env that already took {step} steps: a trace holds one run with one seed (here {}); reset without a seed to start the next episode, or make a new env with seed={s} and its own trace",
+                    self.session.identity().seed
                 )));
             }
             self.restart(s)?;
         }
-        if self.started {
-            self.episode += 1;
-        } else {
-            self.start()?;
-        }
-        self.episode_step = 0;
-        self.ended = false;
         self.breakdown = None;
         self.notification = None;
-        self.obs = self.world.reset(seed::derive(
-            self.identity.seed,
-            Stream::World,
-            self.episode,
-        ));
-        Ok(&self.obs)
+        if self.session.observation().is_some() {
+            self.session.next_episode();
+        } else {
+            self.session.start()?;
+        }
+        Ok(self.session.observation().map_or(&[], Vec::as_slice))
     }
 
     /// A traced run that `close` finished takes no more steps: they would not be recorded.
@@ -467,27 +329,19 @@ impl Run {
 
     /// Forgets the run so far and makes `seed` its seed, as a new run would.
     fn restart(&mut self, seed: u64) -> Result<(), RunError> {
-        let default_id = format!(
-            "{}-{}-seed{}",
-            self.identity.task, self.identity.algorithm_id, self.identity.seed
-        );
-        if self.identity.run_id == default_id {
-            self.identity.run_id = format!(
-                "{}-{}-seed{seed}",
-                self.identity.task, self.identity.algorithm_id
-            );
+        let id = self.session.identity_mut();
+        let default_id = format!("{}-{}-seed{}", id.task, id.algorithm_id, id.seed);
+        if id.run_id == default_id {
+            id.run_id = format!("{}-{}-seed{seed}", id.task, id.algorithm_id);
         }
-        self.identity.seed = seed;
-        self.scheduler = self
+        let scheduler = self
             .file
             .scheduler(seed::derive(seed, Stream::Scheduler, 0))
             .map_err(|e| RunError::Failed(e.to_string()))?;
-        self.started = false;
-        self.step = 0;
-        self.episode = 0;
-        if self.sink.take().is_some() {
+        self.session.restart(seed, scheduler);
+        if self.session.sink_mut().is_some() {
             // No row was written: the file is recreated with the new identity.
-            self.events = None;
+            self.session.detach_trace();
             if let Some((path, _)) = self.manifest.take() {
                 let _ = std::fs::remove_file(path);
             }
@@ -496,32 +350,20 @@ impl Run {
         Ok(())
     }
 
-    /// Puts the initial regime in force, as the harness does before its first step.
-    fn start(&mut self) -> Result<(), RunError> {
-        self.apply(0)?;
-        self.started = true;
-        self.episode = 0;
-        Ok(())
-    }
-
-    fn apply(&mut self, step: u64) -> Result<(), RunError> {
-        apply_over_baseline(&mut self.world, &self.baseline, self.scheduler.regime())
-            .map_err(|e| RunError::Failed(format!("step {step}: {e}")))
-    }
-
     /// Under a manual plan, makes `label` the regime from the next step on.
     ///
     /// # Errors
     ///
     /// [`RunError::Usage`] for an unknown label or a plan that is not manual.
     pub fn shift(&mut self, label: &str) -> Result<(), RunError> {
-        if !matches!(self.scheduler.plan(), Plan::Manual) {
+        if !matches!(self.session.scheduler().plan(), Plan::Manual) {
             return Err(RunError::Usage(format!(
                 "shift(\"{label}\"): {} is not a manual plan: its regimes shift on their own schedule; give the world file `[schedule] plan = \"manual\"` to shift by hand",
                 self.file.path.display()
             )));
         }
-        self.scheduler
+        self.session
+            .scheduler_mut()
             .shift_to(label)
             .map_err(|e| RunError::Usage(e.to_string()))
     }
@@ -535,112 +377,45 @@ impl Run {
     /// the world, a regime or the trace fails (every earlier row is flushed).
     pub fn step(&mut self, action: usize) -> Result<StepOut<'_>, RunError> {
         self.check_open()?;
+        // Checked before the session moves, so a refused action makes no shift either.
         if let Err(e) = check_step(
-            self.started,
-            self.ended,
+            self.session.observation().is_some(),
+            self.session.episode_ended(),
             &action,
-            &self.world.spec().action_space,
+            &self.spec().action_space,
         ) {
             return Err(RunError::Usage(match e {
-                EnvError::InvalidAction { .. } => format!("step {}: {e}", self.step),
+                EnvError::InvalidAction { .. } => {
+                    format!("step {}: {e}", self.session.counters().step)
+                }
                 _ => e.to_string(),
             }));
         }
-        let (reward, terminated, truncated) = match self.step_inner(action) {
-            Ok(r) => r,
+        self.notification = None;
+        let stepped = match self.session.step(&action) {
+            Ok(t) => t,
             Err(e) => {
                 // Keep every complete row: the error is what the caller needs to see.
-                if let Some(sink) = self.sink.as_mut() {
-                    let _ = sink.flush();
-                }
+                let _ = self.session.flush();
+                let e = RunError::from(e);
                 if let RunError::Failed(msg) = &e {
                     self.failure = Some(msg.clone());
                 }
                 return Err(e);
             }
         };
-        Ok(StepOut {
-            obs: &self.obs,
-            reward,
-            terminated,
-            truncated,
-            breakdown: self.breakdown.as_ref(),
-        })
-    }
-
-    fn step_inner(&mut self, action: usize) -> Result<(f64, bool, bool), RunError> {
-        let step = self.step;
-        self.notification = None;
-        if self.scheduler.next_shift_due(step) {
-            let level = self.identity.notify;
-            if let Some(shift) = self.scheduler.shift_before(step, level, &self.baseline) {
-                self.notification = shift.notification;
-                self.apply(step)?;
-                if let Some(events) = self.events.as_mut() {
-                    let (run_id, from) = (&self.identity.run_id, &shift.from);
-                    events
-                        .write(EventRow::shift_made(run_id, step, from, &self.scheduler))
-                        .map_err(|e| RunError::Failed(format!("step {step}: {e}")))?;
-                }
-            }
-        }
-        let t = self
-            .world
-            .step(&action)
-            .map_err(|e| RunError::Usage(format!("step {step}: {e}")))?;
-        if !t.reward.is_finite() {
-            return Err(RunError::Failed(format!(
-                "step {step}: the world returned a non-finite reward ({}); every row before this step is in the trace",
-                t.reward
-            )));
-        }
-        let done = t.done();
-        if let Some(sink) = self.sink.as_mut() {
-            let record = self.trace.as_ref().is_some_and(|t| t.record_transitions);
-            if record {
-                self.action_json.clear();
-                // An action is an integer, written as serde_json writes it in the harness.
-                let _ = write!(self.action_json, "{action}");
-            }
-            let position = (step, self.episode, self.episode_step);
-            let (regime, origin) = (self.scheduler.label(), self.scheduler.origin());
-            sink.write_row(&RowRecord {
-                obs: record.then_some(self.obs.as_slice()),
-                action_json: record.then_some(self.action_json.as_str()),
-                ..RowRecord::of_step(position, &t, regime, origin, &self.world)
-            })
-            .map_err(|e| RunError::Failed(format!("step {step}: {e}")))?;
-        }
-        if let Some(events) = self.events.as_mut() {
-            let failed = |e: trace::TraceError| RunError::Failed(format!("step {step}: {e}"));
-            self.world.drain_events(&mut self.world_events);
-            for e in self.world_events.drain(..) {
-                events
-                    .write(EventRow::failure(&self.identity.run_id, step, &e))
-                    .map_err(failed)?;
-            }
-            if done {
-                let (run_id, episode) = (&self.identity.run_id, self.episode);
-                events
-                    .write(EventRow::episode_end(
-                        run_id,
-                        step,
-                        episode,
-                        t.terminated,
-                        t.truncated,
-                    ))
-                    .map_err(failed)?;
-            }
-        }
-        self.step += 1;
-        self.episode_step += 1;
-        self.ended = done;
-        self.obs = t.observation;
-        self.breakdown = t.breakdown;
-        if self.step.is_multiple_of(FLUSH_EVERY) {
+        self.notification = stepped.shift.and_then(|s| s.notification);
+        self.breakdown = stepped.breakdown;
+        if self.session.counters().step.is_multiple_of(FLUSH_EVERY) {
             self.flush()?;
         }
-        Ok((t.reward, t.terminated, t.truncated))
+        Ok(StepOut {
+            obs: self.session.observation().map_or(&[], Vec::as_slice),
+            reward: stepped.reward,
+            terminated: stepped.terminated,
+            truncated: stepped.truncated,
+            breakdown: self.breakdown.as_ref(),
+        })
     }
 
     /// What the last step told the agent about a regime shift: `Some` only on the first
@@ -655,15 +430,9 @@ impl Run {
     ///
     /// [`RunError::Failed`] when the file cannot be written.
     pub fn flush(&mut self) -> Result<(), RunError> {
-        if let Some(events) = self.events.as_mut() {
-            events
-                .flush()
-                .map_err(|e| RunError::Failed(e.to_string()))?;
-        }
-        match self.sink.as_mut() {
-            Some(sink) => sink.flush().map_err(|e| RunError::Failed(e.to_string())),
-            None => Ok(()),
-        }
+        self.session
+            .flush()
+            .map_err(|e| RunError::Failed(e.to_string()))
     }
 
     /// Flushes and closes the trace; the run takes no more rows.
@@ -673,11 +442,11 @@ impl Run {
     /// As [`Run::flush`].
     pub fn close(&mut self) -> Result<(), RunError> {
         let flushed = self.flush();
-        let closed = match self.events.take() {
-            Some(mut events) => events.close().map_err(|e| RunError::Failed(e.to_string())),
-            None => Ok(()),
-        };
-        self.sink = None;
+        let closed = self
+            .session
+            .close()
+            .map_err(|e| RunError::Failed(e.to_string()));
+        self.session.detach_trace();
         if let Some(t) = self.trace.take() {
             self.closed_trace = Some(t.path);
         }

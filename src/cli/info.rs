@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Failure;
+use crate::env::CheckOptions;
 use crate::regime::Plan;
 use crate::registry::Registry;
 use crate::world_file::WorldFile;
@@ -48,6 +49,25 @@ pub(super) fn check(registry: &Registry, path: &Path) -> Result<(), Failure> {
             .join(", "),
         plan_name(&world.plan),
         kind.agent_names().join(", ")
+    );
+    let report =
+        crate::env::check(|| kind.build_env(&world), &CheckOptions::default()).map_err(|e| {
+            Failure::input(format!(
+                "{}: the world breaks the Env contract: {e}",
+                path.display()
+            ))
+        })?;
+    let rules = |rules: &mut dyn Iterator<Item = String>| rules.collect::<Vec<_>>().join(", ");
+    let skipped = if report.skipped.is_empty() {
+        String::new()
+    } else {
+        let mut names = report.skipped.iter().map(|(r, why)| format!("{r} ({why})"));
+        format!("; not exercised: {}", rules(&mut names))
+    };
+    out!(
+        "{}: contract kept: {}{skipped}",
+        path.display(),
+        rules(&mut report.passed.iter().map(ToString::to_string))
     );
     Ok(())
 }

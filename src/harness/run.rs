@@ -8,13 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use super::agent::{Agent, Window};
 use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
-use crate::env::{Env, EnvError, Observation, WorldEvent};
-use crate::regime::{
-    Conditions, NotifyLevel, RegimeError, RegimeProbe, Scheduler, Shiftable, apply_over_baseline,
-    validate_conditions,
-};
+use crate::env::{Env, EnvError};
+use crate::regime::{NotifyLevel, RegimeError, RegimeProbe, Scheduler, Shiftable};
 use crate::seed::{self, Stream};
-use crate::trace::{EventRow, EventWriter, RowRecord, RunIdentity, TraceError, TraceSink};
+use crate::session::{Counters, Session, SessionState, StepError};
+use crate::trace::{EventWriter, RunIdentity, TraceError, TraceSink};
 
 /// How the harness drives a run. Build with `Default` and struct update syntax.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,6 +169,20 @@ impl From<TraceError> for HarnessError {
     }
 }
 
+impl From<StepError> for HarnessError {
+    fn from(e: StepError) -> Self {
+        match e {
+            StepError::Env { step, source } => HarnessError::Env { step, source },
+            StepError::NonFiniteReward { step, reward } => {
+                HarnessError::NonFiniteReward { step, reward }
+            }
+            StepError::Regime { step, source } => HarnessError::Regime { step, source },
+            StepError::Trace { step, source } => HarnessError::TraceAt { step, source },
+            other => HarnessError::Stopped { step: other.step() },
+        }
+    }
+}
+
 type Progress = Box<dyn FnMut(u64)>;
 
 /// Drives an agent in an env under a regime scheduler, writing one trace row per step.
@@ -191,23 +203,15 @@ type Progress = Box<dyn FnMut(u64)>;
 /// assert_eq!(summary.stop, StopReason::Budget);
 /// ```
 pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
-    env: E,
+    /// The run core: the world, its scheduler, its trace and its counters.
+    session: Session<E>,
     agent: A,
-    scheduler: Scheduler,
     config: HarnessConfig,
-    identity: RunIdentity,
-    sink: Option<Box<dyn TraceSink>>,
-    /// The events table, written beside the trace.
-    events: Option<EventWriter>,
-    /// The world's events of the step just taken, reused from step to step.
-    world_events: Vec<WorldEvent>,
     /// The events table's length a resumed run's checkpoint recorded.
     events_at: Option<u64>,
     progress: Option<Progress>,
     state: RunState<E::Obs, E::Action>,
     checkpoint: Option<CheckpointPlan>,
-    /// The action's JSON, reused from step to step.
-    action_json: Vec<u8>,
     /// The trace [`Harness::trace`] asked for, opened when the run starts.
     pending_trace: Option<(std::path::PathBuf, crate::trace::TraceFormat)>,
     interrupt: Option<&'static AtomicBool>,
@@ -215,8 +219,6 @@ pub struct Harness<E: Env + Shiftable, A: Agent<E>> {
     regime_probe: Option<RegimeProbe>,
     /// How often a flush cuts a Parquet part (see [`Harness::part_interval`]).
     part_interval: Option<std::time::Duration>,
-    /// The episodes' world seeds ([`episode_seed`]), drawn in order.
-    world_seeds: seed::Derived,
 }
 
 /// Steps between two progress callbacks.
@@ -234,24 +236,17 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             notify: NotifyLevel::None,
         };
         Harness {
-            env,
+            session: Session::new(env, Scheduler::stationary("default"), identity),
             agent,
-            scheduler: Scheduler::stationary("default"),
             config: HarnessConfig::default(),
-            identity,
-            sink: None,
-            events: None,
-            world_events: Vec::new(),
             events_at: None,
             progress: None,
             state: RunState::default(),
             checkpoint: None,
-            action_json: Vec::new(),
             pending_trace: None,
             interrupt: None,
             regime_probe: None,
             part_interval: None,
-            world_seeds: seed::Derived::new(seed, Stream::World),
         }
     }
 
@@ -274,8 +269,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// [`Harness::resume`]; without `load_agent` the agent is kept as built and the
     /// checkpoint's agent state is not read (a fork with another agent).
     pub(super) fn resume_parts(
-        mut env: E,
-        mut agent: A,
+        env: E,
+        agent: A,
         checkpoint: Checkpoint,
         sink: Option<Box<dyn TraceSink>>,
         load_agent: bool,
@@ -284,42 +279,46 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             HarnessError::Checkpoint(format!("the saved {what} does not fit: {e}"))
         };
         checkpoint.validate().map_err(HarnessError::Checkpoint)?;
-        env.load_state(checkpoint.env)
-            .map_err(|e| bad("world", e.to_string()))?;
-        // The baseline and every regime's conditions are applied at later shifts: check them
-        // against the world's parameter table now, so a tampered value is refused before the
-        // trace is touched, not many steps into the resumed run.
-        let params = env.parameters();
-        validate_conditions(&params, &checkpoint.baseline)
-            .map_err(|e| bad("baseline", e.to_string()))?;
-        for regime in checkpoint.scheduler.regimes() {
-            validate_conditions(&params, &regime.conditions)
-                .map_err(|e| bad(&format!("regime `{}`", regime.label), e.to_string()))?;
-        }
+        // Start from a new harness, so the per-run transient parts (progress, probes, the
+        // events sink) start as they do in `new`, and put the saved run in place. The
+        // session checks the baseline and every regime against the world's parameter table
+        // as it restores, so a tampered value is refused before the trace is touched, not
+        // many steps into the resumed run.
+        let mut harness = Harness::new(env, agent, checkpoint.identity.seed);
+        harness
+            .session
+            .restore(SessionState {
+                identity: checkpoint.identity,
+                counters: Counters {
+                    step: checkpoint.step,
+                    episode: checkpoint.episode,
+                    episode_step: checkpoint.episode_step,
+                },
+                scheduler: checkpoint.scheduler,
+                baseline: checkpoint.baseline,
+                env: checkpoint.env,
+                obs: checkpoint.obs,
+                // A checkpoint is never written between an episode end and the next
+                // episode: with auto-reset off the run has stopped there.
+                ended: false,
+            })
+            .map_err(|e| HarnessError::Checkpoint(e.to_string()))?;
         if load_agent {
-            agent
+            harness
+                .agent
                 .load_state(checkpoint.agent)
                 .map_err(|e| bad("agent", e))?;
         }
-        let obs: Option<E::Obs> = serde_json::from_value(checkpoint.obs)
-            .map_err(|e| bad("observation", e.to_string()))?;
         let window: Window<E::Obs, E::Action> =
             serde_json::from_value(checkpoint.window).map_err(|e| bad("window", e.to_string()))?;
-        // Start from a new harness, so the per-run transient parts (progress, probes, the
-        // events sink) start as they do in `new`, and put the saved run in place.
-        let mut harness = Harness::new(env, agent, checkpoint.identity.seed);
-        harness.scheduler = checkpoint.scheduler;
         harness.config = checkpoint.config;
-        harness.identity = checkpoint.identity;
-        harness.sink = sink;
+        harness
+            .session
+            .set_record_transitions(harness.config.record_transitions);
         harness.events_at = checkpoint.events_at;
+        harness.session.replace_sink(sink);
         harness.state = RunState {
-            step: checkpoint.step,
-            episode: checkpoint.episode,
-            episode_step: checkpoint.episode_step,
-            obs,
             window,
-            baseline: checkpoint.baseline,
             summary: checkpoint.summary,
             label_totals: checkpoint.label_totals,
             stopped: checkpoint.stopped,
@@ -344,7 +343,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
 
     /// Steps done so far.
     pub fn steps_done(&self) -> u64 {
-        self.state.step
+        self.session.counters().step
     }
 
     fn write_checkpoint(&mut self) -> Result<(), HarnessError> {
@@ -352,12 +351,16 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             return Ok(());
         };
         let (meta, path) = (plan.meta.clone(), plan.path.clone());
-        let (trace_bytes, trace_tail, trace_digest) = match self.sink.as_mut() {
+        let (trace_bytes, trace_tail, trace_digest) = match self.session.sink_mut() {
             Some(sink) => (sink.sync()?, sink.tail()?, sink.digest()),
             None => (None, None, None),
         };
-        let events_at = self.events.as_mut().map(EventWriter::sync).transpose()?;
-        let events_digest = self.events.as_ref().map(EventWriter::digest);
+        let events_at = self
+            .session
+            .events_mut()
+            .map(EventWriter::sync)
+            .transpose()?;
+        let events_digest = self.session.events_mut().map(|e| e.digest());
         let agent = self.agent.save_state().map_err(HarnessError::Checkpoint)?;
         let ckpt = Checkpoint {
             trace_bytes,
@@ -378,25 +381,27 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         agent: serde_json::Value,
     ) -> Result<Checkpoint, HarnessError> {
         let ckpt_err = |e: String| HarnessError::Checkpoint(e);
-        let value = |v: Result<serde_json::Value, serde_json::Error>| {
-            v.map_err(|e| ckpt_err(e.to_string()))
-        };
+        let saved = self
+            .session
+            .snapshot()
+            .map_err(|e| ckpt_err(e.to_string()))?;
         Ok(Checkpoint {
             version: CHECKPOINT_VERSION,
             meta,
-            identity: self.identity.clone(),
+            identity: saved.identity,
             config: self.config.clone(),
-            step: self.state.step,
-            episode: self.state.episode,
-            episode_step: self.state.episode_step,
-            obs: value(serde_json::to_value(&self.state.obs))?,
-            window: value(serde_json::to_value(&self.state.window))?,
-            baseline: self.state.baseline.clone(),
+            step: saved.counters.step,
+            episode: saved.counters.episode,
+            episode_step: saved.counters.episode_step,
+            obs: saved.obs,
+            window: serde_json::to_value(&self.state.window)
+                .map_err(|e| ckpt_err(e.to_string()))?,
+            baseline: saved.baseline,
             summary: self.state.summary.clone(),
             label_totals: self.state.label_totals.clone(),
             stopped: self.state.stopped,
-            scheduler: self.scheduler.clone(),
-            env: self.env.save_state().map_err(|e| ckpt_err(e.to_string()))?,
+            scheduler: saved.scheduler,
+            env: saved.env,
             agent,
             trace_bytes: None,
             trace_tail: None,
@@ -409,12 +414,12 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
 
     /// The events table, once the trace is open.
     pub(super) fn events_mut(&mut self) -> Option<&mut EventWriter> {
-        self.events.as_mut()
+        self.session.events_mut()
     }
 
     /// Sets the regime scheduler.
     pub fn scheduler(mut self, scheduler: Scheduler) -> Self {
-        self.scheduler = scheduler;
+        *self.session.scheduler_mut() = scheduler;
         self.publish_label();
         self
     }
@@ -431,12 +436,14 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
 
     fn publish_label(&self) {
         if let Some(probe) = &self.regime_probe {
-            probe.publish(self.scheduler.label());
+            probe.publish(self.session.scheduler().label());
         }
     }
 
     /// Sets the config.
     pub fn config(mut self, config: HarnessConfig) -> Self {
+        self.session
+            .set_record_transitions(config.record_transitions);
         self.config = config;
         self
     }
@@ -447,14 +454,14 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// part of the run's identity: the trace writes it in a `notify` column, and a
     /// checkpoint keeps it.
     pub fn notify(mut self, level: NotifyLevel) -> Self {
-        self.identity.notify = level;
+        self.session.identity_mut().notify = level;
         self
     }
 
     /// Sets the run id (default `{task}-{algorithm}-seed{seed}`, so the same run twice
     /// writes the same bytes).
     pub fn run_id(mut self, run_id: impl Into<String>) -> Self {
-        self.identity.run_id = run_id.into();
+        self.session.identity_mut().run_id = run_id.into();
         self
     }
 
@@ -494,30 +501,13 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         format: crate::trace::TraceFormat,
         append_at: Option<(u64, Option<&str>)>,
     ) -> Result<(), TraceError> {
-        let columns =
-            crate::trace::TraceColumns::for_env(&self.env, self.config.record_transitions);
-        let events = crate::trace::events_path(path, format);
-        if append_at.is_some() {
-            // Refuse a foreign events table before the trace is cut.
-            EventWriter::check_append(&events, format, self.events_at.unwrap_or(0))?;
-        }
-        let mut sink = match append_at {
-            None => crate::trace::create(path, format, &self.identity, &columns)?,
-            Some((bytes, tail)) => {
-                crate::trace::append(path, format, &self.identity, &columns, bytes, tail)?
-            }
-        };
-        let mut events = match append_at {
-            None => EventWriter::create(&events, format)?,
-            Some(_) => EventWriter::append(&events, format, self.events_at.unwrap_or(0))?,
-        };
-        if let Some(every) = self.part_interval {
-            sink.set_part_interval(every);
-            events.set_part_interval(every);
-        }
-        self.sink = Some(sink);
-        self.events = Some(events);
-        Ok(())
+        self.session.open_trace(
+            path,
+            format,
+            append_at,
+            self.events_at.unwrap_or(0),
+            self.part_interval,
+        )
     }
 
     /// Calls `f(steps_done)` every few thousand steps and at the end, e.g. for a progress bar.
@@ -528,12 +518,12 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
 
     /// The run's identity columns.
     pub fn identity(&self) -> &RunIdentity {
-        &self.identity
+        self.session.identity()
     }
 
     /// The env (e.g. to read its spec or state after a run).
     pub fn env(&self) -> &E {
-        &self.env
+        self.session.env()
     }
 
     /// The agent.
@@ -543,7 +533,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
 
     /// The scheduler, e.g. to call [`Scheduler::shift_to`] between runs of a manual plan.
     pub fn scheduler_mut(&mut self) -> &mut Scheduler {
-        &mut self.scheduler
+        self.session.scheduler_mut()
     }
 
     /// Runs until the step budget is spent or, with `auto_reset` off, the first episode
@@ -591,12 +581,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if let Some(p) = self.progress.as_mut() {
             p(self.state.summary.steps);
         }
-        if let Some(sink) = self.sink.as_mut() {
-            sink.close()?;
-        }
-        if let Some(events) = self.events.as_mut() {
-            events.close()?;
-        }
+        self.session.close()?;
         Ok(self.state.summary)
     }
 
@@ -606,18 +591,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     }
 
     fn flush_trace(&mut self) -> Result<(), TraceError> {
-        if let Some(events) = self.events.as_mut() {
-            events.flush()?;
-        }
-        match self.sink.as_mut() {
-            Some(sink) => sink.flush(),
-            None => Ok(()),
-        }
-    }
-
-    fn apply(&mut self, step: u64) -> Result<(), HarnessError> {
-        apply_over_baseline(&mut self.env, &self.state.baseline, self.scheduler.regime())
-            .map_err(|source| HarnessError::Regime { step, source })
+        self.session.flush()
     }
 
     fn close_label(&mut self) {
@@ -626,7 +600,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             .state
             .summary
             .labels
-            .entry(self.scheduler.label().to_string())
+            .entry(self.session.scheduler().label().to_string())
             .or_default();
         entry.steps += totals.steps;
         entry.reward += totals.reward;
@@ -636,25 +610,24 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if let Some((path, format)) = self.pending_trace.take() {
             self.open_trace(&path, format, None)?;
         }
-        self.state.baseline = self.env.snapshot();
         // Bounded: a huge window grows as it fills instead of failing to allocate at once.
         self.state
             .window
             .reserve(self.config.window_steps.clamp(1, 1 << 16));
-        self.apply(0)?;
+        self.session.start()?;
         self.publish_label();
         self.state
             .summary
             .labels
-            .entry(self.scheduler.label().to_string())
+            .entry(self.session.scheduler().label().to_string())
             .or_default();
-        self.state.obs = Some(self.env.reset(self.world_seeds.get(0)));
         if self.checkpoint.is_some() {
             // At once, not at the first checkpoint hours into the run.
-            self.env.save_state().map_err(|e| {
+            let env = self.session.env();
+            env.save_state().map_err(|e| {
                 HarnessError::Checkpoint(format!(
                     "checkpoints are on, but world `{}` cannot be saved: {e}",
-                    self.env.spec().id
+                    env.spec().id
                 ))
             })?;
             self.agent.save_state().map_err(|e| {
@@ -671,15 +644,18 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if self.state.stopped {
             return Ok(false);
         }
-        if self.state.obs.is_none() {
+        if self.session.observation().is_none() {
             self.start()?;
         }
-        let end = self.state.step.saturating_add(steps).min(self.config.steps);
-        while self.state.step < end {
+        let end = self
+            .steps_done()
+            .saturating_add(steps)
+            .min(self.config.steps);
+        while self.steps_done() < end {
             if !self.before_step()? {
                 return Ok(false);
             }
-            let Some(obs) = self.state.obs.as_ref() else {
+            let Some(obs) = self.session.observation() else {
                 return Ok(false);
             };
             let action = self.agent.act(obs);
@@ -687,7 +663,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 return Ok(false);
             }
         }
-        Ok(self.state.step < self.config.steps)
+        Ok(self.steps_done() < self.config.steps)
     }
 
     /// Takes one step with an action the caller chose instead of the agent: the same path
@@ -705,9 +681,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// As [`Harness::run`]; [`HarnessError::Stopped`] once the budget is spent or the run
     /// stopped (an episode ended with `auto_reset` off, or an earlier error).
     pub fn step_with(&mut self, action: E::Action) -> Result<StepOutcome<E::Obs>, HarnessError> {
-        if self.state.stopped || self.state.step >= self.config.steps {
+        if self.state.stopped || self.steps_done() >= self.config.steps {
             return Err(HarnessError::Stopped {
-                step: self.state.step,
+                step: self.steps_done(),
             });
         }
         let result = self.step_with_inner(action);
@@ -719,12 +695,12 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     }
 
     fn step_with_inner(&mut self, action: E::Action) -> Result<StepOutcome<E::Obs>, HarnessError> {
-        if self.state.obs.is_none() {
+        if self.session.observation().is_none() {
             self.start()?;
         }
         if !self.before_step()? {
             return Err(HarnessError::Stopped {
-                step: self.state.step,
+                step: self.steps_done(),
             });
         }
         self.take_step(action)
@@ -733,7 +709,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// The observation the next action answers: the env's last, or after an episode end the
     /// first of the next episode. `None` before the first step of a new run.
     pub fn observation(&self) -> Option<&E::Obs> {
-        self.state.obs.as_ref()
+        self.session.observation()
     }
 
     /// Polls the stop flag, then lets the scheduler shift the regime before the step at the
@@ -751,23 +727,11 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             self.state.stopped = true;
             return Ok(false);
         }
-        let step = self.state.step;
-        if self.scheduler.next_shift_due(step) {
+        if self.session.shift_pending() {
             self.close_label();
-            let level = self.identity.notify;
-            if let Some(shift) = self
-                .scheduler
-                .shift_before(step, level, &self.state.baseline)
-            {
-                self.apply(step)?;
+            if let Some(shift) = self.session.before_step()? {
                 self.publish_label();
                 self.state.summary.shifts += 1;
-                if let Some(events) = self.events.as_mut() {
-                    let (run_id, from) = (&self.identity.run_id, &shift.from);
-                    events
-                        .write(EventRow::shift_made(run_id, step, from, &self.scheduler))
-                        .map_err(|source| HarnessError::TraceAt { step, source })?;
-                }
                 if let Some(n) = shift.notification {
                     self.agent.notify(&n);
                 }
@@ -775,86 +739,34 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             self.state
                 .summary
                 .labels
-                .entry(self.scheduler.label().to_string())
+                .entry(self.session.scheduler().label().to_string())
                 .or_default();
         }
         Ok(true)
     }
 
-    /// Steps the env with `action` and does everything a step entails after it.
+    /// Steps the session with `action` and does what the agent loop adds around it: the
+    /// summary, the window (and the agent's `update` at its end), progress, auto-reset and
+    /// checkpoints.
     fn take_step(&mut self, action: E::Action) -> Result<StepOutcome<E::Obs>, HarnessError> {
-        let step = self.state.step;
-        let Some(obs) = self.state.obs.take() else {
-            return Err(HarnessError::Stopped { step });
-        };
-        let t = match self.env.step(&action) {
-            Ok(t) => t,
-            Err(source) => {
-                self.state.obs = Some(obs);
-                return Err(HarnessError::Env { step, source });
-            }
-        };
-        if !t.reward.is_finite() {
-            return Err(HarnessError::NonFiniteReward {
-                step,
-                reward: t.reward,
-            });
-        }
+        let step = self.steps_done();
+        let t = self.session.step(&action)?;
         let done = t.done();
-        if let Some(sink) = self.sink.as_mut() {
-            let action_json = &mut self.action_json;
-            if self.config.record_transitions {
-                action_json.clear();
-                if serde_json::to_writer(&mut *action_json, &action).is_err() {
-                    action_json.clear();
-                    action_json.extend(b"null");
-                }
-            }
-            let position = (step, self.state.episode, self.state.episode_step);
-            let (regime, origin) = (self.scheduler.label(), self.scheduler.origin());
-            sink.write_row(&RowRecord {
-                obs: self.config.record_transitions.then(|| obs.as_slice()),
-                action_json: self
-                    .config
-                    .record_transitions
-                    .then(|| std::str::from_utf8(action_json).unwrap_or("null")),
-                ..RowRecord::of_step(position, &t, regime, origin, &self.env)
-            })
-            .map_err(|source| HarnessError::TraceAt { step, source })?;
-        }
-        if let Some(events) = self.events.as_mut() {
-            self.env.drain_events(&mut self.world_events);
-            let run_id = &self.identity.run_id;
-            // Most steps of most worlds have none: no drain to build and drop.
-            if !self.world_events.is_empty() {
-                for e in self.world_events.drain(..) {
-                    events
-                        .write(EventRow::failure(run_id, step, &e))
-                        .map_err(|source| HarnessError::TraceAt { step, source })?;
-                }
-            }
-            if done {
-                let (episode, end) = (self.state.episode, (t.terminated, t.truncated));
-                events
-                    .episode_end(run_id, step, episode, end.0, end.1)
-                    .map_err(|source| HarnessError::TraceAt { step, source })?;
-            }
-        }
         let st = &mut self.state;
-        st.step += 1;
-        st.episode_step += 1;
         st.summary.steps += 1;
         st.summary.total_reward += t.reward;
         st.label_totals.steps += 1;
         st.label_totals.reward += t.reward;
 
         let w = &mut st.window;
-        w.obs.push(obs);
+        w.obs.push(t.acted_on);
         w.actions.push(action);
         w.rewards.push(t.reward);
         w.terminated.push(t.terminated);
         w.truncated.push(t.truncated);
-        w.next_obs.push(t.observation.clone());
+        if let Some(next) = self.session.observation() {
+            w.next_obs.push(next.clone());
+        }
         if w.len() >= self.config.window_steps.max(1) {
             self.agent.update(&self.state.window);
             self.state.window.clear(step + 1);
@@ -874,28 +786,23 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             final_observation: None,
             go_on: true,
         };
-        let st = &mut self.state;
         if done {
-            st.summary.episodes_ended += 1;
-            stepped.final_observation = Some(t.observation);
+            self.state.summary.episodes_ended += 1;
             if !self.config.auto_reset {
-                st.summary.stop = StopReason::EpisodeEnded;
-                st.stopped = true;
+                stepped.final_observation = self.session.take_observation();
+                self.state.summary.stop = StopReason::EpisodeEnded;
+                self.state.stopped = true;
                 stepped.go_on = false;
                 return Ok(stepped);
             }
-            st.episode += 1;
-            st.episode_step = 0;
-            st.obs = Some(self.env.reset(self.world_seeds.get(st.episode)));
-        } else {
-            st.obs = Some(t.observation);
+            stepped.final_observation = self.session.next_episode();
         }
         if let Some(plan) = &self.checkpoint
-            && self.state.step.is_multiple_of(plan.every.max(1))
+            && self.steps_done().is_multiple_of(plan.every.max(1))
         {
             self.write_checkpoint()?;
         }
-        stepped.go_on = self.state.step < self.config.steps;
+        stepped.go_on = self.steps_done() < self.config.steps;
         Ok(stepped)
     }
 }
@@ -927,12 +834,7 @@ pub struct StepOutcome<O> {
 
 /// Where a run stands between two calls to [`Harness::advance`].
 struct RunState<O, A> {
-    step: u64,
-    episode: u64,
-    episode_step: u64,
-    obs: Option<O>,
     window: Window<O, A>,
-    baseline: Conditions,
     summary: RunSummary,
     label_totals: LabelSummary,
     stopped: bool,
@@ -941,12 +843,7 @@ struct RunState<O, A> {
 impl<O, A> Default for RunState<O, A> {
     fn default() -> Self {
         RunState {
-            step: 0,
-            episode: 0,
-            episode_step: 0,
-            obs: None,
             window: Window::default(),
-            baseline: Conditions::new(),
             summary: RunSummary {
                 steps: 0,
                 episodes_ended: 0,
@@ -1001,11 +898,11 @@ pub trait DynHarness {
 
 impl<E: Env + Shiftable, A: Agent<E>> DynHarness for Harness<E, A> {
     fn identity(&self) -> &RunIdentity {
-        &self.identity
+        self.session.identity()
     }
 
     fn steps_done(&self) -> u64 {
-        self.state.step
+        Harness::steps_done(self)
     }
 
     fn open_trace(
@@ -1022,7 +919,7 @@ impl<E: Env + Shiftable, A: Agent<E>> DynHarness for Harness<E, A> {
     }
 
     fn set_run_id(&mut self, run_id: String) {
-        self.identity.run_id = run_id;
+        self.session.identity_mut().run_id = run_id;
     }
 
     fn set_part_interval(&mut self, every: std::time::Duration) {
@@ -1030,7 +927,7 @@ impl<E: Env + Shiftable, A: Agent<E>> DynHarness for Harness<E, A> {
     }
 
     fn attach_manifest(&mut self, json: &str) {
-        if let Some(sink) = self.sink.as_mut() {
+        if let Some(sink) = self.session.sink_mut() {
             sink.attach_manifest(json);
         }
     }

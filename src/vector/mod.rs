@@ -71,7 +71,9 @@ use crate::regime::RegimeError;
 pub use cartpole::CartPoleVec;
 pub use generic::VecEnv;
 
-use crate::regime::{Conditions, Scheduler, Shiftable, apply_over_baseline, validate_conditions};
+use crate::regime::{
+    Conditions, NotifyLevel, Scheduler, Shiftable, apply_over_baseline, validate_conditions,
+};
 
 /// What every vector of environments offers: [`VecEnv`] and [`CartPoleVec`] implement it
 /// with the same rules and the same errors, so code written against it runs on either.
@@ -209,11 +211,16 @@ impl CopyRegime {
         steps: u64,
         world: &mut impl Shiftable,
     ) -> Result<bool, VecError> {
-        if self.scheduler.next_shift_due(steps) && self.scheduler.before_step(steps).is_some() {
-            self.apply(i, world)?;
-            return Ok(true);
-        }
-        Ok(false)
+        // A vector tells no agent of shifts: the notify level is the run's, not the copy's.
+        let shifted = crate::session::shift_due(
+            &mut self.scheduler,
+            world,
+            &self.baseline,
+            steps,
+            NotifyLevel::None,
+        )
+        .map_err(|source| VecError::Regime { index: i, source })?;
+        Ok(shifted.is_some())
     }
 
     fn apply(&self, i: usize, world: &mut impl Shiftable) -> Result<(), VecError> {
