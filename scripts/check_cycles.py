@@ -20,7 +20,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # `use` trees may span lines; read each statement up to its semicolon.
 USE_RE = re.compile(r"^\s*(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", re.M | re.S)
 PATH_RE = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
-MOD_RE = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;", re.M)
+INLINE_MOD_RE = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*\{", re.M)
 ITEM_RE = re.compile(
     r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:unsafe\s+)?(?:fn|struct|enum|trait|type|const|static|union|macro_rules!)\s+([A-Za-z_][A-Za-z0-9_]*)",
     re.M,
@@ -30,6 +30,28 @@ ITEM_RE = re.compile(
 def strip_comments(text):
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     return re.sub(r"//[^\n]*", "", text)
+
+
+def inline_modules(text):
+    """(start, end, name) of each inline `mod name { ... }` block, by brace matching."""
+    out = []
+    for m in INLINE_MOD_RE.finditer(text):
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        out.append((m.end(), i, m.group(1)))
+    return out
+
+
+def nesting(blocks, offset):
+    """The inline module names enclosing `offset`, outermost first."""
+    return [name for start, end, name in blocks if start <= offset < end]
 
 
 def module_files():
@@ -128,19 +150,22 @@ class Crate:
 
     def dependencies(self, module):
         text = self.texts[module]
+        blocks = inline_modules(text)
         deps = set()
         paths = []
-        for vis, tree in USE_RE.findall(text):
-            if vis:
+        for m in USE_RE.finditer(text):
+            if m.group(1):
                 continue
-            paths.extend(expand_use_tree(tree))
-        body = USE_RE.sub("", text)
-        for head, tail in PATH_RE.findall(body):
-            paths.append([head] + [p for p in tail.split("::") if p])
-        for path in paths:
+            inner = tuple(module) + tuple(nesting(blocks, m.start()))
+            paths.extend((inner, p) for p in expand_use_tree(m.group(2)))
+        body = USE_RE.sub(lambda m: " " * len(m.group(0)), text)
+        for m in PATH_RE.finditer(body):
+            inner = tuple(module) + tuple(nesting(blocks, m.start()))
+            paths.append((inner, [m.group(1)] + [p for p in m.group(2).split("::") if p]))
+        for inner, path in paths:
             if not path:
                 continue
-            absolute = self.absolute(module, path)
+            absolute = self.absolute(inner, path)
             if absolute is None:
                 continue
             target = self.defining_file(absolute)

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::PpoParams;
+use super::params::PpoParams;
 
 /// Hyper-parameters of `ppo-context`, with their defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

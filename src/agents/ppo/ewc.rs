@@ -2,8 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::loss::softmax;
 use super::net::{Cache, Mlp};
-use super::{PpoParams, softmax};
+use super::params::PpoParams;
 
 /// Hyper-parameters of `ppo-ewc`, with their defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::PpoParams;
+use super::params::PpoParams;
 
 /// Hyper-parameters of `ppo-plastic`, with their defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -4,9 +4,10 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::loss::softmax;
 use super::net::{Cache, Mlp};
 use super::normalizer::Normalizer;
-use super::{PpoParams, softmax};
+use super::params::PpoParams;
 
 /// Hyper-parameters of `ppo-replay`, with their defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
