@@ -259,12 +259,12 @@ fn step_advantages(e: &Episode) -> Vec<Option<f64>> {
 #[test]
 fn export_broadcasts_hand_computed_advantages_per_group() {
     let dir = scratch("advantages");
-    // Task "t:x" has three rollouts over two runs, rewards 1 (= 0.5 + 0.5), 2, 6; task
+    // Task "t-x" has three rollouts over two runs, rewards 1 (= 0.5 + 0.5), 2, 6; task
     // "solo" one rollout, reward 5.
     let a = dir.join("a.jsonl");
     let b = dir.join("b.jsonl");
-    write_run(&a, "run-a", "t:x", &[&[0.5, 0.5], &[2.0]]);
-    write_run(&b, "run-b", "t:x", &[&[6.0]]);
+    write_run(&a, "run-a", "t-x", &[&[0.5, 0.5], &[2.0]]);
+    write_run(&b, "run-b", "t-x", &[&[6.0]]);
     let solo = dir.join("solo.jsonl");
     write_run(&solo, "run-s", "solo", &[&[5.0]]);
     let out = dir.join("episodes.jsonl");
@@ -278,20 +278,20 @@ fn export_broadcasts_hand_computed_advantages_per_group() {
         let summary = export(&traces, &out, &options).unwrap();
         assert_eq!(summary.episodes, 4);
         assert_eq!(summary.groups.len(), 2);
-        assert_eq!(summary.groups["t:x:agent"].trajectories, 3);
-        assert_eq!(summary.groups["t:x:agent"].mean_reward, 3.0);
+        assert_eq!(summary.groups["t-x:agent"].trajectories, 3);
+        assert_eq!(summary.groups["t-x:agent"].mean_reward, 3.0);
         let episodes: Vec<Episode> = read_episodes(&out)
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
         let ids: Vec<&str> = episodes.iter().map(|e| e.id.as_str()).collect();
-        assert_eq!(ids, ["t:x:0", "t:x:1", "t:x:2", "solo:0"]);
-        assert_eq!(episodes[2].task_id(), "t:x");
+        assert_eq!(ids, ["t-x:0", "t-x:1", "t-x:2", "solo:0"]);
+        assert_eq!(episodes[2].task_id(), "t-x");
         assert_eq!(episodes[2].rollout_idx(), Some(2));
         episodes
     };
 
-    // grpo, group "t:x:agent": r = [1, 2, 6], mean 3, deviations -2, -1, 3, squares
+    // grpo, group "t-x:agent": r = [1, 2, 6], mean 3, deviations -2, -1, 3, squares
     // 4 + 1 + 9 = 14, population std sqrt(14 / 3) = 2.160246899469287;
     // advantages (r - 3) / (2.160246899469287 + 1e-6).
     // Group "solo:agent" has one member: mean 0, std 1, so 5 / (1 + 1e-6).
@@ -344,9 +344,9 @@ fn episodes_round_trip_and_match_the_in_memory_estimate() {
     let trace = dir.join("run.jsonl");
     random_cartpole_run(&trace, 20, 150);
     let hand = dir.join("hand.jsonl");
-    let mut r = row("run-h", "warehouse:north:east", 0, 0, 0, 2.0);
+    let mut r = row("run-h", "warehouse-north-east", 0, 0, 0, 2.0);
     r.components = BTreeMap::from([("shipped".into(), 3.0), ("holding".into(), -1.0)]);
-    let mut last = row("run-h", "warehouse:north:east", 1, 0, 1, 5.0);
+    let mut last = row("run-h", "warehouse-north-east", 1, 0, 1, 5.0);
     last.components = BTreeMap::from([("shipped".into(), 1.0), ("holding".into(), -0.5)]);
     last.payout = BTreeMap::from([("settle".into(), 4.5)]);
     last.truncated = true;
@@ -372,8 +372,8 @@ fn episodes_round_trip_and_match_the_in_memory_estimate() {
     assert_eq!(read, expected);
 
     let hand_episode = read.last().unwrap();
-    assert_eq!(hand_episode.id, "warehouse:north:east:0");
-    assert_eq!(hand_episode.task_id(), "warehouse:north:east");
+    assert_eq!(hand_episode.id, "warehouse-north-east:0");
+    assert_eq!(hand_episode.task_id(), "warehouse-north-east");
     assert_eq!(hand_episode.rollout_idx(), Some(0));
     assert_eq!(
         hand_episode.termination_reason,

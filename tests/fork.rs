@@ -262,7 +262,7 @@ fn a_fork_refuses_what_it_cannot_do() {
         ["fork", path(&tampered), "--rollouts", "2", "--steps", "5"]
             .map(String::from)
             .to_vec(),
-        "field `step`",
+        "it was edited or damaged since it was written",
     );
     run(&fork_args("2", "10", &out)
         .iter()
