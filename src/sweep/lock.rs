@@ -78,7 +78,15 @@ impl DirLock {
 
 /// What a sweep puts in its folder before its first manifest: a folder holding only these
 /// (or nothing) can become a sweep folder.
-const SWEEP_ENTRIES: [&str; 4] = ["sweep.lock", "traces", "checkpoints", "logs"];
+///
+/// `ray-results.json` is what the Python Ray backend writes there before `--collect`.
+const SWEEP_ENTRIES: [&str; 5] = [
+    "sweep.lock",
+    "traces",
+    "checkpoints",
+    "logs",
+    "ray-results.json",
+];
 
 /// Refuses a folder that exists, holds no sweep manifest and holds something a sweep did
 /// not put there: a sweep replaces `eval.json`, `eval.txt` and `plot.svg` in its folder,
