@@ -171,6 +171,8 @@ struct WorldDef {
     kind: Spanned<String>,
     #[serde(default)]
     description: String,
+    /// For `kind = "python"`: the class (`package.module:Class`) or Gymnasium id.
+    entry_point: Option<Spanned<String>>,
     params: Option<Spanned<toml::Table>>,
 }
 
@@ -463,17 +465,28 @@ impl WorldFile {
         let world_def = def.world.get_ref();
         let kind_name = world_def.kind.get_ref();
         let Some(kind) = registry.kind(kind_name) else {
-            return Err(ctx.err(
-                Some(world_def.kind.span()),
-                Some("world.kind"),
+            let message = if kind_name == PYTHON_KIND {
+                "this world is written in Python (kind = \"python\"); the `perennial` binary \
+                 cannot build it: use the Python package's command line, \
+                 `python -m perennial <command> FILE` (`pip install ./python`)"
+                    .to_string()
+            } else {
                 format!(
                     "unknown world kind `{kind_name}`; use one of: {}",
                     registry.kind_names().join(", ")
-                ),
-            ));
+                )
+            };
+            return Err(ctx.err(Some(world_def.kind.span()), Some("world.kind"), message));
         };
         let table = world_def.params.as_ref();
-        let (params, parameters) = kind.load(table.map(|t| t.get_ref())).map_err(|e| {
+        let merged = python_params(&ctx, world_def, kind_name, def.regimes.as_ref())?;
+        let given = merged.as_ref().or(table.map(|t| t.get_ref()));
+        let (params, parameters) = kind.load(given).map_err(|e| {
+            if e.field.as_deref() == Some(ENTRY_POINT)
+                && let Some(entry) = &world_def.entry_point
+            {
+                return ctx.err(Some(entry.span()), Some("world.entry_point"), e.message);
+            }
             let span = e
                 .field
                 .as_deref()
@@ -588,6 +601,89 @@ impl WorldFile {
     pub fn scheduler(&self, seed: u64) -> Result<Scheduler, RegimeError> {
         Scheduler::new(self.regimes.clone(), self.plan.clone(), seed)
     }
+}
+
+/// The kind name of worlds written in Python, which the Python package registers.
+pub const PYTHON_KIND: &str = "python";
+
+/// The key under which `[world] entry_point` reaches the kind's parameters.
+pub const ENTRY_POINT: &str = "entry_point";
+
+/// The key under which a Python world's kind receives the names its regimes' conditions
+/// set: only those return to their baseline at a shift (every other attribute of the env
+/// is its own state).
+pub const REGIME_ATTRIBUTES: &str = "regime_attributes";
+
+/// For a `kind = "python"` world: its `[world.params]` with the entry point (when given)
+/// under [`ENTRY_POINT`] and the regimes' condition names under [`REGIME_ATTRIBUTES`],
+/// which is what a Python world's kind loads. `None` for other kinds, which take no
+/// entry point.
+fn python_params(
+    ctx: &Ctx<'_>,
+    world: &WorldDef,
+    kind_name: &str,
+    regimes: Option<&Spanned<Vec<Spanned<RegimeDef>>>>,
+) -> Result<Option<toml::Table>, WorldFileError> {
+    if kind_name != PYTHON_KIND {
+        return match &world.entry_point {
+            None => Ok(None),
+            Some(entry) => Err(ctx.err(
+                Some(entry.span()),
+                Some("world.entry_point"),
+                format!(
+                    "`entry_point` is for worlds written in Python (kind = \"python\"); \
+                     a `{kind_name}` world takes none: remove it"
+                ),
+            )),
+        };
+    }
+    let mut table = world
+        .params
+        .as_ref()
+        .map(|t| t.get_ref().clone())
+        .unwrap_or_default();
+    for key in [ENTRY_POINT, REGIME_ATTRIBUTES] {
+        if let Some(params) = &world.params
+            && table.contains_key(key)
+        {
+            let span = ctx.find_key(params.span().start, key);
+            return Err(ctx.err(
+                span,
+                Some(&format!("world.params.{key}")),
+                format!(
+                    "`{key}` is perennial's own key, not a constructor argument: \
+                     {} rename or remove it",
+                    if key == ENTRY_POINT {
+                        "the entry point belongs in `[world]`;"
+                    } else {
+                        "regimes name the attributes they set;"
+                    }
+                ),
+            ));
+        }
+    }
+    if let Some(entry) = &world.entry_point {
+        table.insert(
+            ENTRY_POINT.into(),
+            toml::Value::String(entry.get_ref().clone()),
+        );
+    }
+    let names: std::collections::BTreeSet<&String> = regimes
+        .map(|r| r.get_ref().iter())
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r.get_ref().conditions.keys().map(Spanned::get_ref))
+        .collect();
+    table.insert(
+        REGIME_ATTRIBUTES.into(),
+        toml::Value::Array(
+            names
+                .into_iter()
+                .map(|n| toml::Value::String(n.clone()))
+                .collect(),
+        ),
+    );
+    Ok(Some(table))
 }
 
 fn regimes(

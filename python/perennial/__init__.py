@@ -39,13 +39,17 @@ from ._worlds import SHIPPED_IDS, resolve, shipped_worlds
 from .env import PerennialEnv
 from .sweep import SweepError, sweep
 from .vector import PerennialVectorEnv
+from .wrapper import WrappedEnv, world_text, wrap
 
 __all__ = [
+    "ContractError",
     "PerennialEnv",
     "PerennialVectorEnv",
     "SweepError",
     "WorldFileError",
+    "WrappedEnv",
     "agents",
+    "check_env",
     "evaluate",
     "export_episodes",
     "load_events",
@@ -54,6 +58,8 @@ __all__ = [
     "shipped_worlds",
     "sweep",
     "world_file",
+    "world_text",
+    "wrap",
 ]
 
 
@@ -157,6 +163,56 @@ def load_events(path: str | os.PathLike) -> list[dict[str, Any]]:
     for p in problems:
         warnings.warn(p, RuntimeWarning, stacklevel=2)
     return json.loads(rows)
+
+
+class ContractError(ValueError):
+    """A world that breaks perennial's ``Env`` contract: ``rule`` names the rule and
+    ``step`` the step of the rule's trajectory at which it broke."""
+
+    def __init__(self, rule: str, step: int, message: str) -> None:
+        super().__init__(f"rule `{rule}` broken at step {step}: {message}")
+        self.rule, self.step = rule, step
+
+
+def check_env(world: Any, seed: int = 0, steps: int = 500) -> dict[str, Any]:
+    """Runs perennial's ``Env`` contract on a world, as ``perennial check`` does: spaces
+    and spec agree with what ``step`` returns, ``reset(seed)`` is deterministic and
+    destroys the previous world, a step after an episode end is an error, an invalid
+    action changes nothing, a parameter shift ends no episode, and a saved state restores
+    to the same future.
+
+    ``world`` is a ``gymnasium.Env`` written in Python (or a ``perennial.wrap`` of one), a
+    callable returning a fresh one (each rule then runs on fresh worlds), or a world file
+    (a path or a registered id; its worlds are built by perennial). Returns ``{"passed":
+    [...], "skipped": [(rule, why), ...]}``; raises ``ContractError`` naming the broken rule
+    and the step.
+    """
+    from ._adapter import WorldAdapter
+
+    if isinstance(world, (str, os.PathLike)) or isinstance(world, PerennialEnv):
+        path = world.world_file if isinstance(world, PerennialEnv) else resolve(world)
+        text = _core.check_contract(path, seed, steps)
+        report = json.loads(text)
+    else:
+        if isinstance(world, WrappedEnv):
+            world = world.env
+        if isinstance(world, gym.Env):
+            env = world
+            make = lambda: WorldAdapter(env)  # noqa: E731
+        elif callable(world):
+            factory = world
+            make = lambda: WorldAdapter(factory())  # noqa: E731
+        else:
+            raise TypeError(
+                f"check_env({world!r}): give a gymnasium.Env, a callable returning one, or "
+                "a world file"
+            )
+        report = _core.check_env(make, seed, steps)
+    failure = report.pop("failure", None)
+    if failure is not None:
+        raise ContractError(failure["rule"], failure["step"], failure["message"])
+    report["skipped"] = [tuple(s) for s in report["skipped"]]
+    return report
 
 
 def _paths(traces: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:

@@ -6,6 +6,7 @@
 //! (`ValueError` for bad actions and options, `WorldFileError` for world files) and catches
 //! panics, so none reaches the interpreter.
 
+mod pyworld;
 mod run;
 mod vector;
 mod world;
@@ -103,7 +104,7 @@ fn check_world(py: Python<'_>, path: &str) -> PyResult<String> {
 fn agents(py: Python<'_>, path: &str) -> PyResult<Vec<String>> {
     guarded(|| {
         let file = load_world(py, path)?;
-        let kind = perennial::registry::Registry::shared_builtin()
+        let kind = crate::pyworld::registry()
             .kind(file.kind())
             .ok_or_else(|| {
                 PyRuntimeError::new_err(format!("no world kind `{}` is built in", file.kind()))
@@ -191,15 +192,88 @@ fn export_episodes(
 /// the program name) and returns its exit code: 0 for success, 2 for bad input, 1 for a
 /// run that failed.
 #[pyfunction]
-fn cli(argv: Vec<String>) -> PyResult<u8> {
+fn cli(py: Python<'_>, argv: Vec<String>) -> PyResult<u8> {
+    // A sweep started here runs each run as `python -m perennial run ...` with this
+    // interpreter, which knows the Python worlds (unless `PERENNIAL_BIN` says otherwise).
+    let python: PathBuf = py.import("sys")?.getattr("executable")?.extract()?;
+    perennial::sweep::set_run_command(python, vec!["-m".into(), "perennial".into()]);
     guarded(|| {
         let args = std::iter::once("perennial".to_string()).chain(argv);
-        let code =
-            perennial::cli::run_with_args(perennial::registry::Registry::shared_builtin(), args);
+        // The command runs without the interpreter lock: fork rollouts on other threads
+        // take it for each call into a Python world.
+        let code = py.detach(|| perennial::cli::run_with_args(crate::pyworld::registry(), args));
         // ExitCode keeps its value private; every code the CLI returns fits in a u8.
         Ok((0..=u8::MAX)
             .find(|&n| std::process::ExitCode::from(n) == code)
             .unwrap_or(1))
+    })
+}
+
+/// Runs perennial's `Env` contract (`perennial::env::check`) on the worlds `make` returns
+/// (a Python callable giving a fresh `perennial._adapter.WorldAdapter` each call), `steps`
+/// steps per trajectory from seed `seed`. Returns `{"passed": [rule, ...], "skipped":
+/// [(rule, why), ...], "failure": None or {"rule", "step", "message"}}`.
+#[pyfunction]
+#[pyo3(signature = (make, seed = 0, steps = 500))]
+fn check_env<'py>(
+    py: Python<'py>,
+    make: Bound<'py, PyAny>,
+    seed: u64,
+    steps: u64,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    guarded(|| {
+        let build = || -> Result<pyworld::PyWorld, String> {
+            let adapter = make.call0().map_err(|e| e.value(py).to_string())?;
+            pyworld::PyWorld::new(py, adapter.unbind())
+        };
+        let options = perennial::env::CheckOptions { seed, steps };
+        let out = pyo3::types::PyDict::new(py);
+        let (passed, skipped, failure) = match perennial::env::check(build, &options) {
+            Ok(report) => (report.passed, report.skipped, None),
+            Err(f) => (Vec::new(), Vec::new(), Some(f)),
+        };
+        let names: Vec<&str> = passed.iter().map(|r| r.as_str()).collect();
+        out.set_item("passed", names)?;
+        let skipped: Vec<(&str, String)> =
+            skipped.into_iter().map(|(r, w)| (r.as_str(), w)).collect();
+        out.set_item("skipped", skipped)?;
+        match failure {
+            None => out.set_item("failure", py.None())?,
+            Some(f) => {
+                let d = pyo3::types::PyDict::new(py);
+                d.set_item("rule", f.rule.as_str())?;
+                d.set_item("step", f.step)?;
+                d.set_item("message", f.message)?;
+                out.set_item("failure", d)?;
+            }
+        }
+        Ok(out)
+    })
+}
+
+/// [`check_env`] for a world file (a path or `shipped:<name>`): each rule on fresh worlds
+/// built through the registry. Returns the same document, as JSON text.
+#[pyfunction]
+#[pyo3(signature = (path, seed = 0, steps = 500))]
+fn check_contract(py: Python<'_>, path: &str, seed: u64, steps: u64) -> PyResult<String> {
+    guarded(|| {
+        let file = load_world(py, path)?;
+        let registry = pyworld::registry();
+        let build = || perennial::dyn_env::build(&file, registry);
+        let options = perennial::env::CheckOptions { seed, steps };
+        let doc = match perennial::env::check(build, &options) {
+            Ok(report) => serde_json::json!({
+                "passed": report.passed.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+                "skipped": report.skipped.iter().map(|(r, w)| (r.as_str(), w)).collect::<Vec<_>>(),
+                "failure": null,
+            }),
+            Err(f) => serde_json::json!({
+                "passed": [],
+                "skipped": [],
+                "failure": {"rule": f.rule.as_str(), "step": f.step, "message": f.message},
+            }),
+        };
+        Ok(doc.to_string())
     })
 }
 
@@ -213,6 +287,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_world, m)?)?;
     m.add_function(wrap_pyfunction!(agents, m)?)?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;
+    m.add_function(wrap_pyfunction!(check_env, m)?)?;
+    m.add_function(wrap_pyfunction!(check_contract, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_worlds, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(export_episodes, m)?)?;

@@ -43,7 +43,7 @@ impl Run {
         clippy::too_many_arguments,
         reason = "these are the Python constructor's keyword arguments"
     )]
-    #[pyo3(signature = (world, seed = 0, run_id = None, algorithm_id = "python".to_string(), trace = None, format = None, record_transitions = false, notify = None, part_seconds = None))]
+    #[pyo3(signature = (world, seed = 0, run_id = None, algorithm_id = "python".to_string(), trace = None, format = None, record_transitions = false, notify = None, part_seconds = None, adapter = None))]
     fn new(
         py: Python<'_>,
         world: &str,
@@ -55,13 +55,28 @@ impl Run {
         record_transitions: bool,
         notify: Option<&str>,
         part_seconds: Option<f64>,
+        adapter: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         guarded(|| {
             let notify = notify
                 .map(|n| n.parse::<NotifyLevel>())
                 .transpose()
                 .map_err(|e| PyValueError::new_err(format!("notify: {e}")))?;
-            let file = load_world(py, world)?;
+            // With an adapter (`perennial.wrap`), `world` is the world file's text and the
+            // `python` kind builds the adapter's env.
+            let wrapped = adapter.map(crate::pyworld::registry_for);
+            let registry = wrapped
+                .as_ref()
+                .unwrap_or_else(|| crate::pyworld::registry());
+            let file = match &wrapped {
+                None => load_world(py, world)?,
+                Some(r) => perennial::world_file::WorldFile::parse_with(
+                    world,
+                    std::path::Path::new(crate::pyworld::WRAPPED_PATH),
+                    r,
+                )
+                .map_err(|e| crate::world_file_error(py, &e))?,
+            };
             let target = match trace {
                 None => None,
                 Some(path) => {
@@ -97,8 +112,8 @@ impl Run {
                     })
                 }
             };
-            let inner =
-                CoreRun::new(file, seed, run_id, algorithm_id, target, notify).map_err(to_py)?;
+            let inner = CoreRun::new(file, registry, seed, run_id, algorithm_id, target, notify)
+                .map_err(to_py)?;
             let spec = inner.spec();
             Ok(Run {
                 components: spec.components.clone(),

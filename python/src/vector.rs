@@ -84,7 +84,7 @@ impl Vector {
             )));
         }
         let envs = (0..self.num_envs)
-            .map(|_| build_world(&self.file))
+            .map(|_| build_world(&self.file, crate::pyworld::registry()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(PyValueError::new_err)?;
         let mut v = VecEnv::new(envs, self.mode).map_err(vec_err)?;
@@ -136,7 +136,8 @@ impl Vector {
                     )));
                 }
             };
-            let world = build_world(&file).map_err(PyValueError::new_err)?;
+            let world =
+                build_world(&file, crate::pyworld::registry()).map_err(PyValueError::new_err)?;
             let (obs_len, action_space) = (
                 world.spec().observation_space.len(),
                 world.spec().action_space.clone(),

@@ -45,11 +45,11 @@ pub const SHIPPED_PREFIX: &str = "shipped:";
 /// `worlds/<name>`, where the repository keeps them), anything else from disk.
 pub fn load(world: &str) -> Result<WorldFile, WorldFileError> {
     let Some(name) = world.strip_prefix(SHIPPED_PREFIX) else {
-        return WorldFile::load(Path::new(world));
+        return WorldFile::load_with(Path::new(world), crate::pyworld::registry());
     };
     let shown = Path::new("worlds").join(name);
     match SHIPPED.iter().find(|(n, _)| *n == name) {
-        Some((_, text)) => WorldFile::parse(text, &shown),
+        Some((_, text)) => WorldFile::parse_with(text, &shown, crate::pyworld::registry()),
         None => Err(WorldFileError {
             path: shown,
             line: None,
@@ -70,9 +70,9 @@ pub fn load(world: &str) -> Result<WorldFile, WorldFileError> {
 /// every row but the last few hundred.
 const FLUSH_EVERY: u64 = 256;
 
-/// Builds the world a loaded world file describes, through the built-in registry.
-pub fn build_world(file: &WorldFile) -> Result<Box<dyn DynEnv>, String> {
-    perennial::dyn_env::build(file, Registry::shared_builtin()).map_err(|e| e.to_string())
+/// Builds the world a loaded world file describes, through `registry`.
+pub fn build_world(file: &WorldFile, registry: &Registry) -> Result<Box<dyn DynEnv>, String> {
+    perennial::dyn_env::build(file, registry).map_err(|e| e.to_string())
 }
 
 /// Where a run's rows go and how.
@@ -135,6 +135,11 @@ pub enum RunError {
 impl From<StepError> for RunError {
     fn from(e: StepError) -> Self {
         match e {
+            // The world itself failed: not a bad call by the user.
+            StepError::Env {
+                source: EnvError::World(_),
+                ..
+            } => RunError::Failed(e.to_string()),
             StepError::Env { .. }
             | StepError::NotStarted { .. }
             | StepError::EpisodeEnded { .. } => RunError::Usage(e.to_string()),
@@ -149,13 +154,14 @@ impl Run {
     /// the trace file is created now, so a bad path is reported at once.
     pub fn new(
         file: WorldFile,
+        registry: &Registry,
         seed: u64,
         run_id: Option<String>,
         algorithm_id: String,
         trace: Option<TraceTarget>,
         notify: Option<NotifyLevel>,
     ) -> Result<Self, RunError> {
-        let world = build_world(&file).map_err(RunError::Failed)?;
+        let world = build_world(&file, registry).map_err(RunError::Failed)?;
         let task = world.spec().id.clone();
         let identity = RunIdentity {
             run_id: run_id.unwrap_or_else(|| format!("{task}-{algorithm_id}-seed{seed}")),

@@ -67,6 +67,10 @@ impl fmt::Display for Rule {
     }
 }
 
+/// Parameter ranges wider than this are treated as unbounded: the shift rule moves the
+/// value by a quarter instead of to the middle of the range.
+const NUDGE_SPAN: f64 = 1e9;
+
 /// How [`check`] drives the world. `Default`: seed 0, 500 steps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckOptions {
@@ -457,10 +461,25 @@ where
         return Ok(());
     }
     let now = env.get(p.name).unwrap_or(p.min);
-    let mut to = if now < p.max {
-        (now + p.max) / 2.0
+    let mut to = if p.max - p.min <= NUDGE_SPAN {
+        if now < p.max {
+            (now + p.max) / 2.0
+        } else {
+            (now + p.min) / 2.0
+        }
     } else {
-        (now + p.min) / 2.0
+        // An unbounded parameter (a Python world's attribute): a shift a world could meet,
+        // a quarter up (or 1 from zero), not half the largest float.
+        let up = if now == 0.0 {
+            1.0
+        } else {
+            now + now.abs() / 4.0
+        };
+        if up <= p.max {
+            up
+        } else {
+            now - now.abs() / 4.0
+        }
     };
     if p.integer {
         to = to.round();
@@ -474,13 +493,32 @@ where
         ),
     })?;
     let a = actions.get(1).copied().unwrap_or(actions[0]);
-    if let Err(e) = env.step(&a) {
+    let shifted = match env.step(&a) {
+        Ok(t) => t,
+        Err(e) => {
+            return Err(CheckFailure {
+                rule: Rule::ShiftEndsNoEpisode,
+                step: 1,
+                message: format!(
+                    "after `{}` was set to {to} mid-episode, the next step failed: {e}; a shift must not end the episode",
+                    p.name
+                ),
+            });
+        }
+    };
+    // The same two steps without the shift: an episode the shift ended would have gone on.
+    let mut twin = make()?;
+    twin.reset(options.seed);
+    let unshifted = twin.step(&actions[0]).and_then(|_| twin.step(&a));
+    if shifted.done() && unshifted.is_ok_and(|t| !t.done()) {
         return Err(CheckFailure {
             rule: Rule::ShiftEndsNoEpisode,
             step: 1,
             message: format!(
-                "after `{}` was set to {to} mid-episode, the next step failed: {e}; a shift must not end the episode",
-                p.name
+                "after `{}` was set to {to} mid-episode, the next step ended the episode \
+                 (terminated {}, truncated {}) where the same step without the shift did not; \
+                 a shift must not end the episode",
+                p.name, shifted.terminated, shifted.truncated
             ),
         });
     }

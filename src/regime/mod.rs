@@ -130,6 +130,14 @@ pub enum RegimeError {
     },
     /// The schedule itself is malformed (no regimes, a restored cursor out of range).
     BadPlan(String),
+    /// The world refused a value its range allows (a world written in Python whose
+    /// attribute or `set_parameter` raised, say); nothing was changed.
+    Refused {
+        /// Parameter name.
+        name: String,
+        /// What the world said.
+        message: String,
+    },
     /// One field of the plan is refused: `field` is its name in a world file's
     /// `[schedule]` table, `index` the entry of a list field (a fixed plan's shifts).
     PlanField {
@@ -181,6 +189,9 @@ impl fmt::Display for RegimeError {
                 known.join(", ")
             ),
             RegimeError::BadPlan(msg) => write!(f, "bad schedule: {msg}"),
+            RegimeError::Refused { name, message } => {
+                write!(f, "parameter `{name}` was refused by the world: {message}")
+            }
             RegimeError::PlanField {
                 field,
                 index: Some(i),

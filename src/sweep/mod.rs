@@ -126,7 +126,30 @@ pub fn sweep_dir(sweep: &SweepFile, out: Option<&Path>) -> PathBuf {
     std::path::absolute(&dir).unwrap_or(dir)
 }
 
-/// The executable each run is started with: `$PERENNIAL_BIN`, else the running one.
+/// The command a program embedding the command line starts its runs with (see
+/// [`set_run_command`]).
+static EMBEDDED: std::sync::OnceLock<(PathBuf, Vec<std::ffi::OsString>)> =
+    std::sync::OnceLock::new();
+
+/// For a program that embeds the command line (the Python package runs it inside the
+/// interpreter, whose executable is not `perennial`): the program and leading arguments
+/// each run of a sweep starts with when `$PERENNIAL_BIN` is unset, such as
+/// `python -m perennial`. Only the first call counts.
+pub fn set_run_command(program: PathBuf, leading: Vec<std::ffi::OsString>) {
+    let _ = EMBEDDED.set((program, leading));
+}
+
+/// The arguments that go before `run ...` when starting `program`: the embedder's leading
+/// ones when `program` is its program, else none.
+pub(crate) fn leading_args(program: &Path) -> &'static [std::ffi::OsString] {
+    match EMBEDDED.get() {
+        Some((p, leading)) if p == program => leading,
+        _ => &[],
+    }
+}
+
+/// The executable each run is started with: `$PERENNIAL_BIN`, else the embedder's (see
+/// [`set_run_command`]), else the running one.
 ///
 /// # Errors
 ///
@@ -134,7 +157,10 @@ pub fn sweep_dir(sweep: &SweepFile, out: Option<&Path>) -> PathBuf {
 pub fn perennial_program() -> Result<PathBuf, SweepError> {
     match std::env::var_os("PERENNIAL_BIN") {
         Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
-        _ => std::env::current_exe().map_err(SweepError::io("the perennial executable")),
+        _ => match EMBEDDED.get() {
+            Some((p, _)) => Ok(p.clone()),
+            None => std::env::current_exe().map_err(SweepError::io("the perennial executable")),
+        },
     }
 }
 

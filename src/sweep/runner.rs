@@ -399,6 +399,7 @@ impl Drop for Active {
 /// Starts one attempt of a run, its output appended to the run's log after a header line.
 fn start(run: &PlannedRun, attempt: u32, program: &Path) -> Result<Child, SweepError> {
     let argv = run.next_argv();
+    let leading = super::leading_args(program);
     if !run.checkpoint.is_file() && !run.trace.is_dir() {
         // A fresh start writes the trace from byte 0; a partial one from a run killed before
         // its first checkpoint is of no use. A Parquet trace is a folder: the fresh run
@@ -408,14 +409,19 @@ fn start(run: &PlannedRun, attempt: u32, program: &Path) -> Result<Child, SweepE
     let mut log = crate::output::open_append(&run.log)?;
     writeln!(
         log,
-        "{} {attempt}: {} {}",
+        "{} {attempt}: {} {}{}",
         super::ATTEMPT_HEADER,
         program.display(),
+        leading
+            .iter()
+            .map(|a| format!("{} ", a.to_string_lossy()))
+            .collect::<String>(),
         argv.join(" ")
     )
     .map_err(SweepError::io(&run.log))?;
     let err = log.try_clone().map_err(SweepError::io(&run.log))?;
     Command::new(program)
+        .args(leading)
         .args(argv)
         .stdin(Stdio::null())
         .stdout(log)
