@@ -177,6 +177,22 @@ fn cartpole_vec_with_shared_params_is_bit_identical() {
 }
 
 #[test]
+fn a_cartpole_vec_large_enough_to_step_on_several_cores_stays_bit_identical() {
+    // 2,500 copies are split between the pool's threads (halves of at least 1,024), per-copy
+    // parameters split with them.
+    for mode in MODES {
+        let params = varied_params(2500);
+        let mut v = CartPoleVec::per_copy(params.clone(), mode);
+        v.reset(SEED).unwrap();
+        compare(mode, &params, 60, &mut v);
+        let shared = vec![CartPoleParams::default(); 2500];
+        let mut v = CartPoleVec::new(2500, CartPoleParams::default(), mode);
+        v.reset(SEED).unwrap();
+        compare(mode, &shared, 60, &mut v);
+    }
+}
+
+#[test]
 fn generic_vec_env_is_bit_identical_to_independent_cartpoles_in_every_mode() {
     for mode in MODES {
         let params = varied_params(6);
