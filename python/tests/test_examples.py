@@ -22,3 +22,18 @@ def test_drift_reinforce_trains_and_prints_the_interval_table(tmp_path):
     lines = proc.stdout.splitlines()
     assert len(lines) >= 3 and lines[0].startswith("earth")
     assert len(trace.read_text().splitlines()) == 5000
+
+
+def test_grpo_forks_runs_the_loop_and_prints_a_row_per_iteration(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "grpo_forks.py"), "--iterations", "3", "--print-every", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["iter", "step", "policy", "uniform", "gap"]
+    assert [l.split()[:2] for l in lines[1:4]] == [["0", "0"], ["1", "24"], ["2", "48"]]
+    assert lines[-1].startswith("mean gap to the uniform policy")
