@@ -1,6 +1,8 @@
 //! Forks of the default warehouse (`worlds/warehouse.toml`) after 1,000 hours of
 //! base-stock: the cost of one fork (a snapshot of the running harness, and a restore of it
-//! into a freshly built world and agent, as `perennial fork` does per rollout), and the wall
+//! into a freshly built world and agent; `restore_without_agent` is the restore each
+//! rollout of `run_rollouts` with a fresh agent does, of the snapshot without the saved
+//! agent's window), and the wall
 //! time of K = 64 rollouts of 24 hours with a random agent on the default jobs (the cores),
 //! JSON Lines traces and events tables written.
 
@@ -71,6 +73,16 @@ fn bench(c: &mut Criterion) {
     let one = plan(1);
     group.bench_function("restore", |b| {
         b.iter(|| black_box(one.restore(kind, 0).expect("restores")))
+    });
+    // What every rollout of `run_rollouts` with a fresh agent restores: the snapshot
+    // without the saved agent's window.
+    let stripped = snapshot.without_agent().expect("the snapshot is sound");
+    let light = ForkPlan {
+        snapshot: &stripped,
+        ..one.clone()
+    };
+    group.bench_function("restore_without_agent", |b| {
+        b.iter(|| black_box(light.restore(kind, 0).expect("restores")))
     });
     group.bench_function("snapshot_and_restore", |b| {
         b.iter(|| {

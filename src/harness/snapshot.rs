@@ -226,6 +226,24 @@ impl Snapshot {
         Ok(crate::output::content_hash(&bytes))
     }
 
+    /// This snapshot without its agent part, sealed anew: what a restore with
+    /// [`AgentStart::Fresh`] reads, and cheaper to check, since the agent's rollout window
+    /// is most of a snapshot's size. The snapshot is checked first.
+    ///
+    /// # Errors
+    ///
+    /// As [`Snapshot::check`].
+    pub fn without_agent(&self) -> Result<Snapshot, SnapshotError> {
+        self.check()?;
+        let mut snapshot = Snapshot {
+            agent: None,
+            hash: String::new(),
+            ..self.clone()
+        };
+        snapshot.hash = snapshot.content_hash()?;
+        Ok(snapshot)
+    }
+
     /// Checks the version and the content hash.
     ///
     /// # Errors
