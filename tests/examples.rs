@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 mod common;
 use common::text;
 
-const EXAMPLES: [&str; 7] = [
+const EXAMPLES: [&str; 8] = [
     "cartpole_regimes",
     "warehouse_shift",
     "custom_world",
@@ -26,6 +26,7 @@ const EXAMPLES: [&str; 7] = [
     "peer_workload",
     "continual_baselines",
     "soak",
+    "fork_groups",
 ];
 
 fn executables() -> &'static HashMap<String, PathBuf> {
@@ -164,6 +165,32 @@ fn cartpole_regimes_traces_the_learner_and_prints_its_intervals() {
         "{stdout}"
     );
     traced(&stdout, 1, 6500);
+}
+
+#[test]
+fn fork_groups_compares_fork_groups_with_chunk_groups() {
+    let stdout = ran("fork_groups", "300");
+    prints(
+        &stdout,
+        &["source     warehouse, base-stock, seed 0, 300 hours; forks of 16 x 24 hours"],
+    );
+    for agent in ["random", "base-stock", "oracle"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(agent) && l.contains(" fork ")),
+            "no fork group for {agent} in:\n{stdout}"
+        );
+    }
+    // A deterministic agent's fork has no spread; its chunks do, all of it the world's.
+    let base_stock = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("base-stock"))
+        .take(3)
+        .collect::<Vec<_>>();
+    assert!(base_stock[0].contains(" 0.000  +0.00"), "{stdout}");
+    assert!(base_stock[1].trim_start().starts_with("chunks"), "{stdout}");
+    assert!(base_stock[2].contains("world share 100.0%"), "{stdout}");
 }
 
 #[test]

@@ -276,4 +276,13 @@ fn a_fork_refuses_what_it_cannot_do() {
     let before = common::files_in(&out);
     fails(fork_args("3", "10", &out), "holds another fork");
     assert_eq!(common::files_in(&out), before);
+    // A folder of someone else's files is not written into either.
+    let foreign = dir.join("foreign");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
+    fails(
+        fork_args("2", "10", &foreign),
+        "is not empty and holds no fork.json",
+    );
+    assert_eq!(common::files_in(&foreign).len(), 1);
 }

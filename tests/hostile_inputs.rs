@@ -639,6 +639,51 @@ fn cases() -> Vec<Case> {
             expect: &["/dev/zero:1", "longer than 16777216 bytes"],
         },
         Case {
+            what: "fork: no rollouts (K = 0)",
+            file: None,
+            args: &["fork", "{dir}/any.ckpt.json", "--rollouts", "0", "--steps", "24"],
+            code: 2,
+            expect: &["--rollouts must be at least 1"],
+        },
+        Case {
+            what: "fork: too many rollouts (K = u64::MAX)",
+            file: None,
+            args: &[
+                "fork",
+                "{dir}/any.ckpt.json",
+                "--rollouts",
+                "18446744073709551615",
+                "--steps",
+                "24",
+            ],
+            code: 2,
+            expect: &["--rollouts is 18446744073709551615", "use at most 10000"],
+        },
+        Case {
+            what: "fork: rollouts of no steps (H = 0)",
+            file: None,
+            args: &["fork", "{dir}/any.ckpt.json", "--rollouts", "2", "--steps", "0"],
+            code: 2,
+            expect: &["--steps must be at least 1"],
+        },
+        Case {
+            what: "fork: SOURCE is a trace",
+            file: None,
+            args: &["fork", "{dir}/ok-trace.jsonl", "--rollouts", "2", "--steps", "24"],
+            code: 2,
+            expect: &["ok-trace.jsonl", "this is a trace", "--checkpoint-every"],
+        },
+        Case {
+            what: "fork: SOURCE is JSON but not a checkpoint (a snapshot, another tool's file)",
+            file: Some((
+                "snapshot.json",
+                r#"{"version":1,"step":500,"env":{},"hash":"0"}"#.into(),
+            )),
+            args: &["fork", "{file}", "--rollouts", "2", "--steps", "24"],
+            code: 2,
+            expect: &["{file}", "not a perennial checkpoint", "--checkpoint-every"],
+        },
+        Case {
             what: "trace: rows that are JSON arrays",
             file: Some((
                 "array.jsonl",

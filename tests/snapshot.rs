@@ -136,6 +136,17 @@ fn random_forks_meet_the_same_demand_and_failures_and_act_differently() {
 }
 
 #[test]
+fn the_content_hash_is_the_hash_of_the_snapshots_json_with_the_hash_empty() {
+    let snapshot = warehouse_snapshot(300);
+    let unhashed = Snapshot {
+        hash: String::new(),
+        ..snapshot.clone()
+    };
+    let bytes = serde_json::to_vec(&unhashed).unwrap();
+    assert_eq!(perennial::output::content_hash(&bytes), snapshot.hash);
+}
+
+#[test]
 fn a_tampered_snapshot_is_refused() {
     let snapshot = warehouse_snapshot(50);
     let json = snapshot.to_json().unwrap();

@@ -6,7 +6,7 @@ Run it after `pip install ./python` (scripts/test.sh leaves one in .venv/):
 
 It prints two tables. The first compares `gym.make("perennial/CartPole-v1")` with
 `gym.make("CartPole-v1")` (both through the wrappers gym.make adds) and `make_vec` at 4,096
-envs with Gymnasium's numpy `CartPoleVectorEnv`; targets are 5x and 1.5x. The second splits
+envs with Gymnasium's numpy `CartPoleVectorEnv`; targets are 5x and 3x. The second splits
 perennial's per-step time into layers, each row measured by stepping that layer alone:
 the Rust call (world step plus building the numpy array and the result tuple), the
 `PerennialEnv` Python method around it, and the wrappers gym.make adds. Each figure is

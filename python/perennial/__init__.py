@@ -34,7 +34,7 @@ from typing import Any, Optional, Sequence
 import gymnasium as gym
 
 from . import _core
-from ._core import WorldFileError
+from ._core import Snapshot, WorldFileError
 from ._worlds import SHIPPED_IDS, resolve, shipped_worlds
 from .env import PerennialEnv
 from .sweep import SweepError, sweep
@@ -45,6 +45,7 @@ __all__ = [
     "ContractError",
     "PerennialEnv",
     "PerennialVectorEnv",
+    "Snapshot",
     "SweepError",
     "WorldFileError",
     "WrappedEnv",
@@ -52,6 +53,7 @@ __all__ = [
     "check_env",
     "evaluate",
     "export_episodes",
+    "fork",
     "load_events",
     "make",
     "make_vec",
@@ -100,6 +102,50 @@ def make(world: str | os.PathLike, **options: Any) -> PerennialEnv:
         registered = gym.registry[key]
         env.spec = dataclasses.replace(registered, kwargs={**registered.kwargs, **options})
     return env
+
+
+#: The most rollouts ``fork`` makes at once, as ``perennial fork --rollouts``.
+MAX_FORK_ROLLOUTS = 10_000
+
+
+def fork(env: gym.Env, k: int, **options: Any) -> list[PerennialEnv]:
+    """``k`` independent envs in the state ``env`` is in now, built from its snapshot.
+
+    Each is ``make(world, snapshot=env.unwrapped.snapshot(), **options)``: it meets the
+    same world from here on (demand, failures, regime shifts come from the saved streams),
+    so only the actions taken in it differ. Step each on without ``reset()``, from the
+    observation ``env`` acts on next (``envs[i].snapshot().observation``). Rollout ``i``'s
+    run id is ``{run id}-s{step}-r{i}``, as ``perennial fork`` names them; a ``trace`` option must hold ``{k}``
+    (``trace="runs/rollout-{k}.jsonl"``), which becomes the rollout's index. ``env``
+    itself is not changed.
+
+    Raises ``ValueError`` for ``k`` below 1 or above ``MAX_FORK_ROLLOUTS``, and as ``make``.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_FORK_ROLLOUTS:
+        raise ValueError(f"fork: k={k!r}; pass a whole number of rollouts from 1 to {MAX_FORK_ROLLOUTS}")
+    base = env.unwrapped
+    if not isinstance(base, PerennialEnv):
+        raise ValueError(f"fork: {type(base).__name__} is not a perennial env")
+    trace = options.pop("trace", None)
+    if trace is not None and "{k}" not in os.fspath(trace):
+        raise ValueError(
+            f"fork: trace={os.fspath(trace)!r} would be shared by {k} envs; put {{k}} in it "
+            "(trace=\"runs/rollout-{k}.jsonl\") so each rollout gets its own"
+        )
+    snapshot = base.snapshot()
+    defaults = {
+        "algorithm_id": base._options["algorithm_id"],
+        "reveal_regime": base._options["reveal_regime"],
+    }
+    envs = []
+    for i in range(k):
+        opts = {**defaults, **options}
+        opts.setdefault("run_id", f"{snapshot.run_id}-s{snapshot.step}-r{i}")
+        if trace is not None:
+            opts["trace"] = os.fspath(trace).replace("{k}", str(i))
+            opts["fork_index"] = i
+        envs.append(make(base.world_file, snapshot=snapshot, **opts))
+    return envs
 
 
 def make_vec(

@@ -95,6 +95,15 @@ class PerennialEnv(gym.Env):
             passed since the last (default 1; 0 cuts one at every flush, every 256 steps,
             so a killed process keeps what a JSON Lines trace keeps, at the cost of many
             small files).
+        snapshot: start from this ``perennial.Snapshot`` (of the same world file) instead
+            of a new run: the env is in the saved state, so step it on without ``reset()``
+            from ``snapshot.observation``; its trace starts at the saved step. ``seed``
+            defaults to the snapshot's (it seeds only later episodes), ``run_id`` to
+            ``{saved run id}-s{step}``.
+        fork_index: with ``snapshot`` and ``trace``: this env is rollout ``fork_index`` of
+            a fork (``perennial.fork`` sets it); its events table records a ``fork`` event
+            at the saved step, so ``perennial.export_episodes`` groups the rollouts of one
+            fork as one GRPO group.
     """
 
     metadata = {"render_modes": []}
@@ -112,12 +121,19 @@ class PerennialEnv(gym.Env):
         render_mode: Optional[str] = None,
         notify: Optional[str] = None,
         part_seconds: Optional[float] = None,
+        snapshot: Optional[_core.Snapshot] = None,
+        fork_index: Optional[int] = None,
     ) -> None:
         if render_mode is not None:
             raise ValueError(f"render_mode={render_mode!r}: perennial worlds do not render; use None")
         path = resolve(world)
+        if snapshot is not None and not isinstance(snapshot, _core.Snapshot):
+            raise ValueError(
+                f"snapshot={type(snapshot).__name__}: pass a perennial.Snapshot "
+                "(from env.unwrapped.snapshot())"
+            )
         if seed is None:
-            seed = default_seed(path)
+            seed = default_seed(path) if snapshot is None else snapshot.seed
         seed = check_seed(seed)
         self._world = path
         self._options = dict(
@@ -129,18 +145,36 @@ class PerennialEnv(gym.Env):
             reveal_regime=reveal_regime,
             notify=notify,
             part_seconds=part_seconds,
+            snapshot=snapshot,
+            fork_index=fork_index,
         )
-        self._run = _core.Run(
-            path,
-            int(seed),
-            run_id,
-            algorithm_id,
-            None if trace is None else os.fspath(trace),
-            trace_format,
-            record_transitions,
-            notify,
-            None if part_seconds is None else float(part_seconds),
-        )
+        if snapshot is None:
+            self._run = _core.Run(
+                path,
+                int(seed),
+                run_id,
+                algorithm_id,
+                None if trace is None else os.fspath(trace),
+                trace_format,
+                record_transitions,
+                notify,
+                None if part_seconds is None else float(part_seconds),
+            )
+        else:
+            # A fresh untraced run, put in the saved state, then traced from the saved step.
+            self._run = _core.Run(path, int(seed), None, algorithm_id, None, None, False, notify, None)
+            if run_id is None:
+                run_id = f"{snapshot.run_id}-s{snapshot.step}"
+            _core.restore(self._run, snapshot, int(seed), run_id, notify)
+            if trace is not None:
+                _core.open_trace(
+                    self._run,
+                    os.fspath(trace),
+                    trace_format,
+                    record_transitions,
+                    None if part_seconds is None else float(part_seconds),
+                    None if fork_index is None else (snapshot.run_id, int(fork_index)),
+                )
         spec = self._run.spec()
         self.observation_space = to_space(spec["observation_space"])
         self.action_space = to_space(spec["action_space"])
@@ -177,6 +211,28 @@ class PerennialEnv(gym.Env):
         Raises ``ValueError`` for an unknown label or a plan that is not manual.
         """
         self._run.shift(label)
+
+    def snapshot(self) -> "_core.Snapshot":
+        """The run as it stands, but its trace, as a picklable ``perennial.Snapshot``: the
+        world and its random streams, the regime scheduler mid-plan, the notify level, the
+        step, episode and episode-step counters and the observation the agent acts on next
+        (``snapshot.observation``). Raises ``ValueError`` before the first ``reset()`` and
+        for a world that cannot be saved."""
+        return _core.snapshot(self._run)
+
+    def restore(self, snapshot: "_core.Snapshot") -> np.ndarray:
+        """Puts the env in the state ``snapshot`` saved and returns the observation to act
+        on next: the same actions from here give the same observations and rewards as in the
+        saved run. Do not ``reset()`` first (that starts the next episode).
+
+        Raises ``ValueError`` for a traced env (its trace would no longer be one run: start
+        a new env with ``perennial.make(world, snapshot=snapshot, trace=...)``), a snapshot
+        of another world file, or one that was edited."""
+        if not isinstance(snapshot, _core.Snapshot):
+            raise ValueError(f"restore({type(snapshot).__name__}): pass a perennial.Snapshot")
+        _core.restore(self._run, snapshot)
+        self._notify = self._run.notify != "none"
+        return snapshot.observation
 
     def reset(
         self, *, seed: Optional[int] = None, options: Optional[dict[str, Any]] = None

@@ -221,6 +221,24 @@ class WrappedEnv(gym.Wrapper):
         """Under a ``manual`` plan, makes ``label`` the regime from the next step on."""
         self._run.shift(label)
 
+    def snapshot(self) -> "_core.Snapshot":
+        """The run as it stands, but its trace, as a picklable ``perennial.Snapshot`` (the
+        env itself pickled inside it, tagged with this user's key; see ``docs/forks.md``).
+        Raises ``ValueError`` before the first ``reset()`` and for an env that does not
+        pickle."""
+        return _core.snapshot(self._run)
+
+    def restore(self, snapshot: "_core.Snapshot") -> Any:
+        """Puts the run in the state ``snapshot`` saved (the env becomes the saved one:
+        ``unwrapped`` is then a new object) and returns the observation to act on next.
+        Raises ``ValueError`` for a traced env and a snapshot of another world."""
+        if not isinstance(snapshot, _core.Snapshot):
+            raise ValueError(f"restore({type(snapshot).__name__}): pass a perennial.Snapshot")
+        _core.restore(self._run, snapshot)
+        self.env = self._adapter.env
+        self._notify = self._run.notify != "none"
+        return self._adapter.last_obs
+
     def reset(
         self, *, seed: Optional[int] = None, options: Optional[dict[str, Any]] = None
     ) -> tuple[Any, dict[str, Any]]:

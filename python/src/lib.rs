@@ -8,6 +8,7 @@
 
 mod pyworld;
 mod run;
+mod snapshot;
 mod vector;
 mod world;
 
@@ -283,6 +284,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WorldFileError", m.py().get_type::<WorldFileError>())?;
     m.add_class::<run::Run>()?;
     m.add_class::<vector::Vector>()?;
+    m.add_class::<snapshot::Snapshot>()?;
+    m.add_function(wrap_pyfunction!(snapshot::snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(snapshot::restore, m)?)?;
+    m.add_function(wrap_pyfunction!(snapshot::open_trace, m)?)?;
     m.add("MAX_VECTOR_COPIES", perennial::limits::MAX_VECTOR_COPIES)?;
     m.add_function(wrap_pyfunction!(check_world, m)?)?;
     m.add_function(wrap_pyfunction!(agents, m)?)?;

@@ -14,7 +14,7 @@ use perennial::trace::TraceFormat;
 use crate::world::{Run as CoreRun, RunError, TraceTarget};
 use crate::{guarded, load_world};
 
-fn to_py(e: RunError) -> PyErr {
+pub(crate) fn to_py(e: RunError) -> PyErr {
     match e {
         RunError::Usage(m) => PyValueError::new_err(m),
         RunError::Failed(m) => PyRuntimeError::new_err(m),
@@ -26,7 +26,7 @@ fn to_py(e: RunError) -> PyErr {
 /// Not shared between threads: a trace writer belongs to one thread.
 #[pyclass(name = "Run", module = "perennial._core", unsendable)]
 pub struct Run {
-    inner: CoreRun,
+    pub(crate) inner: CoreRun,
     /// Reward component names, in breakdown order.
     components: Vec<String>,
     /// Payout names, in breakdown order.
@@ -77,41 +77,9 @@ impl Run {
                 )
                 .map_err(|e| crate::world_file_error(py, &e))?,
             };
-            let target = match trace {
-                None => None,
-                Some(path) => {
-                    let format = match format.or_else(|| path.extension().and_then(|e| e.to_str()))
-                    {
-                        Some("jsonl") | None => TraceFormat::Jsonl,
-                        Some("csv") => TraceFormat::Csv,
-                        Some("parquet") => TraceFormat::Parquet,
-                        Some(other) => {
-                            return Err(PyValueError::new_err(format!(
-                                "trace format `{other}` is not supported; use \"jsonl\", \"csv\" or \"parquet\" (or a trace path ending in .jsonl, .csv or .parquet)"
-                            )));
-                        }
-                    };
-                    let part_interval = match (part_seconds, format) {
-                        (None, _) => None,
-                        (Some(s), TraceFormat::Parquet) => Some(
-                            perennial::trace::part_interval(s, "part_seconds")
-                                .map_err(PyValueError::new_err)?,
-                        ),
-                        (Some(_), other) => {
-                            return Err(PyValueError::new_err(format!(
-                                "part_seconds is for Parquet traces (a directory of part files); this trace is {}: leave part_seconds out",
-                                other.extension()
-                            )));
-                        }
-                    };
-                    Some(TraceTarget {
-                        path,
-                        format,
-                        record_transitions,
-                        part_interval,
-                    })
-                }
-            };
+            let target = trace
+                .map(|path| trace_target(path, format, record_transitions, part_seconds))
+                .transpose()?;
             let inner = CoreRun::new(file, registry, seed, run_id, algorithm_id, target, notify)
                 .map_err(to_py)?;
             let spec = inner.spec();
@@ -291,6 +259,44 @@ impl Run {
     fn close(&mut self) -> PyResult<()> {
         guarded(|| self.inner.close().map_err(to_py))
     }
+}
+
+/// Where a trace at `path` goes and how: `format` "jsonl", "csv" or "parquet", else from
+/// the extension.
+pub(crate) fn trace_target(
+    path: PathBuf,
+    format: Option<&str>,
+    record_transitions: bool,
+    part_seconds: Option<f64>,
+) -> PyResult<TraceTarget> {
+    let format = match format.or_else(|| path.extension().and_then(|e| e.to_str())) {
+        Some("jsonl") | None => TraceFormat::Jsonl,
+        Some("csv") => TraceFormat::Csv,
+        Some("parquet") => TraceFormat::Parquet,
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "trace format `{other}` is not supported; use \"jsonl\", \"csv\" or \"parquet\" (or a trace path ending in .jsonl, .csv or .parquet)"
+            )));
+        }
+    };
+    let part_interval = match (part_seconds, format) {
+        (None, _) => None,
+        (Some(s), TraceFormat::Parquet) => Some(
+            perennial::trace::part_interval(s, "part_seconds").map_err(PyValueError::new_err)?,
+        ),
+        (Some(_), other) => {
+            return Err(PyValueError::new_err(format!(
+                "part_seconds is for Parquet traces (a directory of part files); this trace is {}: leave part_seconds out",
+                other.extension()
+            )));
+        }
+    };
+    Ok(TraceTarget {
+        path,
+        format,
+        record_transitions,
+        part_interval,
+    })
 }
 
 /// A space as a dict: `kind` ("discrete", "multi_discrete", "box") and its fields.

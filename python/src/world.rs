@@ -16,7 +16,7 @@ use perennial::regime::{Notification, NotifyLevel, Origin, Plan};
 use perennial::registry::Registry;
 use perennial::reward::Breakdown;
 use perennial::seed::{self, Stream};
-use perennial::session::{Session, StepError};
+use perennial::session::{Session, SessionState, StepError};
 use perennial::trace::{self, RunIdentity, TraceFormat};
 use perennial::world_file::{WorldFile, WorldFileError};
 
@@ -264,6 +264,73 @@ impl Run {
         manifest
             .write(&path)
             .map_err(|e| RunError::Failed(e.to_string()))
+    }
+
+    /// The run's saved state (see `crate::snapshot`).
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Usage`] when the world cannot be saved.
+    pub fn save_state(&self) -> Result<SessionState, RunError> {
+        self.session
+            .snapshot()
+            .map_err(|e| RunError::Usage(format!("this world cannot be snapshotted: {e}")))
+    }
+
+    /// Puts `state` in place. A traced run refuses: its trace would no longer be one run.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Usage`] for a traced run or a state that does not fit the world.
+    pub fn restore_state(&mut self, state: SessionState) -> Result<(), RunError> {
+        let traced = self.trace.as_ref().map(|t| &t.path);
+        if let Some(path) = traced.or(self.closed_trace.as_ref()) {
+            return Err(RunError::Usage(format!(
+                "restore() on a traced env: its trace {} would no longer hold one run; start a new env from the snapshot instead: perennial.make(world, snapshot=snapshot, trace=...)",
+                path.display()
+            )));
+        }
+        self.session
+            .restore(state)
+            .map_err(|e| RunError::Usage(format!("the snapshot does not fit this env: {e}")))?;
+        self.breakdown = None;
+        self.notification = None;
+        Ok(())
+    }
+
+    /// Starts writing the trace `target` from the step the run stands at (a run restored
+    /// from a snapshot writes its first row at the saved step).
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Usage`] when the run already has a trace or the file cannot be made.
+    pub fn attach_trace(&mut self, target: TraceTarget) -> Result<(), RunError> {
+        if self.trace.is_some() || self.closed_trace.is_some() {
+            return Err(RunError::Usage("the env already has a trace".into()));
+        }
+        self.session
+            .set_record_transitions(target.record_transitions);
+        self.trace = Some(target);
+        self.open_trace()
+    }
+
+    /// Records in the events table, at the step the run stands at, that this run is
+    /// rollout `k` of a fork of run `source_run_id` (as `perennial fork` does), so
+    /// `perennial episodes` groups the rollouts of one fork. A run without a trace records
+    /// nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Failed`] when the events table cannot be written.
+    pub fn record_fork(&mut self, source_run_id: &str, k: u64) -> Result<(), RunError> {
+        let step = self.session.counters().step;
+        let row = trace::EventRow::fork(&self.session.identity().run_id, step, source_run_id, k);
+        match self.session.events_mut() {
+            Some(events) => events
+                .write(row)
+                .map_err(|e| RunError::Failed(e.to_string())),
+            None => Ok(()),
+        }
     }
 
     /// The world file the run was built from.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import time
@@ -314,3 +315,31 @@ def test_a_sweep_over_two_wrapped_gymnasium_worlds_and_two_seeds_runs_and_scores
     assert all(r["status"] == "done" for r in manifest["runs"])
     report = json.loads((out / "eval.json").read_text())
     assert len(report["runs"]) == 4
+
+
+def test_a_wrapped_env_snapshot_restores_the_same_future_in_another_env():
+    def make():
+        return perennial.wrap(gym.make("CartPole-v1"), seed=5, **TWO_GRAVITIES)
+
+    env = make()
+    env.reset()
+    for _ in range(300):
+        _, _, terminated, truncated, _ = env.step(0)
+        if terminated or truncated:
+            env.reset()
+    snap = pickle.loads(pickle.dumps(env.snapshot()))
+    actions = np.random.default_rng(1).integers(0, 2, size=200)
+
+    def future(e):
+        out = []
+        for a in actions:
+            obs, reward, terminated, truncated, _ = e.step(int(a))
+            out.append((np.asarray(obs).tobytes(), reward, terminated, truncated, e.unwrapped.gravity))
+            if terminated or truncated:
+                e.reset()
+        return out
+
+    other = make()
+    other.reset()
+    other.restore(snap)
+    assert future(other) == future(env)

@@ -163,6 +163,23 @@ impl ForkPlan<'_> {
 ///
 /// The first failed rollout's error.
 pub fn run_rollouts(kind: &dyn Kind, plan: &ForkPlan<'_>) -> Result<Vec<RolloutResult>, ForkError> {
+    // Fresh agents read nothing of the saved agent: every rollout restores (and checks) a
+    // snapshot without it, taken once.
+    let stripped;
+    let lighter;
+    let plan = if !plan.saved_agent && plan.snapshot.agent.is_some() {
+        stripped = plan
+            .snapshot
+            .without_agent()
+            .map_err(|e| ForkError::Build(BuildError::Checkpoint(e.to_string())))?;
+        lighter = ForkPlan {
+            snapshot: &stripped,
+            ..plan.clone()
+        };
+        &lighter
+    } else {
+        plan
+    };
     let next = AtomicU64::new(0);
     let results: Mutex<Vec<Result<RolloutResult, ForkError>>> = Mutex::new(Vec::new());
     let jobs = plan.jobs.clamp(

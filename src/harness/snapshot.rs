@@ -190,13 +190,58 @@ impl Snapshot {
     /// declaration order, the maps of the saved parts with sorted keys, floats written so
     /// they read back to the same bits.
     fn content_hash(&self) -> Result<String, SnapshotError> {
-        let unhashed = Snapshot {
-            hash: String::new(),
-            ..self.clone()
+        // The snapshot's own fields, borrowed, in its order and with its names: the same
+        // JSON as the snapshot's with `hash` empty, without copying the saved parts.
+        #[derive(Serialize)]
+        struct Unhashed<'a> {
+            version: u32,
+            identity: &'a RunIdentity,
+            config: &'a HarnessConfig,
+            step: u64,
+            episode: u64,
+            episode_step: u64,
+            obs: &'a serde_json::Value,
+            baseline: &'a Conditions,
+            scheduler: &'a Scheduler,
+            env: &'a serde_json::Value,
+            agent: &'a Option<SavedAgent>,
+            hash: &'a str,
+        }
+        let unhashed = Unhashed {
+            version: self.version,
+            identity: &self.identity,
+            config: &self.config,
+            step: self.step,
+            episode: self.episode,
+            episode_step: self.episode_step,
+            obs: &self.obs,
+            baseline: &self.baseline,
+            scheduler: &self.scheduler,
+            env: &self.env,
+            agent: &self.agent,
+            hash: "",
         };
         let bytes =
             serde_json::to_vec(&unhashed).map_err(|e| SnapshotError::Format(e.to_string()))?;
         Ok(crate::output::content_hash(&bytes))
+    }
+
+    /// This snapshot without its agent part, sealed anew: what a restore with
+    /// [`AgentStart::Fresh`] reads, and cheaper to check, since the agent's rollout window
+    /// is most of a snapshot's size. The snapshot is checked first.
+    ///
+    /// # Errors
+    ///
+    /// As [`Snapshot::check`].
+    pub fn without_agent(&self) -> Result<Snapshot, SnapshotError> {
+        self.check()?;
+        let mut snapshot = Snapshot {
+            agent: None,
+            hash: String::new(),
+            ..self.clone()
+        };
+        snapshot.hash = snapshot.content_hash()?;
+        Ok(snapshot)
     }
 
     /// Checks the version and the content hash.
