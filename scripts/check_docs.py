@@ -284,7 +284,18 @@ def check_blocks(path, options, failures):
                         run(path, number, argv, run_env, scratch, failures)
 
 
+def expand_globs(argv, scratch):
+    """Expands the words with `*` as the shell would, from the scratch folder (a pattern
+    matching nothing stays as written, as in sh)."""
+    out = []
+    for word in argv:
+        matches = sorted(str(p.relative_to(scratch)) for p in scratch.glob(word)) if "*" in word and not os.path.isabs(word) else []
+        out.extend(matches or [word])
+    return out
+
+
 def run(path, number, argv, env, scratch, failures):
+    argv = expand_globs(argv, scratch)
     shown = " ".join(shlex.quote(a) for a in argv)
     print(f"  {path.relative_to(ROOT)}:{number}: {shown}", flush=True)
     try:
