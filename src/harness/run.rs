@@ -90,7 +90,8 @@ pub enum HarnessError {
         /// The env's error.
         source: EnvError,
     },
-    /// The env returned a NaN or infinite reward.
+    /// The env returned a NaN or infinite reward, or one beyond
+    /// [`MAX_REWARD`](crate::limits::MAX_REWARD).
     NonFiniteReward {
         /// Global step index.
         step: u64,
@@ -133,7 +134,7 @@ impl fmt::Display for HarnessError {
             }
             HarnessError::NonFiniteReward { step, reward } => write!(
                 f,
-                "step {step}: the world returned a non-finite reward ({reward}); the run stopped and every row before this step is in the trace"
+                "step {step}: the world returned a reward of {reward}, not a finite number within ±1e30 (perennial::limits::MAX_REWARD) that a trace can hold; the run stopped and every row before this step is in the trace"
             ),
             HarnessError::Regime { step, source } => write!(f, "step {step}: {source}"),
             HarnessError::Trace(e) => write!(f, "writing the trace: {e}"),

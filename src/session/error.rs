@@ -17,7 +17,8 @@ pub enum StepError {
         /// The env's error.
         source: EnvError,
     },
-    /// The env returned a NaN or infinite reward.
+    /// The env returned a NaN or infinite reward, or one beyond
+    /// [`MAX_REWARD`](crate::limits::MAX_REWARD).
     NonFiniteReward {
         /// Global step index.
         step: u64,
@@ -70,7 +71,7 @@ impl fmt::Display for StepError {
             StepError::Env { step, source } => write!(f, "step {step}: {source}"),
             StepError::NonFiniteReward { step, reward } => write!(
                 f,
-                "step {step}: the world returned a non-finite reward ({reward}); every row before this step is in the trace"
+                "step {step}: the world returned a reward of {reward}, not a finite number within ±1e30 (perennial::limits::MAX_REWARD) that a trace can hold; every row before this step is in the trace"
             ),
             StepError::Regime { step, source } => write!(f, "step {step}: {source}"),
             StepError::Trace { step, source } => write!(f, "step {step}: {source}"),

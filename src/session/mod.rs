@@ -373,7 +373,7 @@ impl<E: Env + Shiftable> Session<E> {
                 return Err(StepError::Env { step, source });
             }
         };
-        if !t.reward.is_finite() {
+        if !crate::limits::reward_in_range(t.reward) {
             return Err(StepError::NonFiniteReward {
                 step,
                 reward: t.reward,
