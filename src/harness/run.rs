@@ -134,7 +134,8 @@ impl fmt::Display for HarnessError {
             }
             HarnessError::NonFiniteReward { step, reward } => write!(
                 f,
-                "step {step}: the world returned a reward of {reward}, not a finite number within ±1e30 (perennial::limits::MAX_REWARD) that a trace can hold; the run stopped and every row before this step is in the trace"
+                "step {step}: the world returned {}; the run stopped and every row before this step is in the trace",
+                crate::session::reward_text(*reward)
             ),
             HarnessError::Regime { step, source } => write!(f, "step {step}: {source}"),
             HarnessError::Trace(e) => write!(f, "writing the trace: {e}"),

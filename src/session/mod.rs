@@ -55,6 +55,7 @@ use crate::trace::{
     EventRow, EventWriter, RowRecord, RunIdentity, TraceColumns, TraceError, TraceFormat, TraceSink,
 };
 
+pub(crate) use error::reward_text;
 pub use error::{RestoreError, StepError};
 pub use state::{Counters, SessionState};
 
