@@ -52,6 +52,19 @@ pub const MAX_VECTOR_COPIES: usize = 1 << 20;
 /// Most rollouts one `perennial fork` runs: each is a trace file of its own.
 pub const MAX_FORK_ROLLOUTS: u64 = 10_000;
 
+/// Largest magnitude of a reward, component, payout, ceiling or bound a trace may hold
+/// (1e30): far above what a world within these limits earns in a step (a weight of
+/// [`MAX_MAGNITUDE`] on a quantity of [`MAX_QUANTITY`] over [`MAX_SKUS`] SKUs is 1e23),
+/// so a number beyond it is a damaged file or a broken world. A run stops at such a
+/// reward and a reader refuses one.
+pub const MAX_REWARD: f64 = 1e30;
+
+/// True when `v` is a number a trace may hold: finite and within [`MAX_REWARD`].
+#[inline]
+pub fn reward_in_range(v: f64) -> bool {
+    v.abs() <= MAX_REWARD
+}
+
 /// Longest run id, task, agent id or regime label, in bytes (256). They are written in
 /// every trace row and used in file names.
 pub const MAX_ID_BYTES: usize = 256;

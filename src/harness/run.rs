@@ -90,7 +90,8 @@ pub enum HarnessError {
         /// The env's error.
         source: EnvError,
     },
-    /// The env returned a NaN or infinite reward.
+    /// The env returned a NaN or infinite reward, or one beyond
+    /// [`MAX_REWARD`](crate::limits::MAX_REWARD).
     NonFiniteReward {
         /// Global step index.
         step: u64,
@@ -133,7 +134,8 @@ impl fmt::Display for HarnessError {
             }
             HarnessError::NonFiniteReward { step, reward } => write!(
                 f,
-                "step {step}: the world returned a non-finite reward ({reward}); the run stopped and every row before this step is in the trace"
+                "step {step}: the world returned {}; the run stopped and every row before this step is in the trace",
+                crate::session::reward_text(*reward)
             ),
             HarnessError::Regime { step, source } => write!(f, "step {step}: {source}"),
             HarnessError::Trace(e) => write!(f, "writing the trace: {e}"),

@@ -17,7 +17,8 @@ pub enum StepError {
         /// The env's error.
         source: EnvError,
     },
-    /// The env returned a NaN or infinite reward.
+    /// The env returned a NaN or infinite reward, or one beyond
+    /// [`MAX_REWARD`](crate::limits::MAX_REWARD).
     NonFiniteReward {
         /// Global step index.
         step: u64,
@@ -70,7 +71,8 @@ impl fmt::Display for StepError {
             StepError::Env { step, source } => write!(f, "step {step}: {source}"),
             StepError::NonFiniteReward { step, reward } => write!(
                 f,
-                "step {step}: the world returned a non-finite reward ({reward}); every row before this step is in the trace"
+                "step {step}: the world returned {}; every row before this step is in the trace",
+                reward_text(*reward)
             ),
             StepError::Regime { step, source } => write!(f, "step {step}: {source}"),
             StepError::Trace { step, source } => write!(f, "step {step}: {source}"),
@@ -116,3 +118,14 @@ impl fmt::Display for RestoreError {
 }
 
 impl std::error::Error for RestoreError {}
+
+/// What a refused reward was: non-finite, or beyond the range a trace can hold.
+pub(crate) fn reward_text(reward: f64) -> String {
+    if reward.is_finite() {
+        format!(
+            "a reward of {reward}, beyond the ±1e30 a trace can hold (perennial::limits::MAX_REWARD)"
+        )
+    } else {
+        format!("a non-finite reward ({reward})")
+    }
+}

@@ -55,6 +55,7 @@ use crate::trace::{
     EventRow, EventWriter, RowRecord, RunIdentity, TraceColumns, TraceError, TraceFormat, TraceSink,
 };
 
+pub(crate) use error::reward_text;
 pub use error::{RestoreError, StepError};
 pub use state::{Counters, SessionState};
 
@@ -373,7 +374,7 @@ impl<E: Env + Shiftable> Session<E> {
                 return Err(StepError::Env { step, source });
             }
         };
-        if !t.reward.is_finite() {
+        if !crate::limits::reward_in_range(t.reward) {
             return Err(StepError::NonFiniteReward {
                 step,
                 reward: t.reward,

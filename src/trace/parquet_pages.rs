@@ -5,7 +5,7 @@
 //! keep page statistics and write levels value by value; the trace needs none of that for
 //! its number, flag and label columns, whose shapes it knows. Each chunk here is a run of
 //! v1 data pages of at most [`PAGE_ROWS`] rows (one page for a label column), each
-//! zstd-compressed, and no statistics:
+//! zstd-compressed, with the CRC-32 of its bytes in its header, and no statistics:
 //!
 //! | column | encoding |
 //! |---|---|
@@ -22,11 +22,9 @@ use std::ops::Range;
 use arrow_buffer::ToByteSlice;
 use bytes::Bytes;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::ColumnChunkMetaData;
-use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
 /// Rows of a data page at most: half a megabyte of a float column, so a reader decodes a
@@ -205,44 +203,34 @@ impl ChunkEncoder {
         encoding: Encoding,
         pages: Vec<Result<RawPage, ParquetError>>,
     ) -> Result<Chunk, ParquetError> {
-        let mut sink = TrackedWrite::new(Vec::new());
-        let mut writer = SerializedPageWriter::new(&mut sink);
+        let mut out = Vec::new();
         let mut uncompressed = 0;
         let mut dictionary_offset = None;
         if let Some((buf, size, len)) = dict {
-            let spec = writer.write_page(CompressedPage::new(
-                Page::DictionaryPage {
-                    buf,
-                    num_values: len as u32,
-                    encoding: Encoding::PLAIN,
-                    is_sorted: false,
-                },
+            dictionary_offset = Some(out.len() as i64);
+            let header = PageHeader {
+                kind: DICTIONARY_PAGE,
                 size,
-            ))?;
-            uncompressed += spec.uncompressed_size;
-            dictionary_offset = Some(spec.offset as i64);
+                values: len,
+                encoding: Encoding::PLAIN,
+            };
+            uncompressed += header.write(&buf, &mut out)? + size;
         }
         let mut data_offset = None;
         let mut rows = 0u64;
         for page in pages {
             let RawPage { buf, size, values } = page?;
-            let spec = writer.write_page(CompressedPage::new(
-                Page::DataPage {
-                    buf,
-                    num_values: values,
-                    encoding,
-                    def_level_encoding: Encoding::RLE,
-                    rep_level_encoding: Encoding::RLE,
-                    statistics: None,
-                },
+            data_offset.get_or_insert(out.len() as i64);
+            let header = PageHeader {
+                kind: DATA_PAGE,
                 size,
-            ))?;
-            uncompressed += spec.uncompressed_size;
-            data_offset.get_or_insert(spec.offset as i64);
+                values: values as usize,
+                encoding,
+            };
+            uncompressed += header.write(&buf, &mut out)? + size;
             rows += u64::from(values);
         }
-        writer.close()?;
-        let bytes = Bytes::from(sink.into_inner()?);
+        let bytes = Bytes::from(out);
         let total = bytes.len() as i64;
         let mut encodings = vec![encoding, Encoding::RLE];
         if dictionary_offset.is_some() {
@@ -267,6 +255,82 @@ impl ChunkEncoder {
         };
         Ok((bytes, close))
     }
+}
+
+/// The Thrift `PageType` of a v1 data page and of a dictionary page.
+const DATA_PAGE: i32 = 0;
+const DICTIONARY_PAGE: i32 = 2;
+
+/// What the header of a page written here says: Parquet's `PageHeader` with its CRC, a
+/// `DataPageHeader` (levels RLE) or a `DictionaryPageHeader` (not sorted), and no
+/// statistics. Parquet's own page writer leaves the CRC out; a reader built with the
+/// `crc` feature checks it, so a byte changed in a page's values is an error naming the
+/// part rather than a different number.
+struct PageHeader {
+    kind: i32,
+    /// The raw (uncompressed) bytes of the page.
+    size: usize,
+    values: usize,
+    encoding: Encoding,
+}
+
+impl PageHeader {
+    /// Writes the header, in Thrift's compact protocol, and then `buf`, to `out`; returns
+    /// the header's length.
+    fn write(&self, buf: &[u8], out: &mut Vec<u8>) -> Result<usize, ParquetError> {
+        let int = |v: usize| {
+            i32::try_from(v)
+                .map_err(|_| ParquetError::General(format!("a page of {v} bytes or values")))
+        };
+        let at = out.len();
+        // Field headers: the id's delta from the previous field's, and the type (5: i32,
+        // 12: struct, 1/2: true/false).
+        thrift_i32(out, 0x15, self.kind);
+        thrift_i32(out, 0x15, int(self.size)?);
+        thrift_i32(out, 0x15, int(buf.len())?);
+        thrift_i32(out, 0x15, crc32fast::hash(buf) as i32);
+        let encoding = encoding_id(self.encoding)?;
+        if self.kind == DICTIONARY_PAGE {
+            // Field 7, three after the CRC.
+            out.push(0x3C);
+            thrift_i32(out, 0x15, int(self.values)?);
+            thrift_i32(out, 0x15, encoding);
+            out.push(0x12);
+        } else {
+            out.push(0x1C);
+            thrift_i32(out, 0x15, int(self.values)?);
+            thrift_i32(out, 0x15, encoding);
+            thrift_i32(out, 0x15, RLE);
+            thrift_i32(out, 0x15, RLE);
+        }
+        // The inner struct's stop, then the header's.
+        out.extend_from_slice(&[0, 0]);
+        let len = out.len() - at;
+        out.extend_from_slice(buf);
+        Ok(len)
+    }
+}
+
+/// The Thrift value of the `RLE` encoding.
+const RLE: i32 = 3;
+
+/// The Thrift value of an encoding this module writes.
+fn encoding_id(e: Encoding) -> Result<i32, ParquetError> {
+    match e {
+        Encoding::PLAIN => Ok(0),
+        Encoding::RLE => Ok(RLE),
+        Encoding::DELTA_BINARY_PACKED => Ok(5),
+        Encoding::RLE_DICTIONARY => Ok(8),
+        other => Err(ParquetError::General(format!(
+            "the trace's pages are never {other} encoded"
+        ))),
+    }
+}
+
+/// A compact-protocol field header byte and an `i32` (zigzag, then ULEB128).
+fn thrift_i32(out: &mut Vec<u8>, field: u8, v: i32) {
+    out.push(field);
+    uleb128(u64::from(((v << 1) ^ (v >> 31)) as u32), out);
 }
 
 /// A data page's compressed levels and values, its raw size and its rows.

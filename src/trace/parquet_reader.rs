@@ -69,6 +69,19 @@ pub(crate) fn list_parts(dir: &Path) -> Result<Parts, TraceError> {
     Ok(Parts { parts, temps })
 }
 
+/// True when the file at `path` ends with Parquet's closing magic `PAR1`, as every part
+/// a writer finished does.
+fn ends_with_magic(path: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut tail = [0u8; 4];
+    File::open(path)
+        .and_then(|mut f| {
+            f.seek(SeekFrom::End(-4))?;
+            f.read_exact(&mut tail)
+        })
+        .is_ok_and(|()| &tail == b"PAR1")
+}
+
 /// The number of rows in a part, from its footer.
 pub(crate) fn part_rows(path: &Path) -> Result<u64, TraceError> {
     let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
@@ -291,15 +304,17 @@ fn every<T>(values: &[T], ok: impl Fn(&T) -> bool) -> bool {
     values.iter().fold(true, |all, v| all & ok(v))
 }
 
-/// True when every value that is not null is finite.
+/// True when every value that is not null is finite and within
+/// [`MAX_REWARD`](crate::limits::MAX_REWARD).
 fn finite(column: &Float64Array) -> bool {
+    use crate::limits::reward_in_range;
     let values: &[f64] = column.values();
-    every(values, |v| v.is_finite())
+    every(values, |&v| reward_in_range(v))
         || (column.null_count() > 0
             && values
                 .iter()
                 .enumerate()
-                .all(|(i, v)| v.is_finite() || column.is_null(i)))
+                .all(|(i, &v)| reward_in_range(v) || column.is_null(i)))
 }
 
 /// The DESIGN columns but `components` and `payout`, which are one `c.*` / `p.*` column per
@@ -519,10 +534,13 @@ impl ParquetSource {
             match self.open_part(&path) {
                 Ok(p) => self.part = Some(p),
                 // A directory's last part with no readable footer is what a writer killed
-                // mid-part leaves if its temp file was renamed by hand or the disk lied.
+                // mid-part leaves if its temp file was renamed by hand or the disk lied: it
+                // stops short of the closing magic. One that still ends with it was
+                // complete and has been damaged since, an error like any other.
                 Err(TraceError::Parse { line: 0, .. })
                     if self.parts.is_empty()
                         && self.root.is_dir()
+                        && !ends_with_magic(&path)
                         && File::open(&path)
                             .ok()
                             .and_then(|f| SerializedFileReader::new(f).err())
@@ -612,11 +630,11 @@ impl ParquetSource {
                 .ok_or_else(|| err(format!("column `{name}` must be a non-negative integer")))
         };
         let real = |name: &str, v: f64| {
-            if v.is_finite() {
+            if crate::limits::reward_in_range(v) {
                 Ok(v)
             } else {
                 Err(err(format!(
-                    "column `{name}` holds {v}; rewards must be finite"
+                    "column `{name}` holds {v}; rewards must be finite and within ±1e30 (perennial::limits::MAX_REWARD): the part is damaged or was not written by perennial"
                 )))
             }
         };

@@ -928,10 +928,14 @@ impl TraceSink for ParquetWriter {
         push_run(&mut c.origin, origin_key(row.origin));
         c.terminated.push(row.terminated);
         c.truncated.push(row.truncated);
-        c.ceiling.push(row.ceiling.unwrap_or(0.0));
-        c.ceiling_valid.push(row.ceiling.is_some());
-        c.bound.push(row.bound.unwrap_or(0.0));
-        c.bound_valid.push(row.bound.is_some());
+        // An infinite ceiling or bound (no cap) is null, as JSON Lines writes it: a reader
+        // refuses a non-finite number in these columns.
+        let ceiling = row.ceiling.filter(|v| v.is_finite());
+        c.ceiling.push(ceiling.unwrap_or(0.0));
+        c.ceiling_valid.push(ceiling.is_some());
+        let bound = row.bound.filter(|v| v.is_finite());
+        c.bound.push(bound.unwrap_or(0.0));
+        c.bound_valid.push(bound.is_some());
         if self.record_transitions {
             c.obs.extend_from_slice(row.obs.unwrap_or_default());
             c.obs_ends.push(c.obs.len());

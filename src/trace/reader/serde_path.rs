@@ -52,17 +52,20 @@ pub(super) fn parse_jsonl_ref<'a>(
     path: &Path,
     line: u64,
 ) -> Result<RowRef<'a>, TraceError> {
-    if let Some(row) = scan::row(text, prefix) {
-        return Ok(row);
-    }
-    check_object(text, path, line)?;
-    let row: RowRef<'a> =
-        serde_json::from_slice(text).map_err(|e| TraceError::parse(path, line, row_error(&e)))?;
-    let bad = !row.reward.is_finite()
-        || row.components.iter().any(|(_, v)| !v.is_finite())
-        || row.payout.iter().any(|(_, v)| !v.is_finite())
-        || row.ceiling.is_some_and(|c| !c.is_finite())
-        || row.bound.is_some_and(|c| !c.is_finite());
+    let row = match scan::row(text, prefix) {
+        Some(row) => row,
+        None => {
+            check_object(text, path, line)?;
+            serde_json::from_slice(text)
+                .map_err(|e| TraceError::parse(path, line, row_error(&e)))?
+        }
+    };
+    let ok = crate::limits::reward_in_range;
+    let bad = !ok(row.reward)
+        || row.components.iter().any(|(_, v)| !ok(v))
+        || row.payout.iter().any(|(_, v)| !ok(v))
+        || row.ceiling.is_some_and(|c| !ok(c))
+        || row.bound.is_some_and(|c| !ok(c));
     if bad {
         return Err(not_finite(path, line, row.step));
     }
@@ -70,11 +73,12 @@ pub(super) fn parse_jsonl_ref<'a>(
 }
 
 pub(super) fn check_finite(row: &TraceRow, path: &Path, line: u64) -> Result<(), TraceError> {
-    let bad = !row.reward.is_finite()
-        || row.components.values().any(|v| !v.is_finite())
-        || row.payout.values().any(|v| !v.is_finite())
-        || row.ceiling.is_some_and(|c| !c.is_finite())
-        || row.bound.is_some_and(|c| !c.is_finite());
+    let ok = crate::limits::reward_in_range;
+    let bad = !ok(row.reward)
+        || row.components.values().any(|v| !ok(*v))
+        || row.payout.values().any(|v| !ok(*v))
+        || row.ceiling.is_some_and(|c| !ok(c))
+        || row.bound.is_some_and(|c| !ok(c));
     if bad {
         return Err(not_finite(path, line, row.step));
     }
@@ -86,7 +90,7 @@ fn not_finite(path: &Path, line: u64, step: u64) -> TraceError {
         path,
         line,
         format!(
-            "step {step}: a reward, component, payout, ceiling or bound is not a finite number"
+            "step {step}: a reward, component, payout, ceiling or bound is not a finite number within ±1e30 (perennial::limits::MAX_REWARD); the file is damaged or was not written by perennial: restore it from a copy or rerun the run"
         ),
     )
 }
