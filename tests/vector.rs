@@ -177,9 +177,8 @@ fn cartpole_vec_with_shared_params_is_bit_identical() {
 }
 
 #[test]
-fn a_cartpole_vec_large_enough_to_step_on_several_cores_stays_bit_identical() {
-    // 2,500 copies are split between the pool's threads (halves of at least 1,024), per-copy
-    // parameters split with them.
+fn a_cartpole_vec_of_thousands_of_copies_stays_bit_identical() {
+    // 2,500 copies: many blocks of the vectorized passes, per-copy parameters varied.
     for mode in MODES {
         let params = varied_params(2500);
         let mut v = CartPoleVec::per_copy(params.clone(), mode);

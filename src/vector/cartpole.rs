@@ -315,12 +315,7 @@ impl VectorEnv for CartPoleVec {
             ParamSet::Shared(ph) => Params::Shared(ph),
             ParamSet::PerCopy(v) => Params::PerCopy(v),
         };
-        step_in_parallel(
-            Lanes::of(&mut self.state, &mut self.out),
-            params,
-            actions,
-            self.mode,
-        );
+        Lanes::of(&mut self.state, &mut self.out).step(params, actions, self.mode);
         Ok(&self.out)
     }
 
@@ -339,40 +334,6 @@ impl VectorEnv for CartPoleVec {
     fn scheduler_of(&self, i: usize) -> Option<&Scheduler> {
         self.regimes[i].as_ref().map(|r| &r.scheduler)
     }
-}
-
-/// Copies per task below which a batch is not split: smaller halves cost more to hand to
-/// another core than they take to step.
-const PARALLEL_MIN: usize = 1024;
-
-/// Steps `lanes`, splitting them in halves stepped on the pool's threads while each half
-/// holds at least [`PARALLEL_MIN`] copies. Every copy is independent (its own state and
-/// seed stream), so the result is the same, bit for bit, however the batch is split.
-fn step_in_parallel(
-    mut lanes: Lanes<'_>,
-    params: Params<'_>,
-    actions: &[usize],
-    mode: AutoresetMode,
-) {
-    let n = lanes.x.len();
-    if n < 2 * PARALLEL_MIN || rayon::current_num_threads() < 2 {
-        lanes.step(params, actions, mode);
-        return;
-    }
-    let mid = (n / 2).div_ceil(BLOCK) * BLOCK;
-    let (left, right) = lanes.split_at(mid);
-    let (left_params, right_params) = match params {
-        Params::Shared(p) => (Params::Shared(p), Params::Shared(p)),
-        Params::PerCopy(v) => {
-            let (a, b) = v.split_at(mid);
-            (Params::PerCopy(a), Params::PerCopy(b))
-        }
-    };
-    let (left_actions, right_actions) = actions.split_at(mid);
-    rayon::join(
-        || step_in_parallel(left, left_params, left_actions, mode),
-        || step_in_parallel(right, right_params, right_actions, mode),
-    );
 }
 
 /// CartPole's reset, draw for draw: each state element uniform in `[-0.05, 0.05)` from a
@@ -417,59 +378,6 @@ impl<'a> Lanes<'a> {
             truncated: &mut out.truncated,
             final_obs: &mut out.final_obs,
         }
-    }
-
-    /// The copies `..mid` and `mid..`, each with its slice of every array.
-    fn split_at(self, mid: usize) -> (Lanes<'a>, Lanes<'a>) {
-        let (x0, x1) = self.x.split_at_mut(mid);
-        let (xd0, xd1) = self.x_dot.split_at_mut(mid);
-        let (t0, t1) = self.theta.split_at_mut(mid);
-        let (td0, td1) = self.theta_dot.split_at_mut(mid);
-        let (es0, es1) = self.episode_step.split_at_mut(mid);
-        let (e0, e1) = self.episode.split_at_mut(mid);
-        let (en0, en1) = self.ended.split_at_mut(mid);
-        let (s0, s1) = self.seeds.split_at_mut(mid);
-        let (o0, o1) = self.obs.split_at_mut(mid * 4);
-        let (r0, r1) = self.rewards.split_at_mut(mid);
-        let (te0, te1) = self.terminated.split_at_mut(mid);
-        let (tr0, tr1) = self.truncated.split_at_mut(mid);
-        let (f0, f1) = if self.final_obs.is_empty() {
-            self.final_obs.split_at_mut(0)
-        } else {
-            self.final_obs.split_at_mut(mid * 4)
-        };
-        (
-            Lanes {
-                x: x0,
-                x_dot: xd0,
-                theta: t0,
-                theta_dot: td0,
-                episode_step: es0,
-                episode: e0,
-                ended: en0,
-                seeds: s0,
-                obs: o0,
-                rewards: r0,
-                terminated: te0,
-                truncated: tr0,
-                final_obs: f0,
-            },
-            Lanes {
-                x: x1,
-                x_dot: xd1,
-                theta: t1,
-                theta_dot: td1,
-                episode_step: es1,
-                episode: e1,
-                ended: en1,
-                seeds: s1,
-                obs: o1,
-                rewards: r1,
-                terminated: te1,
-                truncated: tr1,
-                final_obs: f1,
-            },
-        )
     }
 
     /// Builds local copy `j`'s next episode, from the next seed of its stream (the one
