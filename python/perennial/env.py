@@ -34,7 +34,64 @@ def default_seed(world_file: str) -> int:
     return int(harness["seed"] or 0)
 
 
-class PerennialEnv(gym.Env):
+class RunControls:
+    """What an env driven by a perennial run (``self._run``, a ``_core.Run``) offers beside
+    Gymnasium's API: the notify level, the regime in force, manual shifts, snapshots.
+    ``PerennialEnv`` and ``perennial.wrap``'s ``WrappedEnv`` share it."""
+
+    _run: Any
+    _notify: bool
+
+    @property
+    def notify(self) -> str:
+        """The run's notify level: ``"none"``, ``"flag"``, ``"delta"`` or ``"label"``."""
+        return self._run.notify
+
+    @property
+    def regime(self) -> str:
+        """The regime label in force: for the experimenter, never shown to the agent."""
+        return self._run.regime
+
+    @property
+    def regime_origin(self) -> str:
+        """How the regime in force came about: initial, scheduled, stochastic or manual."""
+        return self._run.regime_origin
+
+    def shift(self, label: str) -> None:
+        """Under a ``manual`` plan, makes ``label`` the regime from the next step on.
+
+        Raises ``ValueError`` for an unknown label or a plan that is not manual.
+        """
+        self._run.shift(label)
+
+    def snapshot(self) -> "_core.Snapshot":
+        """The run as it stands, but its trace, as a picklable ``perennial.Snapshot``: the
+        world and its random streams, the regime scheduler mid-plan, the notify level, the
+        step, episode and episode-step counters and the observation the agent acts on next
+        (``snapshot.observation``). Raises ``ValueError`` before the first ``reset()`` and
+        for a world that cannot be saved."""
+        return _core.snapshot(self._run)
+
+    def restore(self, snapshot: "_core.Snapshot") -> Any:
+        """Puts the env in the state ``snapshot`` saved and returns the observation to act
+        on next: the same actions from here give the same observations and rewards as in the
+        saved run. Do not ``reset()`` first (that starts the next episode).
+
+        Raises ``ValueError`` for a traced env (its trace would no longer be one run: start
+        a new env with ``perennial.make(world, snapshot=snapshot, trace=...)``), a snapshot
+        of another world file, or one that was edited."""
+        if not isinstance(snapshot, _core.Snapshot):
+            raise ValueError(f"restore({type(snapshot).__name__}): pass a perennial.Snapshot")
+        _core.restore(self._run, snapshot)
+        self._notify = self._run.notify != "none"
+        return self._restored_observation(snapshot)
+
+    def _restored_observation(self, snapshot: "_core.Snapshot") -> Any:
+        return snapshot.observation
+
+
+
+class PerennialEnv(RunControls, gym.Env):
     """A perennial world file run as a Gymnasium environment.
 
     The world runs in Rust exactly as under ``perennial run``; this class only moves numpy
@@ -189,50 +246,6 @@ class PerennialEnv(gym.Env):
     def world_file(self) -> str:
         """The world file this env was built from."""
         return self._world
-
-    @property
-    def notify(self) -> str:
-        """The run's notify level: ``"none"``, ``"flag"``, ``"delta"`` or ``"label"``."""
-        return self._run.notify
-
-    @property
-    def regime(self) -> str:
-        """The regime label in force: for the experimenter, never shown to the agent."""
-        return self._run.regime
-
-    @property
-    def regime_origin(self) -> str:
-        """How the regime in force came about: initial, scheduled, stochastic or manual."""
-        return self._run.regime_origin
-
-    def shift(self, label: str) -> None:
-        """Under a ``manual`` plan, makes ``label`` the regime from the next step on.
-
-        Raises ``ValueError`` for an unknown label or a plan that is not manual.
-        """
-        self._run.shift(label)
-
-    def snapshot(self) -> "_core.Snapshot":
-        """The run as it stands, but its trace, as a picklable ``perennial.Snapshot``: the
-        world and its random streams, the regime scheduler mid-plan, the notify level, the
-        step, episode and episode-step counters and the observation the agent acts on next
-        (``snapshot.observation``). Raises ``ValueError`` before the first ``reset()`` and
-        for a world that cannot be saved."""
-        return _core.snapshot(self._run)
-
-    def restore(self, snapshot: "_core.Snapshot") -> np.ndarray:
-        """Puts the env in the state ``snapshot`` saved and returns the observation to act
-        on next: the same actions from here give the same observations and rewards as in the
-        saved run. Do not ``reset()`` first (that starts the next episode).
-
-        Raises ``ValueError`` for a traced env (its trace would no longer be one run: start
-        a new env with ``perennial.make(world, snapshot=snapshot, trace=...)``), a snapshot
-        of another world file, or one that was edited."""
-        if not isinstance(snapshot, _core.Snapshot):
-            raise ValueError(f"restore({type(snapshot).__name__}): pass a perennial.Snapshot")
-        _core.restore(self._run, snapshot)
-        self._notify = self._run.notify != "none"
-        return snapshot.observation
 
     def reset(
         self, *, seed: Optional[int] = None, options: Optional[dict[str, Any]] = None

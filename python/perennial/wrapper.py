@@ -34,6 +34,7 @@ import numpy as np
 
 from . import _core
 from ._adapter import WorldAdapter
+from .env import RunControls
 
 __all__ = ["WrappedEnv", "world_text", "wrap"]
 
@@ -151,12 +152,13 @@ def wrap(
     )
 
 
-class WrappedEnv(gym.Wrapper):
+class WrappedEnv(RunControls, gym.Wrapper):
     """A Gymnasium env run by perennial's run core (made by :func:`wrap`).
 
     Observations and rewards are the env's own; ``info`` carries ``notify`` (at a notify
     level other than ``none``) and ``regime`` (with ``reveal_regime``) as for
-    ``perennial.make``. ``regime``, ``shift`` and ``close`` work as on ``PerennialEnv``.
+    ``perennial.make``. ``regime``, ``shift``, ``snapshot``, ``restore`` and ``close`` work
+    as on ``PerennialEnv`` (a restore makes the saved env the wrapped one).
     """
 
     def __init__(
@@ -198,45 +200,13 @@ class WrappedEnv(gym.Wrapper):
         trace are perennial's), so it carries none."""
         return None
 
-    @property
-    def notify(self) -> str:
-        """The run's notify level."""
-        return self._run.notify
-
-    @property
-    def regime(self) -> str:
-        """The regime label in force: for the experimenter, never shown to the agent."""
-        return self._run.regime
-
-    @property
-    def regime_origin(self) -> str:
-        """How the regime in force came about: initial, scheduled, stochastic or manual."""
-        return self._run.regime_origin
-
     def counters(self) -> tuple[int, int, int]:
         """(steps in the run, episode index, step within the episode)."""
         return self._run.counters()
 
-    def shift(self, label: str) -> None:
-        """Under a ``manual`` plan, makes ``label`` the regime from the next step on."""
-        self._run.shift(label)
-
-    def snapshot(self) -> "_core.Snapshot":
-        """The run as it stands, but its trace, as a picklable ``perennial.Snapshot`` (the
-        env itself pickled inside it, tagged with this user's key; see ``docs/forks.md``).
-        Raises ``ValueError`` before the first ``reset()`` and for an env that does not
-        pickle."""
-        return _core.snapshot(self._run)
-
-    def restore(self, snapshot: "_core.Snapshot") -> Any:
-        """Puts the run in the state ``snapshot`` saved (the env becomes the saved one:
-        ``unwrapped`` is then a new object) and returns the observation to act on next.
-        Raises ``ValueError`` for a traced env and a snapshot of another world."""
-        if not isinstance(snapshot, _core.Snapshot):
-            raise ValueError(f"restore({type(snapshot).__name__}): pass a perennial.Snapshot")
-        _core.restore(self._run, snapshot)
+    def _restored_observation(self, snapshot: "_core.Snapshot") -> Any:
+        # The adapter loaded the saved env: it is the env this wrapper wraps from now on.
         self.env = self._adapter.env
-        self._notify = self._run.notify != "none"
         return self._adapter.last_obs
 
     def reset(
