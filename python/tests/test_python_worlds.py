@@ -343,3 +343,24 @@ def test_a_wrapped_env_snapshot_restores_the_same_future_in_another_env():
     other.reset()
     other.restore(snap)
     assert future(other) == future(env)
+
+
+class _Evil:
+    """Unpickling this runs code: what a forged saved state could hold."""
+
+    def __reduce__(self):
+        return (os.system, ("touch pwned",))
+
+
+def test_a_saved_state_not_tagged_with_this_users_key_is_refused_and_never_unpickled(tmp_path, monkeypatch):
+    from perennial._adapter import PythonWorldError, WorldAdapter
+
+    monkeypatch.chdir(tmp_path)
+    adapter = WorldAdapter(gym.make("CartPole-v1"))
+    adapter.reset(0)
+    good = adapter.save()
+    forged = good[:32] + pickle.dumps(_Evil())
+    with pytest.raises(PythonWorldError, match="not written by this user"):
+        adapter.load(forged)
+    assert not (tmp_path / "pwned").exists()
+    adapter.load(good)  # its own saved state loads
