@@ -81,9 +81,12 @@ pub trait DynEnv {
     ///
     /// A condition names an unknown parameter or is out of range; nothing is changed.
     fn apply_regime(&mut self, conditions: &Conditions) -> Result<(), RegimeError>;
+    /// The world itself, to downcast to its Rust type (the enterprise world's tool desk
+    /// needs the [`Morpheus`](crate::morpheus::Morpheus) behind a type-erased run).
+    fn world_any(&self) -> &dyn std::any::Any;
 }
 
-impl<E: Env<Action = usize> + Shiftable> DynEnv for E {
+impl<E: Env<Action = usize> + Shiftable + 'static> DynEnv for E {
     fn env_spec(&self) -> &EnvSpec {
         Env::spec(self)
     }
@@ -137,6 +140,10 @@ impl<E: Env<Action = usize> + Shiftable> DynEnv for E {
 
     fn apply_regime(&mut self, conditions: &Conditions) -> Result<(), RegimeError> {
         apply_conditions(self, conditions)
+    }
+
+    fn world_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
