@@ -40,6 +40,7 @@ from .env import PerennialEnv
 from .sweep import SweepError, sweep
 from .vector import PerennialVectorEnv
 from .wrapper import WrappedEnv, world_text, wrap
+from . import llm
 
 __all__ = [
     "ContractError",

@@ -6,6 +6,7 @@
 //! (`ValueError` for bad actions and options, `WorldFileError` for world files) and catches
 //! panics, so none reaches the interpreter.
 
+mod desk;
 mod pyworld;
 mod run;
 mod snapshot;
@@ -285,6 +286,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<run::Run>()?;
     m.add_class::<vector::Vector>()?;
     m.add_class::<snapshot::Snapshot>()?;
+    m.add_class::<desk::Desk>()?;
+    m.add_function(wrap_pyfunction!(desk::tools, m)?)?;
+    m.add_function(wrap_pyfunction!(desk::action_call, m)?)?;
+    m.add_function(wrap_pyfunction!(desk::render, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::restore, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::open_trace, m)?)?;

@@ -338,6 +338,11 @@ impl Run {
         &self.file
     }
 
+    /// The world itself, type-erased.
+    pub fn world(&self) -> &dyn DynEnv {
+        self.session.env().as_ref()
+    }
+
     /// The world's spec.
     pub fn spec(&self) -> &EnvSpec {
         self.session.env().spec()
