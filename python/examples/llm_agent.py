@@ -161,9 +161,10 @@ class ScriptedModel:
 
 
 
-def play(model, env, hours: int, trace: Path, run_id: str) -> dict:
+def play(model, env, hours: int, trace: Path, run_id: str, patience: int = 8) -> dict:
     """Lets ``model`` run ``env`` for ``hours`` hours through the tools, writing the
-    transcript beside ``trace``; returns the trace, transcript and call counts."""
+    transcript beside ``trace``; returns the trace, transcript and call counts. After
+    ``patience`` calls in one hour that end no hour, the hour passes with no operation."""
     run = env.unwrapped._run
     start_step = run.counters()[0]
     end_step = start_step + hours
@@ -171,7 +172,7 @@ def play(model, env, hours: int, trace: Path, run_id: str) -> dict:
     new_messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": llm.render(env)}]
     history: list = []
     with llm.Transcript.beside(trace, run_id) as transcript:
-        idle_calls = 0
+        calls_this_hour = 0
         while run.counters()[0] < end_step:
             history += new_messages
             answer = model.complete(history, tools)
@@ -186,16 +187,18 @@ def play(model, env, hours: int, trace: Path, run_id: str) -> dict:
                     reply = llm.call(env, function.get("name", ""), function.get("arguments", "{}"))
                 replies.append({"tool_call_id": tool_call.get("id"), **reply})
                 tool_messages.append({"role": "tool", "tool_call_id": tool_call.get("id"), "content": json.dumps(reply)})
-            if answer["tool_calls"]:
-                idle_calls = 0
-            else:
-                # A reply without a tool call: remind the model, and let an hour pass after
-                # three in a row so a silent model cannot stall the world.
-                idle_calls += 1
+            if not answer["tool_calls"]:
                 tool_messages.append({"role": "user", "content": "Call a tool: an operation or wait ends the hour."})
-                if idle_calls >= 3:
+            if run.counters()[0] > step:
+                calls_this_hour = 0
+            else:
+                # No hour passed. After `patience` such calls in one hour the hour passes
+                # with no operation, so a model that never ends its turn cannot stall the
+                # world (the desk would pass it only after its 16 calls).
+                calls_this_hour += 1
+                if calls_this_hour >= patience:
                     llm.call(env, "wait", {"hours": 1})
-                    idle_calls = 0
+                    calls_this_hour = 0
             hours_passed = run.counters()[0] - step
             transcript.record(
                 step=step, hours=hours_passed, model=answer["model"], messages=new_messages,
@@ -281,7 +284,7 @@ def tool_list_text(tools: list) -> str:
             f"{name}: {('one of ' + json.dumps([v for v in spec['enum'] if v is not None])) if 'enum' in spec else spec.get('type')}"
             for name, spec in fn["parameters"]["properties"].items()
         )
-        lines.append(f"- {fn['name']}({args}): {fn['description']}")
+        lines.append(f"- {fn['name']}({args})")
     return "\n".join(lines)
 
 
@@ -342,13 +345,14 @@ class LocalModel(Endpoint):
             if m["role"] == "assistant":
                 sent.append({"role": "assistant", "content": m.get("content") or ""})
             elif m["role"] == "tool":
-                sent.append({"role": "user", "content": f"Reply: {m['content'][:400]}"})
+                sent.append({"role": "user", "content": f"Reply: {m['content'][:200]}"})
             else:
                 sent.append({"role": m["role"], "content": m["content"]})
-        if len(sent) > 9:
-            # A 135M model with a 4,096-token context sees the rules and its last few turns.
-            sent = [sent[0], *sent[-8:]]
-        body = {"model": self.model, "messages": sent, "temperature": self.temperature, "max_tokens": 96}
+        if len(sent) > 5:
+            # A 135M model reads about 200 prompt tokens a second on 2 cores: it sees the
+            # rules and its last two exchanges.
+            sent = [sent[0], *sent[-4:]]
+        body = {"model": self.model, "messages": sent, "temperature": self.temperature, "max_tokens": 64}
         if self.constrained:
             body["response_format"] = {"type": "json_object", "schema": call_schema(tools)}
         reply = self._post(body)
@@ -415,10 +419,13 @@ def main() -> int:
     parser.add_argument("--hours", type=int, default=None, help="simulated hours to play (48; 24 with --local)")
     parser.add_argument("--seed", type=int, default=0, help="the run seed (0)")
     parser.add_argument("--out", type=Path, default=Path("runs/llm"), help="where traces, transcripts and episodes go (runs/llm)")
+    parser.add_argument("--patience", type=int, default=None, help="model calls one hour may take without ending it before the hour passes with no operation (8; 3 with --local)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one model reply (120)")
     args = parser.parse_args()
     hours = args.hours if args.hours is not None else (24 if args.local else 48)
-    if hours < 1 or args.forks < 0 or args.fork_hours < 1 or args.fork_at < 0:
+    if args.patience is None:
+        args.patience = 3 if args.local else 8
+    if hours < 1 or args.patience < 1 or args.forks < 0 or args.fork_hours < 1 or args.fork_at < 0:
         parser.error("--hours and --fork-hours must be at least 1, --forks and --fork-at at least 0")
     world = perennial.world_file(args.world)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -437,7 +444,7 @@ def main() -> int:
         env = perennial.make(world, seed=args.seed, trace=trace, run_id=run_id, algorithm_id=name)
         env.reset()
         began = time.perf_counter()
-        result = play(model, env, hours, trace, run_id)
+        result = play(model, env, hours, trace, run_id, args.patience)
         seconds = time.perf_counter() - began
         episodes = args.out / f"{run_id}.episodes.jsonl"
         export([result["trace"]], [result["transcript"]], episodes)
@@ -466,7 +473,7 @@ def fork(model, world: str, args, name: str) -> None:
         run_id = env.unwrapped._run.identity()[0]
         if isinstance(model, ScriptedModel):
             model.hour, model.in_hour = args.fork_at, 0
-        result = play(model, env, args.fork_hours, trace, run_id)
+        result = play(model, env, args.fork_hours, trace, run_id, args.patience)
         traces.append(trace)
         transcripts.append(result["transcript"])
         returns.append(sum(json.loads(line)["reward"] for line in trace.read_text().splitlines()))

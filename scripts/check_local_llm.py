@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Checks what scripts/local_llm.sh produced and prints its figures.
+
+    python scripts/check_local_llm.py --out DIR --hours 24 [--seconds-free S] [--seconds-constrained S]
+
+DIR holds `free/` and `constrained/` (python/examples/llm_agent.py --local runs, the second
+with a fork group under `fork-*/`) and `baselines/` (random and base-stock traces of the
+same seed and hours). It checks that
+
+- every trace ran its hours: no call stopped a run;
+- every invalid (404, 422) and malformed (400) reply in a transcript was counted, in the
+  trace's `invalid_calls` / `malformed_calls` components when the trace has them;
+- rLLM's own `Episode.from_dict` loads every exported episode (rLLM on the path), each
+  Step's `chat_completions` ending in the assistant message that carries the tool call;
+- rLLM's GRPO function gives the fork group's exported advantages;
+
+and prints seconds, tokens and valid calls per hour and the reward per hour against random
+and base-stock. Exits 1 after listing every failed check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+failures: list[str] = []
+
+
+def check(ok: bool, what: str) -> None:
+    if not ok:
+        failures.append(what)
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_files(folder: Path) -> tuple[Path, Path, Path]:
+    transcript = next(folder.glob("*.transcript.jsonl"))
+    run_id = transcript.name[: -len(".transcript.jsonl")]
+    return folder / f"{run_id}.jsonl", transcript, folder / f"{run_id}.episodes.jsonl"
+
+
+def load_rllm():
+    try:
+        from rllm.types import Episode
+    except ImportError as e:
+        raise SystemExit(f"error: rLLM cannot be imported ({e}); set RLLM_SRC (see scripts/local_llm.sh)") from e
+    return Episode
+
+
+def rllm_grpo():
+    """rLLM's per-group GRPO function, loaded from its file (rllm.trainer's package imports
+    the whole trainer stack)."""
+    import rllm
+
+    path = Path(rllm.__file__).parent / "trainer" / "algorithms" / "rl_algo.py"
+    spec = importlib.util.spec_from_file_location("rllm_rl_algo", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.calculate_grpo_advantages_per_group
+
+
+def check_run(name: str, folder: Path, hours: int, Episode) -> dict:
+    trace, transcript, episodes = run_files(folder)
+    trace_rows = rows(trace)
+    check(len(trace_rows) == hours, f"{name}: the trace has {len(trace_rows)} rows, not {hours}")
+    calls = rows(transcript)
+    statuses = [r["status"] for c in calls for r in c["replies"]]
+    malformed = statuses.count(400)
+    invalid = statuses.count(404) + statuses.count(422)
+    for column, want in (("malformed_calls", malformed), ("invalid_calls", invalid)):
+        got = [r.get("components", {}).get(column) for r in trace_rows]
+        if all(g is not None for g in got):
+            check(round(-sum(got)) == want or round(sum(got)) == want,
+                  f"{name}: the trace's {column} add up to {sum(got)}, the transcript has {want}")
+    loaded = 0
+    for line in episodes.read_text().splitlines():
+        episode = Episode.from_dict(json.loads(line))
+        for trajectory in episode.trajectories:
+            for step in trajectory.steps:
+                chat = step.chat_completions
+                check(bool(chat) and chat[-1]["role"] == "assistant" and chat[-1].get("tool_calls"),
+                      f"{name}: a Step's chat_completions does not end in the assistant's tool call")
+                loaded += 1
+    check(loaded == len(calls), f"{name}: {loaded} Steps loaded, the transcript has {len(calls)} calls")
+    tokens = sum((c.get("usage") or {}).get("total_tokens", 0) for c in calls)
+    return {
+        "calls": len(statuses),
+        "valid": statuses.count(200),
+        "malformed": malformed,
+        "invalid": invalid,
+        "rejected": statuses.count(409) + statuses.count(503),
+        "tokens_per_hour": tokens / hours,
+        "reward_per_hour": sum(r["reward"] for r in trace_rows) / len(trace_rows) if trace_rows else 0.0,
+        "steps": loaded,
+    }
+
+
+def check_fork(folder: Path, Episode) -> dict:
+    grpo = rllm_grpo()
+    import numpy as np
+
+    groups: dict = {}
+    for path in folder.glob("episodes.jsonl"):
+        for line in path.read_text().splitlines():
+            episode = Episode.from_dict(json.loads(line))
+            for trajectory in episode.trajectories:
+                advantage = trajectory.steps[0].advantage if trajectory.steps else None
+                groups.setdefault(episode.task_id, []).append((trajectory.reward, advantage))
+    check(len(groups) == 1, f"fork: {len(groups)} GRPO groups, want 1")
+    for task, members in groups.items():
+        rewards = np.array([m[0] for m in members], dtype=float)
+        want, _ = grpo(rewards)
+        got = np.array([m[1] for m in members], dtype=float)
+        check(np.allclose(got, want, rtol=1e-6, atol=1e-6), f"fork {task}: advantages {got} are not rLLM's {want}")
+    return {"rollouts": sum(len(m) for m in groups.values())}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--hours", type=int, default=24)
+    parser.add_argument("--seconds-free", type=float)
+    parser.add_argument("--seconds-constrained", type=float)
+    parser.add_argument("--fork-hours", type=int, default=12)
+    args = parser.parse_args()
+    Episode = load_rllm()
+    figures = {}
+    for name in ("free", "constrained"):
+        figures[name] = check_run(name, args.out / name, args.hours, Episode)
+    forks = sorted((args.out / "constrained").glob("fork-*"))
+    check(len(forks) == 1, "constrained: no fork folder")
+    fork = check_fork(forks[0], Episode) if forks else {"rollouts": 0}
+    baselines = {
+        agent: sum(r["reward"] for r in rows(args.out / "baselines" / f"{agent}.jsonl")) / args.hours
+        for agent in ("random", "base-stock")
+    }
+    seconds = {
+        "free": args.seconds_free / args.hours if args.seconds_free else None,
+        "constrained": (args.seconds_constrained / (args.hours + fork["rollouts"] * args.fork_hours))
+        if args.seconds_constrained else None,
+    }
+    print("| decoding | s per hour | tokens per hour | valid calls | malformed | invalid | rejected | reward per hour |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, f in figures.items():
+        s = f"{seconds[name]:.2f}" if seconds[name] is not None else "-"
+        share = f"{f['valid']}/{f['calls']} ({100 * f['valid'] / max(f['calls'], 1):.0f}%)"
+        print(f"| {name} | {s} | {f['tokens_per_hour']:.0f} | {share} | {f['malformed']} | {f['invalid']} | {f['rejected']} | {f['reward_per_hour']:+.2f} |")
+    for agent, per_hour in baselines.items():
+        print(f"| {agent} (numeric) | | | | | | | {per_hour:+.2f} |")
+    print(f"fork group: {fork['rollouts']} rollouts, advantages checked against rLLM's GRPO")
+    if failures:
+        for f in failures:
+            print(f"FAILED: {f}", file=sys.stderr)
+        return 1
+    print("check_local_llm: every check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
