@@ -33,6 +33,7 @@ mod export;
 mod fork;
 mod info;
 mod progress;
+mod render;
 mod run;
 mod signals;
 
@@ -166,9 +167,9 @@ fn dispatch(registry: &Registry, command: Command, handle_signals: bool) -> Resu
         Command::Eval(args) => crate::eval::run_cli(&args)
             .map(|out| emit(&out))
             .map_err(Failure::input),
-        Command::Episodes(args) => crate::episodes::run_cli(&args)
-            .map(|summary| emit(&format!("{summary}\n")))
-            .map_err(Failure::input),
+        Command::Episodes(args) => {
+            render::episodes(registry, &args).map(|summary| emit(&format!("{summary}\n")))
+        }
         Command::Sweep(args) => {
             if handle_signals {
                 signals::install();
