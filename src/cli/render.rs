@@ -106,11 +106,11 @@ pub(crate) fn system_prompt(catalogue: &Catalogue) -> String {
     text
 }
 
-/// A session of the replayed run, as the desk's stepper: it remembers the action and
-/// reward of the hour it stepped, to compare with the trace.
-struct Replay<'a> {
-    session: &'a mut Session<Morpheus>,
-    stepped: Option<(usize, f64)>,
+/// A session as the desk's stepper: it remembers the action and reward of the last hour
+/// it stepped (a replay compares them with the trace).
+pub(super) struct Replay<'a> {
+    pub(super) session: &'a mut Session<Morpheus>,
+    pub(super) stepped: Option<(usize, f64)>,
 }
 
 impl Stepper for Replay<'_> {
