@@ -12,6 +12,10 @@ pub const MAX_WORLD_FILE_BYTES: u64 = 16 << 20;
 /// the largest allowed world is well under a megabyte.
 pub const MAX_TRACE_LINE_BYTES: usize = 16 << 20;
 
+/// Longest line of a transcript, in bytes (16 MiB): one model call, its new messages,
+/// tool calls and replies. A call of a model with a 128k-token context is well under it.
+pub const MAX_TRANSCRIPT_LINE_BYTES: usize = 16 << 20;
+
 /// Most regimes in one world file (100,000).
 pub const MAX_REGIMES: usize = 100_000;
 

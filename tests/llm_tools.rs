@@ -501,3 +501,109 @@ fn five_thousand_hostile_calls_get_documented_replies_and_are_counted() {
     );
     assert_eq!(r.unwrap().status, 200, "the run goes on");
 }
+
+fn signal(env: &Morpheus, name: &str) -> f64 {
+    let i = perennial::morpheus::signal_names()
+        .iter()
+        .position(|s| *s == name)
+        .unwrap();
+    env.signals()[i]
+}
+
+/// The world as a [`Stepper`] that keeps every hour's signals.
+struct Recording(Morpheus, Vec<Vec<f64>>);
+
+impl Stepper for Recording {
+    type Error = EnvError;
+
+    fn world(&self) -> &Morpheus {
+        &self.0
+    }
+
+    fn step_hour(&mut self, action: usize) -> Result<Hour, EnvError> {
+        let hour = self.0.step_hour(action)?;
+        self.1.push(self.0.signals().to_vec());
+        Ok(hour)
+    }
+}
+
+#[test]
+fn bad_calls_show_in_the_signals_of_the_hour_that_follows_them() {
+    let at = |name: &str| {
+        perennial::morpheus::signal_names()
+            .iter()
+            .position(|s| *s == name)
+            .unwrap()
+    };
+    let (invalid, malformed) = (at("invalid_calls"), at("malformed_calls"));
+    let mut rec = Recording(started(4), Vec::new());
+    let mut d = desk(&rec.0);
+    for (name, args) in [
+        ("teleport", "{}"),
+        ("reorder", r#"{"sku": 99, "quantity": 50}"#),
+        ("wait", "not json"),
+        ("query_ledger", "{}"),
+    ] {
+        d.call(&mut rec, name, args).unwrap();
+    }
+    assert!(rec.1.is_empty(), "bad calls take no time");
+    d.call(&mut rec, "reorder", r#"{"sku": 1, "quantity": 50}"#)
+        .unwrap();
+    d.call(&mut rec, "wait", "[1]").unwrap();
+    d.call(&mut rec, "wait", r#"{"hours": 3}"#).unwrap();
+    let rows: Vec<(f64, f64)> = rec.1.iter().map(|s| (s[invalid], s[malformed])).collect();
+    assert_eq!(rows, [(2.0, 1.0), (0.0, 1.0), (0.0, 0.0), (0.0, 0.0)]);
+    let c = d.counts();
+    assert_eq!((c.invalid_calls, c.malformed_calls), (2, 2));
+}
+
+#[test]
+fn a_numeric_run_leaves_the_call_signals_at_zero() {
+    let mut env = started(9);
+    let mut agent = BaseStockAgent::new(env.config(), BaseStockParams::default());
+    let mut obs = env.reset(9);
+    for _ in 0..500 {
+        obs = env.step(&agent.act(&obs)).unwrap().observation;
+        assert_eq!(signal(&env, "invalid_calls"), 0.0);
+        assert_eq!(signal(&env, "malformed_calls"), 0.0);
+    }
+}
+
+#[test]
+fn a_reward_spec_may_charge_invalid_calls_and_the_default_does_not() {
+    let mut spec = default_reward_spec();
+    spec.terms.push(perennial::reward::Term {
+        name: "invalid".into(),
+        signal: "invalid_calls".into(),
+        weight: -5.0,
+        when: perennial::reward::When::Step,
+    });
+    let mut charged = Morpheus::new(MorpheusConfig::default(), spec).unwrap();
+    let mut plain = started(2);
+    charged.reset(2);
+    let (mut d1, mut d2) = (desk(&charged), desk(&plain));
+    d1.call(&mut charged, "nope", "{}").unwrap();
+    d2.call(&mut plain, "nope", "{}").unwrap();
+    let a = d1.call(&mut charged, "wait", r#"{"hours": 1}"#).unwrap();
+    let b = d2.call(&mut plain, "wait", r#"{"hours": 1}"#).unwrap();
+    let (a, b) = (
+        a.data["reward"].as_f64().unwrap(),
+        b.data["reward"].as_f64().unwrap(),
+    );
+    assert!((b - a - 5.0).abs() < 1e-9, "{a} {b}");
+    assert!(charged.ceiling().unwrap().step.is_finite());
+}
+
+#[test]
+fn a_snapshot_from_before_the_call_signals_still_restores() {
+    let mut env = started(3);
+    env.step(&0).unwrap();
+    let mut snap = env.snapshot().unwrap();
+    snap.signals.truncate(20);
+    let back = Morpheus::restore(MorpheusConfig::default(), default_reward_spec(), snap).unwrap();
+    assert_eq!(back.signals().len(), 22);
+    assert_eq!(signal(&back, "invalid_calls"), 0.0);
+    let mut bad = env.snapshot().unwrap();
+    bad.signals.truncate(7);
+    assert!(Morpheus::restore(MorpheusConfig::default(), default_reward_spec(), bad).is_err());
+}

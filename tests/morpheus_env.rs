@@ -348,7 +348,7 @@ fn spec_describes_a_persistent_world() {
             "interest"
         ]
     );
-    assert_eq!(signal_names().len(), 20);
+    assert_eq!(signal_names().len(), 22);
     assert_eq!(FailureKind::ALL.len(), 5);
     assert!(e.parameters().iter().all(|p| p.min <= p.max));
 }

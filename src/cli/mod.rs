@@ -1,4 +1,4 @@
-//! The `perennial` command line as a library: `run`, `fork`, `check`, `worlds`, `eval`, `episodes`.
+//! The `perennial` command line as a library: `run`, `fork`, `play`, `check`, `worlds`, `eval`, `episodes`.
 //!
 //! The binary is [`main`]; a researcher's crate that registers its own world calls
 //! [`main_with`] with its [`Registry`] and gets the same commands for that world. Callers
@@ -32,7 +32,9 @@ mod args;
 mod export;
 mod fork;
 mod info;
+mod play;
 mod progress;
+mod render;
 mod run;
 mod signals;
 
@@ -44,6 +46,7 @@ use clap::{Parser, Subcommand};
 use crate::registry::Registry;
 pub use args::{FormatArg, RunArgs};
 pub use fork::ForkArgs;
+pub use play::PlayArgs;
 pub use run::RunPlan;
 
 /// Reinforcement-learning environments whose worlds may never end.
@@ -67,6 +70,9 @@ enum Command {
     Sweep(crate::sweep::SweepArgs),
     /// Fork a checkpoint: K rollouts of H steps from its saved world state.
     Fork(fork::ForkArgs),
+    /// Play the enterprise world through its tools: typed commands in a terminal, or JSON
+    /// lines with --json; writes a trace and a transcript.
+    Play(play::PlayArgs),
     /// Export traces for other tools.
     #[command(subcommand)]
     Export(export::ExportCommand),
@@ -166,9 +172,9 @@ fn dispatch(registry: &Registry, command: Command, handle_signals: bool) -> Resu
         Command::Eval(args) => crate::eval::run_cli(&args)
             .map(|out| emit(&out))
             .map_err(Failure::input),
-        Command::Episodes(args) => crate::episodes::run_cli(&args)
-            .map(|summary| emit(&format!("{summary}\n")))
-            .map_err(Failure::input),
+        Command::Episodes(args) => {
+            render::episodes(registry, &args).map(|summary| emit(&format!("{summary}\n")))
+        }
         Command::Sweep(args) => {
             if handle_signals {
                 signals::install();
@@ -186,6 +192,7 @@ fn dispatch(registry: &Registry, command: Command, handle_signals: bool) -> Resu
                 })
         }
         Command::Fork(args) => fork::run(registry, &args),
+        Command::Play(args) => play::play(registry, &args),
         Command::Export(export::ExportCommand::L2logger(args)) => export::export_l2logger(&args),
         Command::Worlds => info::worlds(registry),
         Command::Check { world_file } => info::check(registry, &world_file),

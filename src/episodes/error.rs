@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::transcript::TranscriptError;
 use crate::trace::TraceError;
 
 /// What can go wrong exporting or reading episodes.
@@ -17,6 +18,9 @@ pub enum EpisodeError {
     },
     /// A trace could not be read (it names its file and line).
     Trace(TraceError),
+    /// A transcript could not be read, or does not fit its trace (it names its file, line
+    /// and field).
+    Transcript(TranscriptError),
     /// A trace row has no `obs` or `action`: the run did not record transitions.
     MissingTransitions {
         /// The trace.
@@ -65,6 +69,7 @@ impl fmt::Display for EpisodeError {
         match self {
             EpisodeError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             EpisodeError::Trace(e) => write!(f, "{e}"),
+            EpisodeError::Transcript(e) => write!(f, "{e}"),
             EpisodeError::MissingTransitions { path, row, step } => write!(
                 f,
                 "{}: row {row} (step {step}) has no `obs` and `action` columns, which episode export needs; re-run with `--record-transitions` (HarnessConfig::record_transitions) to write them",
@@ -95,8 +100,15 @@ impl std::error::Error for EpisodeError {
         match self {
             EpisodeError::Io { source, .. } => Some(source),
             EpisodeError::Trace(e) => Some(e),
+            EpisodeError::Transcript(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+impl From<TranscriptError> for EpisodeError {
+    fn from(e: TranscriptError) -> Self {
+        EpisodeError::Transcript(e)
     }
 }
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::advantage::{AdvantageEstimator, GroupedRewards};
+use super::calls::Calls;
 use super::error::EpisodeError;
 use super::model::{Episode, Step, TerminationReason, Trajectory};
 use crate::trace::{TornTail, TraceReader, TraceRow};
@@ -39,6 +40,8 @@ pub struct EpisodeReader {
     fork_runs: HashSet<String>,
     torn: Vec<TornTail>,
     stopped: bool,
+    /// With transcripts: the model calls that become the Steps, in place of the rows.
+    calls: Option<Calls>,
 }
 
 struct Source {
@@ -93,6 +96,8 @@ struct Pending {
     chunk: u64,
     first_step: u64,
     first_episode_step: u64,
+    /// Trace rows read into it.
+    rows: u64,
     steps: Vec<Step>,
     signals: BTreeMap<String, f64>,
     regimes: Vec<String>,
@@ -107,6 +112,23 @@ impl EpisodeReader {
     /// `chunk_steps` is 0.
     pub fn open<P: AsRef<Path>>(
         traces: &[P],
+        chunk_steps: Option<u64>,
+    ) -> Result<Self, EpisodeError> {
+        Self::with_transcripts::<P, P>(traces, &[], chunk_steps)
+    }
+
+    /// A reader whose Steps are the model calls of `transcripts` (one per run, matched by
+    /// run id) instead of the trace rows, when any are given: one Step per call, grouped
+    /// into episodes and chunks by the trace row of its last hour. The rows need no `obs`
+    /// and `action` columns then.
+    ///
+    /// # Errors
+    ///
+    /// `chunk_steps` is 0, or a transcript cannot be opened, holds no call or shares its
+    /// run with another.
+    pub fn with_transcripts<P: AsRef<Path>, Q: AsRef<Path>>(
+        traces: &[P],
+        transcripts: &[Q],
         chunk_steps: Option<u64>,
     ) -> Result<Self, EpisodeError> {
         if chunk_steps == Some(0) {
@@ -126,7 +148,27 @@ impl EpisodeReader {
             fork_runs: HashSet::new(),
             torn: Vec::new(),
             stopped: false,
+            calls: if transcripts.is_empty() {
+                None
+            } else {
+                Some(Calls::open(transcripts)?)
+            },
         })
+    }
+
+    /// Calls made after their run's last row, left out of the Steps.
+    pub fn calls_after_end(&self) -> u64 {
+        self.calls.as_ref().map_or(0, |c| c.after_end)
+    }
+
+    /// Queues the episode `p` makes, unless it holds no Step (a chunk whose hours all
+    /// belong to calls that end in the next one).
+    fn complete(&mut self, p: Pending, reason: TerminationReason) {
+        if p.steps.is_empty() && self.calls.is_some() {
+            return;
+        }
+        let e = finish(p, reason, &mut self.rollouts);
+        self.ready.push_back(e);
     }
 
     /// The torn trace tails (killed writers) met so far; their complete rows were used.
@@ -170,7 +212,11 @@ impl EpisodeReader {
     }
 
     fn take_row(&mut self, mut row: TraceRow) -> Result<(), EpisodeError> {
-        let (Some(obs), Some(action)) = (row.obs.take(), row.action.take()) else {
+        let transition = match (row.obs.take(), row.action.take()) {
+            (Some(obs), Some(action)) => Some((obs, action)),
+            _ => None,
+        };
+        if transition.is_none() && self.calls.is_none() {
             let (path, row_no) = self
                 .source
                 .as_ref()
@@ -181,7 +227,7 @@ impl EpisodeReader {
                 row: row_no,
                 step: row.step,
             });
-        };
+        }
         if row.task.contains(':') {
             let message = format!(
                 "task `{}` contains `:`; rLLM takes an episode's task id up to the first `:`, so its groups would be wrong: rename the world's task",
@@ -199,8 +245,7 @@ impl EpisodeReader {
             }
         } else {
             if let Some(p) = self.pending.take() {
-                let e = finish(p, TerminationReason::Unknown, &mut self.rollouts);
-                self.ready.push_back(e);
+                self.complete(p, TerminationReason::Unknown);
             }
             if let Some(c) = &self.cursor
                 && c.run_id == row.run_id
@@ -245,6 +290,10 @@ impl EpisodeReader {
             );
             return Err(self.inconsistent(message));
         }
+        let call_steps = match self.calls.as_mut() {
+            Some(calls) => Some(calls.row(&row)?),
+            None => None,
+        };
         let Some(cursor) = self.cursor.as_mut() else {
             return Ok(());
         };
@@ -255,16 +304,20 @@ impl EpisodeReader {
         let pending = self
             .pending
             .get_or_insert_with(|| Pending::start(&row, cursor.chunks, fork));
-        pending.push(row, obs, action);
-        let full = self
-            .chunk_steps
-            .is_some_and(|n| pending.steps.len() as u64 >= n);
+        match (call_steps, transition) {
+            (Some(steps), _) => {
+                pending.note(&row);
+                pending.steps.extend(steps);
+            }
+            (None, Some((obs, action))) => pending.push(row, obs, action),
+            (None, None) => {}
+        }
+        let full = self.chunk_steps.is_some_and(|n| pending.rows >= n);
         if done || full {
             cursor.ended = done;
             cursor.chunks += 1;
             if let Some(p) = self.pending.take() {
-                let e = finish(p, reason, &mut self.rollouts);
-                self.ready.push_back(e);
+                self.complete(p, reason);
             }
         }
         Ok(())
@@ -298,6 +351,7 @@ impl Pending {
             chunk,
             first_step: row.step,
             first_episode_step: row.episode_step,
+            rows: 0,
             steps: Vec::new(),
             signals: BTreeMap::new(),
             regimes: Vec::new(),
@@ -305,13 +359,20 @@ impl Pending {
         }
     }
 
-    fn push(&mut self, row: TraceRow, obs: Vec<f64>, action: Value) {
+    /// Counts `row` in the episode: its reward terms and its regime.
+    fn note(&mut self, row: &TraceRow) {
+        self.rows += 1;
         for (name, v) in row.components.iter().chain(&row.payout) {
             *self.signals.entry(name.clone()).or_insert(0.0) += v;
         }
         if !self.regimes.contains(&row.regime) {
             self.regimes.push(row.regime.clone());
         }
+    }
+
+    /// Counts `row` in the episode and adds its Step.
+    fn push(&mut self, row: TraceRow, obs: Vec<f64>, action: Value) {
+        self.note(&row);
         let mut info = BTreeMap::new();
         info.insert("step".to_string(), Value::from(row.step));
         info.insert("episode_step".into(), Value::from(row.episode_step));
@@ -339,6 +400,9 @@ impl Pending {
             mc_return: 0.0,
             advantage: None,
             metadata: info,
+            chat_completions: Default::default(),
+            thought: String::new(),
+            model_response: String::new(),
         });
     }
 }
@@ -384,7 +448,7 @@ fn finish(
         ("first_step".into(), Value::from(p.first_step)),
         (
             "last_step".into(),
-            Value::from(p.first_step + n.saturating_sub(1)),
+            Value::from(p.first_step + p.rows.saturating_sub(1)),
         ),
         (
             "first_episode_step".into(),
@@ -437,8 +501,11 @@ impl Iterator for EpisodeReader {
                 None => {
                     self.stopped = true;
                     if let Some(p) = self.pending.take() {
-                        let e = finish(p, TerminationReason::Unknown, &mut self.rollouts);
-                        self.ready.push_back(e);
+                        self.complete(p, TerminationReason::Unknown);
+                    }
+                    if let Some(Err(e)) = self.calls.as_mut().map(Calls::finish) {
+                        self.ready.clear();
+                        return Some(Err(e));
                     }
                 }
             }
@@ -483,6 +550,9 @@ pub struct ExportSummary {
     pub advantage: Option<AdvantageEstimator>,
     /// Torn trace tails met (their complete rows were exported).
     pub torn_tails: Vec<TornTail>,
+    /// With transcripts: model calls made after their run's last row (they let no hour
+    /// pass and earned nothing), left out of the Steps.
+    pub calls_after_end: u64,
 }
 
 /// Groups listed by name in the summary paragraph; the rest are counted.
@@ -531,6 +601,13 @@ impl fmt::Display for ExportSummary {
             Some(a) => write!(f, "; advantages: {a}.")?,
             None => write!(f, "; no advantages (pass --advantage to estimate them).")?,
         }
+        if self.calls_after_end > 0 {
+            write!(
+                f,
+                " {} made after the last trace row left out.",
+                plural(self.calls_after_end, "model call", "model calls")
+            )?;
+        }
         for torn in &self.torn_tails {
             write!(f, " Warning: {torn}.")?;
         }
@@ -556,6 +633,23 @@ pub fn export<P: AsRef<Path>>(
     out: &Path,
     options: &ExportOptions,
 ) -> Result<ExportSummary, EpisodeError> {
+    export_calls::<P, P>(traces, &[], out, options)
+}
+
+/// As [`export`], with one Step per model call of `transcripts` (one transcript per run,
+/// matched by run id; see [`EpisodeReader::with_transcripts`]) in place of one per row.
+/// Without transcripts it is [`export`].
+///
+/// # Errors
+///
+/// As [`export`]; or a transcript cannot be read, is `out`, does not fit its trace (its
+/// run is in no trace, a call's hours lie past the trace), naming its file and line.
+pub fn export_calls<P: AsRef<Path>, Q: AsRef<Path>>(
+    traces: &[P],
+    transcripts: &[Q],
+    out: &Path,
+    options: &ExportOptions,
+) -> Result<ExportSummary, EpisodeError> {
     if traces.is_empty() {
         return Err(EpisodeError::InvalidArgument(
             "no trace given; pass one or more trace files written with --record-transitions".into(),
@@ -563,14 +657,20 @@ pub fn export<P: AsRef<Path>>(
     }
     let unsafe_out = |e: crate::output::OutputError| EpisodeError::InvalidArgument(e.to_string());
     crate::output::check_output(out).map_err(unsafe_out)?;
-    let inputs: Vec<(&str, &Path)> = traces.iter().map(|t| ("a trace", t.as_ref())).collect();
+    let inputs: Vec<(&str, &Path)> = traces
+        .iter()
+        .map(|t| ("a trace", t.as_ref()))
+        .chain(transcripts.iter().map(|t| ("a transcript", t.as_ref())))
+        .collect();
     crate::output::check_distinct(&inputs, &[("--out", out)]).map_err(unsafe_out)?;
     crate::trace::check_not_companion("--out", out, traces)
         .map_err(EpisodeError::InvalidArgument)?;
     let advantages = match options.advantage {
         Some(estimator) => {
             let mut groups = GroupedRewards::default();
-            for episode in EpisodeReader::open(traces, options.chunk_steps)? {
+            for episode in
+                EpisodeReader::with_transcripts(traces, transcripts, options.chunk_steps)?
+            {
                 groups.push_episode(&episode?);
             }
             Some(groups.advantages(estimator))
@@ -582,7 +682,13 @@ pub fn export<P: AsRef<Path>>(
     let partial = PathBuf::from(partial);
     crate::output::check_output(&partial).map_err(unsafe_out)?;
     crate::output::create_parent(out).map_err(unsafe_out)?;
-    match write_episodes(traces, &partial, options, advantages.as_deref()) {
+    match write_episodes(
+        traces,
+        transcripts,
+        &partial,
+        options,
+        advantages.as_deref(),
+    ) {
         Ok(summary) => {
             // The SQLite way: synced before the rename, the folder synced after, and the
             // target checked again in case something else appeared there meanwhile.
@@ -602,13 +708,14 @@ pub fn export<P: AsRef<Path>>(
     }
 }
 
-fn write_episodes<P: AsRef<Path>>(
+fn write_episodes<P: AsRef<Path>, Q: AsRef<Path>>(
     traces: &[P],
+    transcripts: &[Q],
     path: &Path,
     options: &ExportOptions,
     advantages: Option<&[f64]>,
 ) -> Result<ExportSummary, EpisodeError> {
-    let mut reader = EpisodeReader::open(traces, options.chunk_steps)?;
+    let mut reader = EpisodeReader::with_transcripts(traces, transcripts, options.chunk_steps)?;
     let file = File::create(path).map_err(|e| EpisodeError::io(path, e))?;
     let mut out = BufWriter::new(file);
     let mut groups = GroupedRewards::default();
@@ -658,6 +765,7 @@ fn write_episodes<P: AsRef<Path>>(
         })
         .collect();
     summary.torn_tails = reader.torn_tails().to_vec();
+    summary.calls_after_end = reader.calls_after_end();
     Ok(summary)
 }
 

@@ -84,15 +84,23 @@
 //! ```
 
 mod advantage;
+mod calls;
 mod cli;
 mod error;
 mod export;
 mod model;
+pub mod transcript;
 
 pub use advantage::{AdvantageEstimator, GRPO_EPSILON, assign_advantages};
-pub use cli::{EpisodesArgs, run_cli};
+pub(crate) use cli::without_their_events_tables;
+pub use cli::{EpisodesArgs, RenderFormat, run_cli};
 pub use error::EpisodeError;
 pub use export::{
-    AGENT_NAME, EpisodeReader, ExportOptions, ExportSummary, GroupSummary, export, read_episodes,
+    AGENT_NAME, EpisodeReader, ExportOptions, ExportSummary, GroupSummary, export, export_calls,
+    read_episodes,
 };
 pub use model::{Episode, Step, TerminationReason, Trajectory};
+pub use transcript::{
+    Conversation, RecordedToolCall, TranscriptCall, TranscriptError, TranscriptReader,
+    TranscriptWriter,
+};

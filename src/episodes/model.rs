@@ -6,6 +6,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
+use super::transcript::Conversation;
+
 /// Why an episode ended, with rLLM's `TerminationReason` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -53,13 +55,15 @@ impl fmt::Display for TerminationReason {
     }
 }
 
-/// One env step as rLLM sees it: what the agent observed, what it did, what it earned.
+/// One env step, or one model call, as rLLM sees it: what the agent observed, what it did,
+/// what it earned.
 ///
 /// Serialized with the keys of rLLM's `Step.to_dict` (so `Step.from_dict` reads it): the
-/// observation under `observation`, the metadata under `info`, and the language-model
-/// payloads (`prompt_ids`, `response_ids`, `logprobs`, `chat_completions`, `thought`,
-/// `model_response`, `model_output`, `routing_matrices`, `weight_version`) written empty,
-/// because a perennial agent is not a language model. `id` and `output` are rLLM's core
+/// observation under `observation`, the metadata under `info`, the conversation under
+/// `chat_completions`, and the token-level payloads (`prompt_ids`, `response_ids`,
+/// `logprobs`, `model_output`, `routing_matrices`, `weight_version`) written empty. A
+/// numeric agent's Step has an empty conversation, `thought` and `model_response`; a
+/// model call's (an export with transcripts) carries them. `id` and `output` are rLLM's core
 /// fields that `to_dict` leaves out; they are written too. Reading accepts `input` and
 /// `metadata` as aliases of `observation` and `info`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -90,6 +94,16 @@ pub struct Step {
     /// `terminated`, `truncated`, `ceiling`, and `components` / `payout` when non-empty.
     #[serde(rename = "info", alias = "metadata", default)]
     pub metadata: BTreeMap<String, Value>,
+    /// The conversation up to and including the model's reply of this step, in OpenAI chat
+    /// format; empty for a numeric agent.
+    #[serde(default)]
+    pub chat_completions: Conversation,
+    /// The model's reasoning; empty for a numeric agent.
+    #[serde(default)]
+    pub thought: String,
+    /// The model's reply text; empty for a numeric agent.
+    #[serde(default)]
+    pub model_response: String,
 }
 
 /// Step as rLLM's `to_dict` writes it; borrows, so writing a step copies nothing.
@@ -108,9 +122,9 @@ struct StepDict<'a> {
     response_ids: [u8; 0],
     logprobs: [u8; 0],
     routing_matrices: Option<()>,
-    chat_completions: [u8; 0],
-    thought: &'static str,
-    model_response: &'static str,
+    chat_completions: &'a Conversation,
+    thought: &'a str,
+    model_response: &'a str,
     model_output: Option<()>,
     weight_version: Option<()>,
 }
@@ -131,9 +145,9 @@ impl Serialize for Step {
             response_ids: [],
             logprobs: [],
             routing_matrices: None,
-            chat_completions: [],
-            thought: "",
-            model_response: "",
+            chat_completions: &self.chat_completions,
+            thought: &self.thought,
+            model_response: &self.model_response,
             model_output: None,
             weight_version: None,
         }
@@ -316,6 +330,9 @@ mod tests {
             mc_return: 3.0,
             advantage: None,
             metadata: BTreeMap::new(),
+            chat_completions: Conversation::new(),
+            thought: String::new(),
+            model_response: String::new(),
         };
         let v = serde_json::to_value(&step).unwrap();
         for key in [
@@ -338,6 +355,8 @@ mod tests {
             assert!(v.get(key).is_some(), "missing {key} in {v}");
         }
         assert_eq!(v["prompt_ids"], serde_json::json!([]));
+        assert_eq!(v["chat_completions"], serde_json::json!([]));
+        assert_eq!(v["thought"], "");
         let back: Step = serde_json::from_value(v).unwrap();
         assert_eq!(back, step);
     }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::SIGNAL_NAMES;
 use super::conditions::MorpheusConditions;
 use super::config::MorpheusConfig;
+use super::world::MAX_NOTED_CALLS;
 
 /// What the ceiling must remember about the run so far: the highest price multiplier in
 /// force at any step (revenue already earned was earned at most at that price) and the
@@ -132,6 +133,8 @@ pub fn signal_bounds(
         (0.0, cfg.expedite_fee * k.cost_multiplier),
         (0.0, e.detention),
         (0.0, e.interest),
+        (0.0, MAX_NOTED_CALLS as f64),
+        (0.0, MAX_NOTED_CALLS as f64),
     ]
 }
 

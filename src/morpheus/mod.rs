@@ -124,8 +124,13 @@
 //! (open orders), `profit` (revenue minus every cost of the hour, equal to `ledger_delta`
 //! up to rounding), and the hour's costs by category: `purchase_cost`, `shipping_cost`,
 //! `late_penalty_cost`, `lost_sale_cost`, `repair_cost`, `expedite_cost`,
-//! `detention_cost`, `interest_cost` (`holding_cost` and `revenue` above).
-//! [`default_reward_spec`] pays `revenue` and charges every cost, every step.
+//! `detention_cost`, `interest_cost` (`holding_cost` and `revenue` above); then
+//! `invalid_calls` and `malformed_calls`: the tool calls answered 404/422 and 400 since the
+//! previous hour, as the [`api::Desk`] notes them before it steps the hour
+//! ([`Morpheus::note_calls`]), always 0 for a numeric agent. A reward specification may
+//! charge them (`{ signal = "invalid_calls", weight = -1.0 }`).
+//! [`default_reward_spec`] pays `revenue` and charges every cost, every step, and leaves
+//! the call signals alone.
 //!
 //! # Ceiling
 //!
@@ -141,7 +146,8 @@
 //!   at most `W` shipping hours);
 //! - `revenue ≤ ship·W·p·price`; `lost_sales ≤ 2·S·max_units_per_sku_hour` (one new
 //!   order and one cancellation per SKU per hour); `failure_events ≤ D + C + P + 1 + S`;
-//!   `backlog ≤ S·max_open_orders_per_sku`;
+//!   `backlog ≤ S·max_open_orders_per_sku`; `invalid_calls, malformed_calls ≤`
+//!   [`MAX_NOTED_CALLS`];
 //! - `holding_cost ≤ (S·initial_stock + q·n)·c·holding_rate·holding_cost·cost_multiplier`
 //!   (one reorder per step at most);
 //! - one step's costs are at most the sum of holding, detention (`n` trailers at most),
@@ -187,12 +193,12 @@ pub use config::{ConfigError, MorpheusConfig};
 pub use expected_bound::expected_bound;
 pub use resources::{FailureEvent, FailureKind};
 pub use systems::Phase;
-pub use world::{Counters, Morpheus, MorpheusSnapshot};
+pub use world::{Counters, MAX_NOTED_CALLS, Morpheus, MorpheusSnapshot};
 
 use crate::reward::{RewardError, RewardSpec, Term, When};
 
 /// The signal names, in the order of [`Morpheus::signals`].
-pub const SIGNAL_NAMES: [&str; 20] = [
+pub const SIGNAL_NAMES: [&str; 22] = [
     "orders_shipped",
     "orders_delivered",
     "late_orders",
@@ -213,6 +219,8 @@ pub const SIGNAL_NAMES: [&str; 20] = [
     "expedite_cost",
     "detention_cost",
     "interest_cost",
+    "invalid_calls",
+    "malformed_calls",
 ];
 
 /// The signals a reward specification can read, in [`Morpheus::signals`] order.

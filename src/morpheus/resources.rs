@@ -435,6 +435,17 @@ pub struct Stats {
 #[derive(Resource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Signals(pub Vec<f64>);
 
+/// Tool calls answered with an error since the previous hour, as the desk noted them
+/// before this one ([`Morpheus::note_calls`](super::Morpheus::note_calls)); always zero
+/// for a numeric agent. Not world state: it lives for one hour and no snapshot keeps it.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallNotes {
+    /// Calls naming no tool (404) or with invalid arguments (422).
+    pub invalid: u64,
+    /// Calls whose arguments are not a JSON object (400).
+    pub malformed: u64,
+}
+
 /// The observation after the last step.
 #[derive(Resource, Clone, Debug, Default, PartialEq)]
 pub struct ObservationBuffer(pub Vec<f32>);

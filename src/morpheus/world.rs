@@ -1,5 +1,7 @@
 //! `Morpheus`: the enterprise world as an [`Env`], with its ECS world and schedule.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use bevy_ecs::prelude::{Component, Schedule, World};
 use bevy_ecs::system::RunSystemOnce;
 use serde::{Deserialize, Serialize};
@@ -11,9 +13,9 @@ use super::components::{
 use super::conditions::{MorpheusConditions, PARAMETERS};
 use super::config::MorpheusConfig;
 use super::resources::{
-    Clock, Costs, CurrentConditions, Dispatch, FailureEngine, FailureEvent, FreshFailures,
-    Goodwill, Ids, InfoLayer, Ledger, ObservationBuffer, OrderBook, PendingAction, Settings,
-    Signals, Stats, TotalStats, WorldRng,
+    CallNotes, Clock, Costs, CurrentConditions, Dispatch, FailureEngine, FailureEvent,
+    FreshFailures, Goodwill, Ids, InfoLayer, Ledger, ObservationBuffer, OrderBook, PendingAction,
+    Settings, Signals, Stats, TotalStats, WorldRng,
 };
 use super::systems::{build_schedule, write_observation};
 use super::{MorpheusError, Op, SIGNAL_NAMES};
@@ -54,6 +56,36 @@ pub struct Morpheus {
     spec: EnvSpec,
     sim: Option<Sim>,
     breakdown: Breakdown,
+    calls: NotedCalls,
+}
+
+/// The most tool calls of either kind one hour's signals count; more are counted as this
+/// many, so the signals keep a finite bound.
+pub const MAX_NOTED_CALLS: u64 = u32::MAX as u64;
+
+/// Calls a desk noted for the next hour. Atomic, so a desk that reaches the world only
+/// through a shared reference (a harness's `env()`, a type-erased run's `world_any`) can
+/// still note them.
+#[derive(Debug, Default)]
+struct NotedCalls {
+    invalid: AtomicU64,
+    malformed: AtomicU64,
+}
+
+impl NotedCalls {
+    fn add(counter: &AtomicU64, n: u64) {
+        let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+            Some(c.saturating_add(n).min(MAX_NOTED_CALLS))
+        });
+    }
+
+    /// The notes, leaving zeros.
+    fn take(&self) -> CallNotes {
+        CallNotes {
+            invalid: self.invalid.swap(0, Ordering::Relaxed),
+            malformed: self.malformed.swap(0, Ordering::Relaxed),
+        }
+    }
 }
 
 /// One world's life, from a reset to the next.
@@ -213,6 +245,7 @@ impl Morpheus {
             spec,
             sim: None,
             breakdown: Breakdown::default(),
+            calls: NotedCalls::default(),
         })
     }
 
@@ -226,9 +259,14 @@ impl Morpheus {
     pub fn restore(
         config: MorpheusConfig,
         reward: RewardSpec,
-        snapshot: MorpheusSnapshot,
+        mut snapshot: MorpheusSnapshot,
     ) -> Result<Self, MorpheusError> {
         let mut env = Morpheus::new(config, reward)?;
+        // Snapshots taken before the call signals existed hold only the signals before
+        // them; those signals were 0 then.
+        if snapshot.signals.len() == SIGNAL_NAMES.len() - 2 {
+            snapshot.signals.resize(SIGNAL_NAMES.len(), 0.0);
+        }
         let cfg = &env.config;
         let sizes = [
             ("skus", snapshot.skus.len(), cfg.skus),
@@ -267,6 +305,7 @@ impl Morpheus {
         world.insert_resource(ObservationBuffer::default());
         world.insert_resource(FreshFailures::default());
         world.insert_resource(PendingAction::default());
+        world.insert_resource(CallNotes::default());
         world.spawn_batch(snapshot.skus);
         world.spawn_batch(snapshot.suppliers);
         world.spawn_batch(snapshot.docks);
@@ -346,6 +385,33 @@ impl Morpheus {
             .map_or(&[], |s| &s.0)
     }
 
+    /// Notes tool calls answered with an error since the previous hour: `invalid` (404,
+    /// 422) and `malformed` (400). The next step's `invalid_calls` and `malformed_calls`
+    /// signals carry them (added up, at most [`MAX_NOTED_CALLS`] each), and the notes then
+    /// start again from zero. The [`Desk`](super::api::Desk) calls this before it steps an
+    /// hour; a numeric agent never does, so its signals are 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec, signal_names};
+    /// use perennial::prelude::*;
+    ///
+    /// let mut env = Morpheus::new(MorpheusConfig::default(), default_reward_spec()).unwrap();
+    /// env.reset(1);
+    /// env.note_calls(3, 1);
+    /// env.step(&0).unwrap();
+    /// let at = |name| signal_names().iter().position(|s| *s == name).unwrap();
+    /// assert_eq!(env.signals()[at("invalid_calls")], 3.0);
+    /// assert_eq!(env.signals()[at("malformed_calls")], 1.0);
+    /// env.step(&0).unwrap();
+    /// assert_eq!(env.signals()[at("invalid_calls")], 0.0);
+    /// ```
+    pub fn note_calls(&self, invalid: u64, malformed: u64) {
+        NotedCalls::add(&self.calls.invalid, invalid);
+        NotedCalls::add(&self.calls.malformed, malformed);
+    }
+
     /// Counters of the current world, or `None` before the first reset.
     pub fn counters(&self) -> Option<Counters> {
         let w = &self.sim.as_ref()?.world;
@@ -422,6 +488,7 @@ impl Morpheus {
         world.insert_resource(ObservationBuffer::default());
         world.insert_resource(FreshFailures::default());
         world.insert_resource(PendingAction::default());
+        world.insert_resource(CallNotes::default());
         world.spawn_batch((0..cfg.skus).map(|i| {
             let price = cfg.sku_price(i);
             Sku {
@@ -524,6 +591,7 @@ impl Env for Morpheus {
     /// resources, random streams and counters. The conditions in force are kept.
     fn reset(&mut self, seed: u64) -> Vec<f32> {
         self.sim = None;
+        self.calls.take();
         let world = self.build_world(seed);
         self.sim = Some(Sim::start(world, 0, false, Tracker::default()));
         self.observation()
@@ -540,6 +608,7 @@ impl Env for Morpheus {
         };
         let hour = sim.world.resource::<Clock>().hour;
         sim.world.resource_mut::<PendingAction>().0 = op;
+        *sim.world.resource_mut::<CallNotes>() = self.calls.take();
         sim.schedule.run(&mut sim.world);
         sim.tracker.record(&self.config, &self.conditions, hour);
         sim.episode_step += 1;

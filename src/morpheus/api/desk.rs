@@ -88,7 +88,10 @@ pub struct CallCounts {
 
 /// Answers tool calls against one world: queries from its state, operations by stepping
 /// it one hour (one turn, one trace row), `wait` by stepping it with the no-op. Invalid
-/// and malformed calls get their error reply, are counted, and change nothing.
+/// and malformed calls get their error reply, are counted, and change nothing but the
+/// next hour's `invalid_calls` and `malformed_calls` signals: before it steps an hour, the
+/// desk notes the calls of either kind since the previous one
+/// ([`Morpheus::note_calls`]).
 ///
 /// # Examples
 ///
@@ -113,6 +116,8 @@ pub struct Desk {
     options: DeskOptions,
     calls_this_hour: u32,
     counts: CallCounts,
+    /// Invalid and malformed calls since the last hour, for the world's signals.
+    unnoted: (u64, u64),
     deliveries: Deliveries,
     ended: bool,
 }
@@ -125,6 +130,7 @@ impl Desk {
             options,
             calls_this_hour: 0,
             counts: CallCounts::default(),
+            unnoted: (0, 0),
             deliveries: Deliveries::default(),
             ended: false,
         }
@@ -149,6 +155,7 @@ impl Desk {
     /// world just reset or restored; the counts are kept.
     pub fn restart(&mut self) {
         self.calls_this_hour = 0;
+        self.unnoted = (0, 0);
         self.deliveries = Deliveries::default();
         self.ended = false;
     }
@@ -224,11 +231,7 @@ impl Desk {
         let call = match parsed {
             Ok(call) => call,
             Err(e) => {
-                if matches!(e, CallError::Malformed { .. }) {
-                    self.counts.malformed_calls += 1;
-                } else {
-                    self.counts.invalid_calls += 1;
-                }
+                self.count_error(matches!(e, CallError::Malformed { .. }));
                 return Ok(Reply::from(&e));
             }
         };
@@ -262,7 +265,7 @@ impl Desk {
         // The parser admits only quantities and indices of this layout, so both succeed.
         let (Some(op), Some(action)) = (call.op(cfg), call.op(cfg).and_then(|op| op.encode(cfg)))
         else {
-            self.counts.invalid_calls += 1;
+            self.count_error(false);
             return Ok(Reply::failed(
                 422,
                 "the operation lies outside this layout",
@@ -294,7 +297,21 @@ impl Desk {
         Ok((reward, passed))
     }
 
+    /// Counts an invalid or malformed call, in the desk's counts and in the notes the world
+    /// gets before the next hour.
+    fn count_error(&mut self, malformed: bool) {
+        if malformed {
+            self.counts.malformed_calls += 1;
+            self.unnoted.1 += 1;
+        } else {
+            self.counts.invalid_calls += 1;
+            self.unnoted.0 += 1;
+        }
+    }
+
     fn hour<S: Stepper>(&mut self, stepper: &mut S, action: usize) -> Result<Hour, S::Error> {
+        let (invalid, malformed) = std::mem::take(&mut self.unnoted);
+        stepper.world().note_calls(invalid, malformed);
         let hour = stepper.step_hour(action)?;
         self.calls_this_hour = 0;
         self.counts.hours += 1;

@@ -6,7 +6,7 @@ use bevy_ecs::prelude::{Local, Query, Res, ResMut};
 
 use crate::morpheus::components::{Carrier, CustomerOrder, Dock, PurchaseOrder, Sku, Trailer};
 use crate::morpheus::resources::{
-    Clock, CurrentConditions, FailureEngine, Goodwill, InfoLayer, KeyedStream, Ledger,
+    CallNotes, Clock, CurrentConditions, FailureEngine, Goodwill, InfoLayer, KeyedStream, Ledger,
     ObservationBuffer, Settings, Signals, Stats, WorldRng,
 };
 
@@ -14,6 +14,7 @@ use crate::morpheus::resources::{
 pub fn record_signals(
     ledger: Res<Ledger>,
     stats: Res<Stats>,
+    calls: Res<CallNotes>,
     orders: Query<&CustomerOrder>,
     mut signals: ResMut<Signals>,
 ) {
@@ -41,6 +42,8 @@ pub fn record_signals(
         c.expedite,
         c.detention,
         c.interest,
+        calls.invalid as f64,
+        calls.malformed as f64,
     ]);
 }
 
