@@ -74,6 +74,7 @@ def check_run(name: str, folder: Path, hours: int, Episode) -> dict:
     invalid = statuses.count(404) + statuses.count(422)
     for column, want in (("malformed_calls", malformed), ("invalid_calls", invalid)):
         got = [r.get("components", {}).get(column) for r in trace_rows]
+        check(all(g is not None for g in got), f"{name}: the trace has no {column} component (run with --charge-bad-calls)")
         if all(g is not None for g in got):
             check(round(-sum(got)) == want or round(sum(got)) == want,
                   f"{name}: the trace's {column} add up to {sum(got)}, the transcript has {want}")
@@ -95,7 +96,11 @@ def check_run(name: str, folder: Path, hours: int, Episode) -> dict:
         "invalid": invalid,
         "rejected": statuses.count(409) + statuses.count(503),
         "tokens_per_hour": tokens / hours,
-        "reward_per_hour": sum(r["reward"] for r in trace_rows) / len(trace_rows) if trace_rows else 0.0,
+        # The profit: the reward without the charges for bad calls, as the baselines earn it.
+        "reward_per_hour": sum(
+            r["reward"] - r.get("components", {}).get("invalid_calls", 0.0) - r.get("components", {}).get("malformed_calls", 0.0)
+            for r in trace_rows
+        ) / max(len(trace_rows), 1),
         "steps": loaded,
     }
 
@@ -144,7 +149,7 @@ def main() -> int:
         "constrained": (args.seconds_constrained / (args.hours + fork["rollouts"] * args.fork_hours))
         if args.seconds_constrained else None,
     }
-    print("| decoding | s per hour | tokens per hour | valid calls | malformed | invalid | rejected | reward per hour |")
+    print("| decoding | s per hour | tokens per hour | valid calls | malformed | invalid | rejected | profit per hour |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, f in figures.items():
         s = f"{seconds[name]:.2f}" if seconds[name] is not None else "-"

@@ -405,6 +405,31 @@ def report(result: dict, hours: int, seconds: float) -> None:
         )
 
 
+#: The enterprise world's default reward (the hour's profit, by component), written out so
+#: a world file can add terms to it.
+PROFIT_TERMS = [
+    ("revenue", "revenue", 1.0), ("purchases", "purchase_cost", -1.0), ("holding", "holding_cost", -1.0),
+    ("shipping", "shipping_cost", -1.0), ("late", "late_penalty_cost", -1.0), ("lost", "lost_sale_cost", -1.0),
+    ("repair", "repair_cost", -1.0), ("expedite", "expedite_cost", -1.0), ("detention", "detention_cost", -1.0),
+    ("interest", "interest_cost", -1.0),
+]
+
+
+def charging_world(world: str, charge: float, out: Path) -> str:
+    """A copy of ``world`` whose reward is the profit minus ``charge`` per invalid and per
+    malformed call: the trace's ``invalid_calls`` and ``malformed_calls`` components then
+    count them, hour by hour."""
+    name = world.removeprefix("shipped:")
+    text = perennial.shipped_worlds()[name] if world.startswith("shipped:") else Path(world).read_text()
+    if "[[reward.terms]]" in text:
+        raise SystemExit(f"error: {world} has its own [[reward.terms]]; pass --charge-bad-calls 0")
+    terms = [*PROFIT_TERMS, ("invalid_calls", "invalid_calls", -charge), ("malformed_calls", "malformed_calls", -charge)]
+    text += "".join(f'\n[[reward.terms]]\nname = "{n}"\nsignal = "{sig}"\nweight = {w!r}\n' for n, sig, w in terms)
+    path = out / f"charged-{Path(name).name}"
+    path.write_text(text)
+    return str(path)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: the scripted stand-in)")
@@ -415,6 +440,7 @@ def main() -> int:
     parser.add_argument("--forks", type=int, default=0, help="also fork the world K ways at --fork-at and play --fork-hours in each, exported as one GRPO group (0: no fork)")
     parser.add_argument("--fork-at", type=int, default=24, help="hours of base-stock before the fork (24)")
     parser.add_argument("--fork-hours", type=int, default=12, help="hours each forked rollout plays (12)")
+    parser.add_argument("--charge-bad-calls", type=float, default=None, help="charge this much reward per invalid and per malformed call, so the trace counts them in its components (0; 1 with --local)")
     parser.add_argument("--world", default="warehouse.toml", help="an enterprise world file (default: the shipped warehouse)")
     parser.add_argument("--hours", type=int, default=None, help="simulated hours to play (48; 24 with --local)")
     parser.add_argument("--seed", type=int, default=0, help="the run seed (0)")
@@ -429,6 +455,9 @@ def main() -> int:
         parser.error("--hours and --fork-hours must be at least 1, --forks and --fork-at at least 0")
     world = perennial.world_file(args.world)
     args.out.mkdir(parents=True, exist_ok=True)
+    charge = args.charge_bad_calls if args.charge_bad_calls is not None else (1.0 if args.local else 0.0)
+    if charge:
+        world = charging_world(world, charge, args.out)
     server = None
     try:
         if args.local:

@@ -305,3 +305,24 @@ def test_transcript_lines_follow_the_documented_format(tmp_path):
         "tool_calls", "replies", "finish_reason", "usage",
     }
     assert record["call"] == 0 and record["run_id"] == "run-a"
+
+
+def test_render_text_export_is_sft_data_rllm_loads(run_cli, worlds_dir, tmp_path):
+    trace = tmp_path / "bs.jsonl"
+    run_cli("run", worlds_dir / "warehouse.toml", "--agent", "base-stock", "--seed", 4, "--steps", 60, "--record-transitions", "--trace", trace)
+    out = tmp_path / "sft.jsonl"
+    run_cli("episodes", trace, "--render", "text", "--out", out)
+    episodes = [json.loads(line) for line in out.read_text().splitlines()]
+    steps = [s for e in episodes for t in e["trajectories"] for s in t["steps"]]
+    assert len(steps) == 60
+    for s in steps:
+        last = s["chat_completions"][-1]
+        assert last["role"] == "assistant" and last["tool_calls"]
+        assert any(m["role"] == "user" and m["content"].startswith("Hour") for m in s["chat_completions"])
+    from test_examples import _rllm_episode
+
+    Episode = _rllm_episode()
+    if Episode is None:
+        pytest.skip("rLLM is not installed (set RLLM_SRC to a checkout) for the from_dict half")
+    loaded = [Episode.from_dict(e) for e in episodes]
+    assert sum(len(t.steps) for e in loaded for t in e.trajectories) == 60
