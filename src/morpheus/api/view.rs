@@ -164,52 +164,78 @@ pub fn inventory(env: &Morpheus, sku: Option<u32>) -> Value {
     })
 }
 
+/// One order `query_orders` may list.
+enum OrderRow<'a> {
+    Customer(&'a CustomerOrder),
+    Purchase(&'a PurchaseOrder),
+    Yard(&'a Trailer),
+    Shipment(&'a Shipment),
+}
+
+impl OrderRow<'_> {
+    fn to_json(&self) -> Value {
+        match self {
+            OrderRow::Customer(o) => {
+                json!({"id": o.id, "sku": o.sku, "units": o.units, "placed": o.placed, "due": o.due, "reserved": o.allocated})
+            }
+            OrderRow::Purchase(p) => {
+                json!({"id": p.id, "sku": p.sku, "units": p.units, "placed": p.placed, "expected": p.eta, "expedited": p.expedited, "status": "in_transit"})
+            }
+            OrderRow::Yard(t) => {
+                json!({"id": t.po, "sku": t.sku, "units": t.units_left, "arrived": t.arrived, "status": "in_yard"})
+            }
+            OrderRow::Shipment(s) => {
+                json!({"order": s.order, "sku": s.sku, "units": s.units, "due": s.due, "carrier": s.carrier})
+            }
+        }
+    }
+}
+
 /// `query_orders`: up to `limit` orders of one kind, oldest first, and how many there are.
 pub fn orders(env: &Morpheus, kind: OrderKind, sku: Option<u32>, limit: u32) -> Value {
     let Some(w) = env.ecs() else {
         return Value::Null;
     };
     let keep = |s: u32| sku.is_none_or(|k| k == s);
-    let mut rows: Vec<(u64, Value)> = match kind {
+    // Orders are sorted and cut to `limit` first; only the listed ones become JSON, so a
+    // world with thousands of open orders answers in the time of `limit` of them.
+    let rows: Vec<(u64, OrderRow<'_>)> = match kind {
         OrderKind::Customer => each::<CustomerOrder>(w)
             .into_iter()
             .filter(|o| keep(o.sku))
-            .map(|o| {
-                let v = json!({"id": o.id, "sku": o.sku, "units": o.units, "placed": o.placed, "due": o.due, "reserved": o.allocated});
-                (o.id, v)
-            })
+            .map(|o| (o.id, OrderRow::Customer(o)))
             .collect(),
-        OrderKind::Purchase => {
-            let mut rows: Vec<(u64, Value)> = each::<PurchaseOrder>(w)
-                .into_iter()
-                .filter(|p| keep(p.sku))
-                .map(|p| {
-                    let v = json!({"id": p.id, "sku": p.sku, "units": p.units, "placed": p.placed, "expected": p.eta, "expedited": p.expedited, "status": "in_transit"});
-                    (p.id, v)
-                })
-                .collect();
-            rows.extend(each::<Trailer>(w).into_iter().filter(|t| keep(t.sku)).map(|t| {
-                let v = json!({"id": t.po, "sku": t.sku, "units": t.units_left, "arrived": t.arrived, "status": "in_yard"});
-                (t.po, v)
-            }));
-            rows
-        }
+        OrderKind::Purchase => each::<PurchaseOrder>(w)
+            .into_iter()
+            .filter(|p| keep(p.sku))
+            .map(|p| (p.id, OrderRow::Purchase(p)))
+            .chain(
+                each::<Trailer>(w)
+                    .into_iter()
+                    .filter(|t| keep(t.sku))
+                    .map(|t| (t.po, OrderRow::Yard(t))),
+            )
+            .collect(),
         OrderKind::Shipment => each::<Shipment>(w)
             .into_iter()
             .filter(|s| keep(s.sku))
-            .map(|s| {
-                let v = json!({"order": s.order, "sku": s.sku, "units": s.units, "due": s.due, "carrier": s.carrier});
-                (s.order, v)
-            })
+            .map(|s| (s.order, OrderRow::Shipment(s)))
             .collect(),
     };
-    rows.sort_by_key(|(id, _)| *id);
     let total = rows.len();
-    let listed: Vec<Value> = rows
+    let limit = (limit as usize).min(total);
+    // Ties keep the query's order, as a stable sort would: the key carries the position.
+    let mut keyed: Vec<(u64, usize, OrderRow<'_>)> = rows
         .into_iter()
-        .take(limit as usize)
-        .map(|(_, v)| v)
+        .enumerate()
+        .map(|(i, (id, row))| (id, i, row))
         .collect();
+    if limit < total {
+        keyed.select_nth_unstable_by_key(limit, |(id, i, _)| (*id, *i));
+        keyed.truncate(limit);
+    }
+    keyed.sort_unstable_by_key(|(id, i, _)| (*id, *i));
+    let listed: Vec<Value> = keyed.iter().map(|(_, _, row)| row.to_json()).collect();
     json!({"hour": hour(w), "total": total, "orders": listed})
 }
 
