@@ -124,7 +124,7 @@ impl Calls {
                 .iter()
                 .filter(|(s, _, _)| *s >= call.step && *s < after);
             let reward: f64 = covered.clone().map(|r| r.1).sum();
-            let done = covered.last().is_some_and(|r| r.2);
+            let done = covered.clone().next_back().is_some_and(|r| r.2);
             if let Some((call, _)) = run.next.take() {
                 steps.push(step_of(
                     &run.run_id,

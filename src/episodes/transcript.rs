@@ -354,7 +354,11 @@ impl Check<'_> {
         let Value::Object(mut o) = v else {
             return Err(self.wrong(&at, "a tool call object", Some(&v)));
         };
-        let id = self.string(o.remove("id"), &format!("{at}.id"))?;
+        // Some local endpoints leave the id out; the call's position names it then.
+        let id = match o.remove("id") {
+            None | Some(Value::Null) => format!("call_{i}"),
+            other => self.string(other, &format!("{at}.id"))?,
+        };
         match o.remove("type") {
             None => {}
             Some(Value::String(t)) if t == "function" => {}
@@ -373,7 +377,19 @@ impl Check<'_> {
             ));
         };
         let name = self.string(f.remove("name"), &format!("{at}.function.name"))?;
-        let arguments = self.string(f.remove("arguments"), &format!("{at}.function.arguments"))?;
+        // The model writes a JSON string; an endpoint that parsed it already gives the
+        // object, kept as its compact text.
+        let arguments = match f.remove("arguments") {
+            Some(Value::String(text)) => text,
+            Some(v @ Value::Object(_)) => v.to_string(),
+            other => {
+                return Err(self.wrong(
+                    &format!("{at}.function.arguments"),
+                    "a JSON string (or an arguments object)",
+                    other.as_ref(),
+                ));
+            }
+        };
         Ok(RecordedToolCall {
             id,
             name,
@@ -737,6 +753,12 @@ mod tests {
         assert_eq!(calls[2].tool_calls[0].name, "wait");
         assert_eq!(calls[1].observation(), Some(&Value::from("hour 1")));
         assert_eq!(calls[0].to_json(), line(0, 0, 1));
+        let mut loose = line(0, 0, 1);
+        loose["tool_calls"][0]["function"]["arguments"] = serde_json::json!({"hours": 2});
+        loose["tool_calls"][0].as_object_mut().unwrap().remove("id");
+        let calls = read("loose.jsonl", vec![loose]).unwrap();
+        assert_eq!(calls[0].tool_calls[0].arguments, r#"{"hours":2}"#);
+        assert_eq!(calls[0].tool_calls[0].id, "call_0");
     }
 
     #[test]
