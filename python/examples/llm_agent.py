@@ -401,7 +401,7 @@ def report(result: dict, hours: int, seconds: float) -> None:
     for interval in evaluation["intervals"]:
         print(
             f"  {interval['regime']:<18} steps {interval['start']}-{interval['end']}  "
-            f"mean reward {interval['mean_reward']:+.2f}  bound {interval['bound'] if interval['bound'] is not None else '-'}"
+            f"mean reward {interval['mean_reward']:+.2f}  bound {interval.get('bound') if interval.get('bound') is not None else '-'}"
         )
 
 
