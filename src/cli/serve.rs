@@ -1,0 +1,45 @@
+//! `perennial serve`: the enterprise world's tools for OpenEnv and MCP clients.
+
+use std::time::Duration;
+
+use super::Failure;
+use crate::serve::{ServeError, ServeOptions};
+
+/// `perennial serve [--host 127.0.0.1] [--port 8000] [--max-sessions 256] [--idle-timeout S] [--worlds FILE...]`
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The address to listen on; anything but loopback exposes the server to the network.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port; 0 picks a free one (the address is printed at start).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Sessions open at once; one more is refused with CAPACITY_REACHED.
+    #[arg(long, default_value_t = 256)]
+    pub max_sessions: usize,
+    /// Seconds after which an unused session is closed.
+    #[arg(long, value_name = "S", default_value_t = 600)]
+    pub idle_timeout: u64,
+    /// Snapshots kept (POST /snapshots); a new one beyond them drops the oldest.
+    #[arg(long, default_value_t = 1024)]
+    pub max_snapshots: usize,
+    /// Enterprise world files to serve besides `warehouse` and `logistics`: FILE (served
+    /// under its file stem) or ID=FILE. Clients name worlds by id, never by path.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub worlds: Vec<String>,
+}
+
+pub(super) fn run(args: &ServeArgs) -> Result<(), Failure> {
+    let options = ServeOptions {
+        host: args.host.clone(),
+        port: args.port,
+        max_sessions: args.max_sessions,
+        max_snapshots: args.max_snapshots,
+        idle_timeout: Duration::from_secs(args.idle_timeout),
+        worlds: args.worlds.clone(),
+    };
+    crate::serve::serve(&options).map_err(|e| match e {
+        ServeError::World { .. } | ServeError::Option(_) => Failure::input(e),
+        _ => Failure::run(e),
+    })
+}
