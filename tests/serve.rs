@@ -463,3 +463,41 @@ fn oversized_frames_and_bodies_are_refused_and_the_session_goes_on() {
     assert_eq!(r.status, 413);
     assert_eq!(http(a, "GET", "/health", &[], b"").status, 200);
 }
+
+#[test]
+fn with_a_runs_directory_each_run_writes_its_trace() {
+    let dir = std::env::temp_dir().join(format!("perennial-serve-runs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let server = Server::start(&["--runs", dir.to_str().unwrap()]);
+    let mut ws = Ws::open(&server.addr, "");
+    ws.reset(json!({"seed": 3}));
+    ws.call("wait", json!({"hours": 5}));
+    ws.call("reorder", json!({"sku": 1, "quantity": 20}));
+    ws.close();
+    // The socket's end closes its session and the trace with it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let rows = loop {
+        let traces: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                p.to_string_lossy().ends_with(".jsonl") && !p.to_string_lossy().contains(".events.")
+            })
+            .collect();
+        let rows = traces.first().map_or(0, |t| {
+            std::fs::read_to_string(t)
+                .unwrap()
+                .lines()
+                .filter(|l| l.contains("\"step\""))
+                .count()
+        });
+        if rows >= 6 || std::time::Instant::now() > deadline {
+            assert_eq!(traces.len(), 1, "{traces:?}");
+            break rows;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(rows, 6);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::Failure;
 use crate::serve::{ServeError, ServeOptions};
 
-/// `perennial serve [--host 127.0.0.1] [--port 8000] [--max-sessions 256] [--idle-timeout S] [--worlds FILE...]`
+/// `perennial serve [--host 127.0.0.1] [--port 8000] [--max-sessions 256] [--idle-timeout S] [--worlds FILE...] [--runs DIR]`
 #[derive(Clone, Debug, clap::Args)]
 pub struct ServeArgs {
     /// The address to listen on; anything but loopback exposes the server to the network.
@@ -27,6 +27,9 @@ pub struct ServeArgs {
     /// under its file stem) or ID=FILE. Clients name worlds by id, never by path.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub worlds: Vec<String>,
+    /// A directory where each session's run writes its trace (`<world>-<session>-<n>.jsonl`).
+    #[arg(long, value_name = "DIR")]
+    pub runs: Option<std::path::PathBuf>,
 }
 
 pub(super) fn run(args: &ServeArgs) -> Result<(), Failure> {
@@ -37,6 +40,7 @@ pub(super) fn run(args: &ServeArgs) -> Result<(), Failure> {
         max_snapshots: args.max_snapshots,
         idle_timeout: Duration::from_secs(args.idle_timeout),
         worlds: args.worlds.clone(),
+        runs: args.runs.clone(),
     };
     crate::serve::serve(&options).map_err(|e| match e {
         ServeError::World { .. } | ServeError::Option(_) => Failure::input(e),

@@ -301,7 +301,8 @@ async fn open(
     })?;
     let built = {
         let app = Arc::clone(app);
-        tokio::task::spawn_blocking(move || app.sessions.build(&options)).await
+        let sid = sid.to_string();
+        tokio::task::spawn_blocking(move || app.sessions.build(&sid, &options)).await
     };
     match built {
         Ok(Ok(run)) => {

@@ -58,6 +58,8 @@ pub struct ServeOptions {
     /// World files served besides the shipped ones, as `FILE` (served under its stem) or
     /// `ID=FILE`.
     pub worlds: Vec<String>,
+    /// A directory where each run (each reset) writes its JSON Lines trace; none: no traces.
+    pub runs: Option<PathBuf>,
 }
 
 impl Default for ServeOptions {
@@ -69,6 +71,7 @@ impl Default for ServeOptions {
             max_snapshots: 1024,
             idle_timeout: Duration::from_secs(600),
             worlds: Vec::new(),
+            runs: None,
         }
     }
 }
@@ -153,6 +156,10 @@ pub fn serve(options: &ServeOptions) -> Result<(), ServeError> {
         ));
     }
     let worlds = Worlds::load(&options.worlds)?;
+    if let Some(dir) = &options.runs {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| ServeError::Option(format!("--runs {}: {e}", dir.display())))?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -172,6 +179,7 @@ pub fn serve(options: &ServeOptions) -> Result<(), ServeError> {
                 options.max_sessions,
                 options.max_snapshots,
                 options.idle_timeout,
+                options.runs.clone(),
             ),
         });
         tokio::spawn(reap(Arc::clone(&app)));

@@ -199,7 +199,8 @@ async fn reset(app: &Arc<App>, id: &str, seat: &Arc<Seat>, data: &Value) -> Stri
     };
     let built = {
         let app = Arc::clone(app);
-        tokio::task::spawn_blocking(move || app.sessions.build(&options)).await
+        let sid = id.to_string();
+        tokio::task::spawn_blocking(move || app.sessions.build(&sid, &options)).await
     };
     let run = match built {
         Ok(Ok(run)) => run,

@@ -1,5 +1,6 @@
 //! One session's world: a run of an enterprise world and the desk that answers its tool calls.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -8,6 +9,7 @@ use super::worlds::{ServedWorld, quote};
 use crate::morpheus::Morpheus;
 use crate::morpheus::api::{Desk, DeskOptions, Hour, Reply, Stepper, render_json, render_text};
 use crate::session::{Session, SessionState, StepError};
+use crate::trace::TraceFormat;
 
 /// The most hours a reset may give a session.
 pub(crate) const MAX_HOURS: u64 = 10_000_000;
@@ -176,23 +178,34 @@ impl Stepper for Hours<'_> {
 }
 
 impl Run {
-    /// A new run of `world` with run seed `seed`.
+    /// A new run of `world` with run seed `seed`, its trace written to `trace` (a JSON
+    /// Lines file named for the run id) when given.
     pub(crate) fn new(
         world: &Arc<ServedWorld>,
         seed: u64,
         options: &ResetOptions,
+        trace: Option<(&Path, &str)>,
     ) -> Result<Self, String> {
-        let session = world.start(seed)?;
+        let mut session = world.session(seed)?;
+        open_trace(&mut session, trace)?;
+        session.start().map_err(|e| e.to_string())?;
         let desk = Desk::new(&world.config, DeskOptions::default());
         Ok(Run::of(world, session, desk, None, options))
     }
 
-    /// A run restored from `saved`, the snapshot `id`.
-    pub(crate) fn restore(saved: &Saved, id: &str, options: &ResetOptions) -> Result<Self, String> {
+    /// A run restored from `saved`, the snapshot `id`, with its own trace as for
+    /// [`Run::new`].
+    pub(crate) fn restore(
+        saved: &Saved,
+        id: &str,
+        options: &ResetOptions,
+        trace: Option<(&Path, &str)>,
+    ) -> Result<Self, String> {
         let mut session = saved.world.session(saved.state.identity.seed)?;
         session
             .restore(saved.state.clone())
             .map_err(|e| e.to_string())?;
+        open_trace(&mut session, trace)?;
         Ok(Run::of(
             &saved.world,
             session,
@@ -301,6 +314,25 @@ impl Run {
     }
 }
 
+impl Drop for Run {
+    fn drop(&mut self) {
+        // A session's end is its trace's end; nobody is left to hear of a failure.
+        let _ = self.session.close();
+    }
+}
+
+/// Opens the run's trace at `dir/<run-id>.jsonl`, the run id becoming the identity's.
+fn open_trace(session: &mut Session<Morpheus>, trace: Option<(&Path, &str)>) -> Result<(), String> {
+    let Some((dir, run_id)) = trace else {
+        return Ok(());
+    };
+    session.identity_mut().run_id = run_id.to_string();
+    let path = dir.join(format!("{run_id}.jsonl"));
+    session
+        .open_trace(&path, TraceFormat::Jsonl, None, 0, None)
+        .map_err(|e| format!("the session's trace cannot be written: {e}"))
+}
+
 /// A tool call's reply as an MCP `CallToolResult`: the envelope as text and as structured
 /// content, `isError` when it failed. OpenEnv's clients read the envelope under `data`.
 pub(crate) fn tool_result(reply: &Reply, with_data: bool) -> Value {
@@ -350,7 +382,7 @@ mod tests {
             hours: Some(3),
             ..ResetOptions::default()
         };
-        let mut run = Run::new(worlds.default_world(), 1, &options).unwrap();
+        let mut run = Run::new(worlds.default_world(), 1, &options, None).unwrap();
         let r = run.call("wait", &json!({"hours": 10}));
         assert_eq!(r.data["hours_passed"], 3);
         assert!(run.done());
@@ -362,10 +394,10 @@ mod tests {
     fn a_restored_snapshot_answers_as_the_original_goes_on() {
         let worlds = Worlds::load(&[]).unwrap();
         let o = ResetOptions::default();
-        let mut run = Run::new(worlds.default_world(), 5, &o).unwrap();
+        let mut run = Run::new(worlds.default_world(), 5, &o, None).unwrap();
         run.call("wait", &json!({"hours": 7}));
         let saved = run.save().unwrap();
-        let mut fork = Run::restore(&saved, "s1", &o).unwrap();
+        let mut fork = Run::restore(&saved, "s1", &o, None).unwrap();
         for (name, args) in [
             ("reorder", json!({"sku": 1, "quantity": 50})),
             ("wait", json!({"hours": 5})),

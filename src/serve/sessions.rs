@@ -1,6 +1,7 @@
 //! The session table: who holds which world, how many may, for how long, and the snapshots.
 
 use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -73,6 +74,10 @@ pub(crate) struct Sessions {
     seats: Mutex<HashMap<String, Arc<Seat>>>,
     snapshots: Mutex<Snapshots>,
     next_snapshot: AtomicU64,
+    /// Runs started, for the names of their traces.
+    next_run: AtomicU64,
+    /// Where each run writes its trace, when anywhere.
+    runs: Option<PathBuf>,
     max_sessions: usize,
     max_snapshots: usize,
     idle: Duration,
@@ -86,6 +91,7 @@ impl Sessions {
         max_sessions: usize,
         max_snapshots: usize,
         idle: Duration,
+        runs: Option<PathBuf>,
     ) -> Self {
         Sessions {
             seats: Mutex::new(HashMap::new()),
@@ -94,6 +100,8 @@ impl Sessions {
                 order: VecDeque::new(),
             }),
             next_snapshot: AtomicU64::new(1),
+            next_run: AtomicU64::new(1),
+            runs,
             max_sessions,
             max_snapshots,
             idle,
@@ -200,8 +208,14 @@ impl Sessions {
         before - seats.len()
     }
 
-    /// The run a reset with `options` starts: a snapshot restored, or a world built.
-    pub(crate) fn build(&self, options: &ResetOptions) -> Result<Run, String> {
+    /// The run a reset of session `sid` with `options` starts: a snapshot restored, or a
+    /// world built. With a runs directory its trace is `<world>-<sid>-<n>.jsonl` there,
+    /// `n` counting the server's runs, so no run writes over another's.
+    pub(crate) fn build(&self, sid: &str, options: &ResetOptions) -> Result<Run, String> {
+        let run_id = |world: &str| {
+            let n = self.next_run.fetch_add(1, Ordering::Relaxed);
+            format!("{world}-{}-{n}", sid.get(..12).unwrap_or(sid))
+        };
         if let Some(id) = &options.snapshot {
             let saved = self
                 .snapshots
@@ -225,14 +239,18 @@ impl Sessions {
                     quote(world)
                 ));
             }
-            return Run::restore(&saved, id, options);
+            let name = run_id(&saved.world.id);
+            let trace = self.runs.as_deref().map(|d| (d, name.as_str()));
+            return Run::restore(&saved, id, options, trace);
         }
         let world = match &options.world {
             Some(id) => self.worlds.get(id)?,
             None => self.worlds.default_world(),
         };
         let seed = options.seed.or(world.file.harness.seed).unwrap_or_default();
-        Run::new(world, seed, options)
+        let name = run_id(&world.id);
+        let trace = self.runs.as_deref().map(|d| (d, name.as_str()));
+        Run::new(world, seed, options, trace)
     }
 
     /// Saves session `id`'s run as a new snapshot and returns the snapshot's id.

@@ -33,16 +33,9 @@ pub(crate) struct ServedWorld {
 }
 
 impl ServedWorld {
-    /// A new run of this world with run seed `seed`, started: the world built as `perennial
-    /// run --seed SEED` builds it (the world reset with the run's first world seed, the
+    /// A session of this world with run seed `seed`, not started: started, its world is the
+    /// one `perennial run --seed SEED` builds (reset with the run's first world seed, the
     /// scheduler seeded from the run seed), so a seed means the same world everywhere.
-    pub(crate) fn start(&self, seed: u64) -> Result<Session<Morpheus>, String> {
-        let mut session = self.session(seed)?;
-        session.start().map_err(|e| e.to_string())?;
-        Ok(session)
-    }
-
-    /// A session of this world with run seed `seed`, not started (for a restore).
     pub(crate) fn session(&self, seed: u64) -> Result<Session<Morpheus>, String> {
         let reward = self.file.reward_spec().unwrap_or_else(default_reward_spec);
         let world = Morpheus::new(self.config.clone(), reward).map_err(|e| e.to_string())?;
@@ -216,9 +209,12 @@ mod tests {
     fn a_seed_builds_the_world_perennial_run_builds() {
         let worlds = Worlds::load(&[]).unwrap();
         let w = worlds.get("warehouse").unwrap();
-        let a = w.start(3).unwrap();
-        let b = w.start(3).unwrap();
-        let c = w.start(4).unwrap();
+        let start = |seed| {
+            let mut s = w.session(seed).unwrap();
+            s.start().unwrap();
+            s
+        };
+        let (a, b, c) = (start(3), start(3), start(4));
         assert_eq!(a.observation(), b.observation());
         assert_ne!(a.observation(), c.observation());
     }
