@@ -32,12 +32,25 @@ const INVALID_PARAMS: i64 = -32602;
 /// A server error: no capacity, no world.
 const SERVER_ERROR: i64 = -32000;
 
-fn ok(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+fn ok(id: &Value, result: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
 }
 
-fn err(id: &Value, code: i64, message: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+/// A success whose result is JSON text already.
+fn ok_raw(id: &Value, result: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
+}
+
+fn err(id: &Value, code: i64, message: &str) -> String {
+    err_data(id, code, message, Value::Null)
+}
+
+fn err_data(id: &Value, code: i64, message: &str, data: Value) -> String {
+    let mut error = json!({"code": code, "message": message});
+    if !data.is_null() {
+        error["data"] = data;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string()
 }
 
 /// A parsed request: its id (`None`: a notification), method and params object.
@@ -49,7 +62,7 @@ struct Request<'a> {
 
 static NO_PARAMS: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
 
-fn parse(message: &Value) -> Result<Request<'_>, Value> {
+fn parse(message: &Value) -> Result<Request<'_>, String> {
     let Some(obj) = message.as_object() else {
         let why = if message.is_array() {
             "batches are not served; send one JSON-RPC request per POST".to_string()
@@ -175,7 +188,7 @@ pub(crate) async fn post(
 
 /// An OpenEnv request without an MCP session: `tools/list` and `tools/call` naming their
 /// session in `params.session_id`, or `tools/list` of the default world.
-fn stateless(app: &Arc<App>, id: &Value, request: &Request<'_>) -> Value {
+fn stateless(app: &Arc<App>, id: &Value, request: &Request<'_>) -> String {
     let sid = request.params.get("session_id");
     match (request.method, sid) {
         ("tools/list" | "tools/call", Some(Value::String(sid))) => match app.sessions.get(sid) {
@@ -211,7 +224,7 @@ fn stateless(app: &Arc<App>, id: &Value, request: &Request<'_>) -> Value {
 
 /// A JSON-RPC message that arrived in a WebSocket's `mcp` frame: OpenEnv's methods on the
 /// socket's own session.
-pub(crate) fn answer_for(_app: &Arc<App>, _sid: &str, seat: &Arc<Seat>, message: &Value) -> Value {
+pub(crate) fn answer_for(seat: &Arc<Seat>, message: &Value) -> String {
     match parse(message) {
         Ok(request) => openenv_method(request.id.unwrap_or(&Value::Null), &request, seat),
         Err(e) => e,
@@ -219,7 +232,7 @@ pub(crate) fn answer_for(_app: &Arc<App>, _sid: &str, seat: &Arc<Seat>, message:
 }
 
 /// `tools/list` and `tools/call` of an OpenEnv session: replies under `result.data`.
-fn openenv_method(id: &Value, request: &Request<'_>, seat: &Arc<Seat>) -> Value {
+fn openenv_method(id: &Value, request: &Request<'_>, seat: &Arc<Seat>) -> String {
     match request.method {
         "tools/list" => tools_list(id, seat),
         "tools/call" => tools_call(id, request, seat, true),
@@ -232,7 +245,7 @@ fn openenv_method(id: &Value, request: &Request<'_>, seat: &Arc<Seat>) -> Value 
 }
 
 /// A method of an MCP session.
-fn mcp_method(id: &Value, request: &Request<'_>, seat: &Arc<Seat>) -> Value {
+fn mcp_method(id: &Value, request: &Request<'_>, seat: &Arc<Seat>) -> String {
     match request.method {
         "ping" => ok(id, json!({})),
         "tools/list" => tools_list(id, seat),
@@ -250,7 +263,7 @@ fn mcp_method(id: &Value, request: &Request<'_>, seat: &Arc<Seat>) -> Value {
     }
 }
 
-fn tools_list(id: &Value, seat: &Arc<Seat>) -> Value {
+fn tools_list(id: &Value, seat: &Arc<Seat>) -> String {
     let guard = seat.run();
     let Some(run) = guard.as_ref() else {
         return err(
@@ -264,7 +277,7 @@ fn tools_list(id: &Value, seat: &Arc<Seat>) -> Value {
     ok(id, json!({"tools": tools}))
 }
 
-fn tools_call(id: &Value, request: &Request<'_>, seat: &Arc<Seat>, with_data: bool) -> Value {
+fn tools_call(id: &Value, request: &Request<'_>, seat: &Arc<Seat>, with_data: bool) -> String {
     let Some(name) = request.params.get("name").and_then(Value::as_str) else {
         return err(
             id,
@@ -284,7 +297,7 @@ fn tools_call(id: &Value, request: &Request<'_>, seat: &Arc<Seat>, with_data: bo
     };
     let reply = run.call(name, arguments);
     drop(guard);
-    ok(id, tool_result(&reply, with_data))
+    ok_raw(id, &tool_result(&reply, with_data))
 }
 
 /// Opens a session and builds its world from `options`.
@@ -364,9 +377,7 @@ async fn initialize(
             response
         }
         Err((message, data)) => {
-            let mut e = err(id, SERVER_ERROR, &message);
-            e["error"]["data"] = data;
-            json_response(StatusCode::OK, &e)
+            json_response(StatusCode::OK, &err_data(id, SERVER_ERROR, &message, data))
         }
     }
 }
@@ -385,7 +396,7 @@ async fn create(
     id: &Value,
     request: &Request<'_>,
     query: &[(String, String)],
-) -> Value {
+) -> String {
     let options = if request.params.is_empty() {
         query_options(query)
     } else {
@@ -397,11 +408,7 @@ async fn create(
     };
     match open(app, Opener::OpenEnv, options).await {
         Ok((sid, _)) => ok(id, json!({"session_id": sid})),
-        Err((message, data)) => {
-            let mut e = err(id, SERVER_ERROR, &message);
-            e["error"]["data"] = data;
-            e
-        }
+        Err((message, data)) => err_data(id, SERVER_ERROR, &message, data),
     }
 }
 
@@ -455,6 +462,7 @@ mod tests {
             let Err(e) = parse(&message) else {
                 panic!("{message} parsed")
             };
+            let e: Value = serde_json::from_str(&e).unwrap();
             assert_eq!(e["error"]["code"], code, "{message}");
         }
     }

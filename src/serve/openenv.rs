@@ -175,8 +175,8 @@ async fn frame(app: &Arc<App>, id: &str, seat: &Arc<Seat>, text: &str) -> Option
         },
         "close" => return None,
         "mcp" => {
-            let reply = super::mcp::answer_for(app, id, seat, data.unwrap_or(&Value::Null));
-            json!({"type": "mcp", "data": reply}).to_string()
+            let reply = super::mcp::answer_for(seat, data.unwrap_or(&Value::Null));
+            format!(r#"{{"type":"mcp","data":{reply}}}"#)
         }
         _ => error_frame(
             Code::UnknownType,
@@ -266,14 +266,13 @@ fn step(app: &Arc<App>, id: &str, seat: &Arc<Seat>, data: &Value) -> String {
                 .get("reward")
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0);
-            json!({"type": "observation", "data": {
-                "observation": {
-                    "tool_name": name, "result": tool_result(&reply, true), "error": null,
-                    "metadata": {"session_id": id},
-                },
-                "reward": reward, "done": done,
-            }})
-            .to_string()
+            // Spliced, not built as a tree: the result is JSON text already.
+            format!(
+                r#"{{"type":"observation","data":{{"observation":{{"tool_name":{},"result":{},"error":null,"metadata":{{"session_id":"{id}"}}}},"reward":{},"done":{done}}}}}"#,
+                Value::from(name),
+                tool_result(&reply, true),
+                Value::from(reward),
+            )
         }
         _ => error_frame(
             Code::ValidationError,

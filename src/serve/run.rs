@@ -333,19 +333,27 @@ fn open_trace(session: &mut Session<Morpheus>, trace: Option<(&Path, &str)>) -> 
         .map_err(|e| format!("the session's trace cannot be written: {e}"))
 }
 
-/// A tool call's reply as an MCP `CallToolResult`: the envelope as text and as structured
-/// content, `isError` when it failed. OpenEnv's clients read the envelope under `data`.
-pub(crate) fn tool_result(reply: &Reply, with_data: bool) -> Value {
-    let envelope = serde_json::to_value(reply).unwrap_or(Value::Null);
-    let mut result = json!({
-        "content": [{"type": "text", "text": reply.to_json()}],
-        "structuredContent": envelope,
-        "isError": !reply.success,
-    });
+/// A tool call's reply as an MCP `CallToolResult`, as JSON text: the envelope as text and
+/// as structured content, `isError` when it failed. OpenEnv's clients read the envelope
+/// under `data`. The envelope is serialised once and spliced in, which keeps a call's
+/// server time a few microseconds.
+pub(crate) fn tool_result(reply: &Reply, with_data: bool) -> String {
+    let envelope = reply.to_json();
+    // A string always serialises.
+    let text = serde_json::to_string(&envelope).unwrap_or_default();
+    let mut out = String::with_capacity(envelope.len() * 3 + text.len() + 96);
+    out.push_str(r#"{"content":[{"type":"text","text":"#);
+    out.push_str(&text);
+    out.push_str(r#"}],"structuredContent":"#);
+    out.push_str(&envelope);
+    out.push_str(r#","isError":"#);
+    out.push_str(if reply.success { "false" } else { "true" });
     if with_data {
-        result["data"] = result["structuredContent"].clone();
+        out.push_str(r#","data":"#);
+        out.push_str(&envelope);
     }
-    result
+    out.push('}');
+    out
 }
 
 /// At most 40 characters of a JSON value, for a message.
