@@ -168,6 +168,19 @@ fn mcp_streamable_http_initializes_lists_calls_and_ends() {
     let unknown = mcp.request("tools/call", json!({"name": "reset", "arguments": {}}));
     assert_eq!(unknown["result"]["isError"], true);
     assert_eq!(unknown["result"]["structuredContent"]["status"], 404);
+    assert!(
+        unknown["result"]["structuredContent"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool")
+    );
+    let e = mcp.request("server/discover", json!({}));
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Method not found")
+    );
     for method in ["server/discover", "resources/list", "initialize"] {
         let e = mcp.request(method, json!({}));
         assert!(e["error"]["code"].is_i64(), "{method}: {e}");
@@ -192,6 +205,7 @@ fn mcp_streamable_http_initializes_lists_calls_and_ends() {
         &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}),
     );
     assert_eq!(gone.status, 404);
+    assert!(gone.body.contains("no MCP session"));
     assert_eq!(mcp.delete(), 404);
 }
 
