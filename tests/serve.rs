@@ -515,3 +515,45 @@ fn with_a_runs_directory_each_run_writes_its_trace() {
     assert_eq!(rows, 6);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn stdio_serves_one_mcp_session_a_line_per_message() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args(["serve", "--stdio", "warehouse", "--seed", "11"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = move |message: &str| -> Value {
+        writeln!(stdin, "{message}").unwrap();
+        serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap()
+    };
+    let init = ask(
+        r#"{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}"#,
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    // A notification gets no line, so the next line answers the bad line after it.
+    let bad = ask("{\"jsonrpc\": \"2.0\", \"method\": \"notifications/initialized\"}\nnot json");
+    assert_eq!(bad["error"]["code"], -32700);
+    let calls = script(3, 30);
+    let over_stdio: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (n, a))| {
+            let r = ask(&json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": n, "arguments": a}}).to_string());
+            r["result"]["structuredContent"].clone()
+        })
+        .collect();
+    drop(ask);
+    assert!(child.wait().unwrap().success());
+    let server = Server::start(&[]);
+    let mut ws = Ws::open(&server.addr, "");
+    ws.reset(json!({"seed": 11}));
+    let over_ws: Vec<Value> = calls.iter().map(|(n, a)| ws.call(n, a.clone())).collect();
+    assert_eq!(over_stdio, over_ws);
+}

@@ -220,3 +220,25 @@ def test_openenv_clients_hear_capacity_reached(perennial_bin: Path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_the_mcp_sdk_speaks_stdio_to_serve_stdio(perennial_bin: Path, server: str):
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=str(perennial_bin), args=["serve", "--stdio", "warehouse", "--seed", "3"]
+    )
+
+    async def go():
+        async with stdio_client(params) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                tools = await session.list_tools()
+                replies = [_structured(await session.call_tool(n, a)) for n, a in CALLS]
+                return len(tools.tools), replies
+
+    n, replies = asyncio.run(go())
+    assert n == 9
+    _, over_http, _ = asyncio.run(_mcp_session_replies(server))
+    assert replies == over_http

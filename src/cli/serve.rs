@@ -30,6 +30,13 @@ pub struct ServeArgs {
     /// A directory where each session's run writes its trace (`<world>-<session>-<n>.jsonl`).
     #[arg(long, value_name = "DIR")]
     pub runs: Option<std::path::PathBuf>,
+    /// Serve MCP over stdin and stdout instead: one session of world WORLD (an id), for
+    /// desktop agents; no port is bound.
+    #[arg(long, value_name = "WORLD")]
+    pub stdio: Option<String>,
+    /// With --stdio: the run seed.
+    #[arg(long, requires = "stdio", default_value_t = 0)]
+    pub seed: u64,
 }
 
 pub(super) fn run(args: &ServeArgs) -> Result<(), Failure> {
@@ -42,7 +49,11 @@ pub(super) fn run(args: &ServeArgs) -> Result<(), Failure> {
         worlds: args.worlds.clone(),
         runs: args.runs.clone(),
     };
-    crate::serve::serve(&options).map_err(|e| match e {
+    let served = match &args.stdio {
+        Some(world) => crate::serve::serve_stdio(world, args.seed, &options),
+        None => crate::serve::serve(&options),
+    };
+    served.map_err(|e| match e {
         ServeError::World { .. } | ServeError::Option(_) => Failure::input(e),
         _ => Failure::run(e),
     })

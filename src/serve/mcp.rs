@@ -253,7 +253,7 @@ fn mcp_method(id: &Value, request: &Request<'_>, seat: &Arc<Seat>) -> String {
         "initialize" => err(
             id,
             INVALID_REQUEST,
-            "this session is initialized; DELETE it and initialize without Mcp-Session-Id for another",
+            "this session is initialized; end it and initialize another",
         ),
         other => err(
             id,
@@ -351,6 +351,24 @@ async fn initialize(
         Ok(o) => o,
         Err(e) => return json_response(StatusCode::OK, &err(id, INVALID_PARAMS, &e)),
     };
+    match open(app, Opener::Mcp, options).await {
+        Ok((sid, observation)) => {
+            let result = initialized(request, &observation);
+            let mut response = json_response(StatusCode::OK, &ok(id, result));
+            if let Ok(v) = HeaderValue::from_str(&sid) {
+                response.headers_mut().insert(SESSION_HEADER, v);
+            }
+            response
+        }
+        Err((message, data)) => {
+            json_response(StatusCode::OK, &err_data(id, SERVER_ERROR, &message, data))
+        }
+    }
+}
+
+/// The result of `initialize` for a session whose first observation is `observation`: the
+/// client's protocol revision when it is served, else the newest.
+fn initialized(request: &Request<'_>, observation: &Value) -> Value {
     let asked = request
         .params
         .get("protocolVersion")
@@ -362,24 +380,39 @@ async fn initialize(
         .or(PROTOCOL_VERSIONS.last())
         .copied()
         .unwrap_or_default();
-    match open(app, Opener::Mcp, options).await {
-        Ok((sid, observation)) => {
-            let result = json!({
-                "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": false}},
-                "serverInfo": {"name": "perennial", "version": env!("CARGO_PKG_VERSION")},
-                "instructions": instructions(&observation),
-            });
-            let mut response = json_response(StatusCode::OK, &ok(id, result));
-            if let Ok(v) = HeaderValue::from_str(&sid) {
-                response.headers_mut().insert(SESSION_HEADER, v);
-            }
-            response
-        }
-        Err((message, data)) => {
-            json_response(StatusCode::OK, &err_data(id, SERVER_ERROR, &message, data))
-        }
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": {"name": "perennial", "version": env!("CARGO_PKG_VERSION")},
+        "instructions": instructions(observation),
+    })
+}
+
+/// Answers one line of MCP over stdio for the one session `seat` (opened with its world):
+/// `None` for a notification or a client's response, which get no answer.
+pub(crate) fn answer_line(seat: &Arc<Seat>, sid: &str, line: &str) -> Option<String> {
+    let message: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => return Some(err(&Value::Null, PARSE_ERROR, &format!("Parse error: {e}"))),
+    };
+    if message.get("method").is_none()
+        && (message.get("result").is_some() || message.get("error").is_some())
+    {
+        return None;
     }
+    let request = match parse(&message) {
+        Ok(r) => r,
+        Err(e) => return Some(e),
+    };
+    let id = request.id?;
+    if request.method == "initialize" {
+        let observation = seat.run().as_ref().map(|run| run.observation(sid));
+        return Some(match observation {
+            Some(o) => ok(id, initialized(&request, &o)),
+            None => err(id, SERVER_ERROR, "the session has no world"),
+        });
+    }
+    Some(mcp_method(id, &request, seat))
 }
 
 fn instructions(observation: &Value) -> String {

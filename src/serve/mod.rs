@@ -12,13 +12,15 @@
 //! | `POST /snapshots` | the orchestrator's | `{"session_id": ID}` → `{"snapshot_id": ...}` |
 //!
 //! Each session is one run of one world through the run core ([`crate::session::Session`])
-//! and one [`Desk`](crate::morpheus::api::Desk); sessions share nothing. Worlds and
+//! and one [`Desk`](crate::morpheus::api::Desk); sessions share nothing. [`serve_stdio`]
+//! serves one MCP session on stdin and stdout instead. Worlds and
 //! snapshots are ids the server holds, never paths. `docs/serving.md` is the user's page.
 
 mod mcp;
 mod openenv;
 mod run;
 mod sessions;
+mod stdio;
 mod worlds;
 
 use std::fmt;
@@ -35,6 +37,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+pub use stdio::serve_stdio;
 pub use worlds::Worlds;
 
 use sessions::Sessions;
