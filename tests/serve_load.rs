@@ -95,7 +95,7 @@ fn bad_frame(g: &mut Lcg) -> String {
 
 /// A malformed JSON-RPC body, and whether it goes under the MCP session header.
 fn bad_message(g: &mut Lcg) -> (Vec<u8>, bool) {
-    let with_session = g.next() % 2 == 0;
+    let with_session = g.next().is_multiple_of(2);
     let method = g.pick(&[
         "initialize",
         "tools/call",
@@ -141,7 +141,7 @@ fn ten_thousand_malformed_frames_and_messages_disturb_no_other_session() {
     let mut ws = Ws::open(&addr, "");
     let (mut frames, mut messages) = (0, 0);
     while frames + messages < 10_000 {
-        if g.next() % 4 == 0 {
+        if g.next().is_multiple_of(4) {
             let (body, with_session) = bad_message(&mut g);
             let headers: Vec<(&str, &str)> = if with_session {
                 vec![

@@ -115,7 +115,7 @@ pub(crate) async fn post(
         Err(e) => {
             return json_response(
                 StatusCode::OK,
-                &err(&Value::Null, PARSE_ERROR, &format!("Parse error: {e}")),
+                err(&Value::Null, PARSE_ERROR, &format!("Parse error: {e}")),
             );
         }
     };
@@ -128,7 +128,7 @@ pub(crate) async fn post(
     }
     let request = match parse(&message) {
         Ok(r) => r,
-        Err(e) => return json_response(StatusCode::OK, &e),
+        Err(e) => return json_response(StatusCode::OK, e),
     };
     let mcp_session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
     if request.id.is_none() {
@@ -141,7 +141,7 @@ pub(crate) async fn post(
         let Some(seat) = seat else {
             return json_response(
                 StatusCode::NOT_FOUND,
-                &err(
+                err(
                     id,
                     INVALID_REQUEST,
                     &format!(
@@ -151,19 +151,19 @@ pub(crate) async fn post(
                 ),
             );
         };
-        return json_response(StatusCode::OK, &mcp_method(id, &request, &seat));
+        return json_response(StatusCode::OK, mcp_method(id, &request, &seat));
     }
     match request.method {
         "initialize" => initialize(&app, id, &request, &query).await,
         "openenv/session/create" => {
             let reply = create(&app, id, &request, &query).await;
-            json_response(StatusCode::OK, &reply)
+            json_response(StatusCode::OK, reply)
         }
         "openenv/session/close" => {
             let Some(sid) = request.params.get("session_id").and_then(Value::as_str) else {
                 return json_response(
                     StatusCode::OK,
-                    &err(
+                    err(
                         id,
                         INVALID_PARAMS,
                         "Invalid params - 'session_id' is required",
@@ -179,10 +179,10 @@ pub(crate) async fn post(
                     &format!("Unknown session_id: {}", quote(sid)),
                 )
             };
-            json_response(StatusCode::OK, &reply)
+            json_response(StatusCode::OK, reply)
         }
-        "ping" => json_response(StatusCode::OK, &ok(id, json!({}))),
-        _ => json_response(StatusCode::OK, &stateless(&app, id, &request)),
+        "ping" => json_response(StatusCode::OK, ok(id, json!({}))),
+        _ => json_response(StatusCode::OK, stateless(&app, id, &request)),
     }
 }
 
@@ -349,19 +349,19 @@ async fn initialize(
 ) -> Response {
     let options = match query_options(query) {
         Ok(o) => o,
-        Err(e) => return json_response(StatusCode::OK, &err(id, INVALID_PARAMS, &e)),
+        Err(e) => return json_response(StatusCode::OK, err(id, INVALID_PARAMS, &e)),
     };
     match open(app, Opener::Mcp, options).await {
         Ok((sid, observation)) => {
             let result = initialized(request, &observation);
-            let mut response = json_response(StatusCode::OK, &ok(id, result));
+            let mut response = json_response(StatusCode::OK, ok(id, result));
             if let Ok(v) = HeaderValue::from_str(&sid) {
                 response.headers_mut().insert(SESSION_HEADER, v);
             }
             response
         }
         Err((message, data)) => {
-            json_response(StatusCode::OK, &err_data(id, SERVER_ERROR, &message, data))
+            json_response(StatusCode::OK, err_data(id, SERVER_ERROR, &message, data))
         }
     }
 }

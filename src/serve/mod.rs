@@ -270,7 +270,7 @@ async fn health() -> Response {
 async fn metadata(State(app): State<Arc<App>>) -> Response {
     json_response(
         StatusCode::OK,
-        &json!({
+        json!({
             "name": "perennial",
             "description": format!(
                 "The MORPHEUS enterprise world as tools, one persistent world per session (worlds: {}); reset with {{\"world\", \"seed\", \"hours\", \"snapshot\"}}",
@@ -285,7 +285,7 @@ async fn metadata(State(app): State<Arc<App>>) -> Response {
 }
 
 async fn schema() -> Response {
-    json_response(StatusCode::OK, &schemas())
+    json_response(StatusCode::OK, schemas())
 }
 
 /// The JSON schemas of a step's action, an observation and the state.
@@ -353,24 +353,24 @@ async fn snapshot(State(app): State<Arc<App>>, body: Bytes) -> Response {
         Err(e) => {
             return json_response(
                 StatusCode::BAD_REQUEST,
-                &json!({"error": format!("the body is not JSON ({e}); send {{\"session_id\": ID}}")}),
+                json!({"error": format!("the body is not JSON ({e}); send {{\"session_id\": ID}}")}),
             );
         }
     };
     let Some(sid) = request.get("session_id").and_then(Value::as_str) else {
         return json_response(
             StatusCode::UNPROCESSABLE_ENTITY,
-            &json!({"error": "name the session: {\"session_id\": ID}"}),
+            json!({"error": "name the session: {\"session_id\": ID}"}),
         );
     };
     let app2 = Arc::clone(&app);
     let sid = sid.to_string();
     match tokio::task::spawn_blocking(move || app2.sessions.snapshot(&sid)).await {
-        Ok(Ok(id)) => json_response(StatusCode::OK, &json!({"snapshot_id": id})),
-        Ok(Err(e)) => json_response(StatusCode::NOT_FOUND, &json!({"error": e})),
+        Ok(Ok(id)) => json_response(StatusCode::OK, json!({"snapshot_id": id})),
+        Ok(Err(e)) => json_response(StatusCode::NOT_FOUND, json!({"error": e})),
         Err(_) => json_response(
             StatusCode::INTERNAL_SERVER_ERROR,
-            &json!({"error": "the snapshot failed"}),
+            json!({"error": "the snapshot failed"}),
         ),
     }
 }
