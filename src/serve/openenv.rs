@@ -81,9 +81,9 @@ async fn serve(app: Arc<App>, attach: Option<String>, mut socket: WebSocket) {
                 let frame = json!({"type": "error", "data": {
                     "message": full.to_string(), "code": Code::CapacityReached.as_str(),
                     "active_sessions": full.active, "max_sessions": full.max,
-                }});
-                let _ = socket.send(Message::Text(frame.to_string().into())).await;
-                let _ = socket.send(Message::Close(None)).await;
+                }})
+                .to_string();
+                refuse(socket, frame).await;
                 return;
             }
         },
@@ -125,6 +125,36 @@ async fn serve(app: Arc<App>, attach: Option<String>, mut socket: WebSocket) {
         app.sessions.close(&id);
     } else {
         app.sessions.detach(&id);
+    }
+    let _ = socket.send(Message::Close(None)).await;
+}
+
+/// Says why the socket gets no session, then answers every frame the same way for a few
+/// seconds before closing: a client that sends its reset before reading hears the reason
+/// too, instead of a closed socket.
+async fn refuse(mut socket: WebSocket, frame: String) {
+    if socket
+        .send(Message::Text(frame.clone().into()))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while let Ok(Some(Ok(message))) = tokio::time::timeout_at(deadline, socket.recv()).await {
+        match message {
+            Message::Text(_) | Message::Binary(_) => {
+                if socket
+                    .send(Message::Text(frame.clone().into()))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Message::Close(_) => break,
+            Message::Ping(_) | Message::Pong(_) => {}
+        }
     }
     let _ = socket.send(Message::Close(None)).await;
 }

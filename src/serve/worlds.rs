@@ -209,9 +209,13 @@ mod tests {
     fn a_seed_builds_the_world_perennial_run_builds() {
         let worlds = Worlds::load(&[]).unwrap();
         let w = worlds.get("warehouse").unwrap();
+        // Hour 0 is the same stock for every seed; a day of demand tells seeds apart.
         let start = |seed| {
             let mut s = w.session(seed).unwrap();
             s.start().unwrap();
+            for _ in 0..24 {
+                s.step(&0).unwrap();
+            }
             s
         };
         let (a, b, c) = (start(3), start(3), start(4));
