@@ -7,7 +7,9 @@
 #   2. creates the virtualenv .venv/ (or reuses it), installs python/tests/requirements.txt
 #      and the package itself with `pip install ./python`; CARGO_TARGET_DIR points at the
 #      repository's target/, so the wheel build reuses the dependencies step 1 compiled;
-#   3. runs pytest on python/tests/ and fails when it collects no test;
+#   3. runs pytest on python/tests/ and fails when it collects no test, then
+#      python/tests/test_serve.py again in a virtualenv with openenv 0.10's clients
+#      (target/openenv-venv: openenv needs mcp < 2);
 #   4. checks the README's and docs/'s links and runs their commands with small step
 #      budgets (scripts/check_docs.py, about 20 s).
 # Set PERENNIAL_VENV to use another virtualenv and PYTHON to choose the interpreter.
@@ -38,11 +40,23 @@ fi
 "$l2venv/bin/python" -m pip --disable-pip-version-check install --quiet -r python/tests/requirements-l2metrics.txt
 export L2METRICS_VENV=$l2venv
 
+# openenv 0.10's clients need mcp < 2: test_serve.py runs once more in their own virtualenv.
+oevenv=${OPENENV_VENV:-$root/target/openenv-venv}
+if [ ! -x "$oevenv/bin/python" ]; then
+    "$python" -m venv "$oevenv"
+fi
+"$oevenv/bin/python" -m pip --disable-pip-version-check install --quiet -r python/tests/requirements-openenv.txt
+
 export PERENNIAL_BIN=${PERENNIAL_BIN:-$root/target/release/perennial}
 status=0
 "$venv/bin/python" -m pytest python/tests -q -p no:cacheprovider || status=$?
 if [ "$status" -eq 5 ]; then
     echo "error: pytest collected no test in python/tests" >&2
+fi
+oe_status=0
+"$oevenv/bin/python" -m pytest python/tests/test_serve.py -q -p no:cacheprovider || oe_status=$?
+if [ "$status" -eq 0 ]; then
+    status=$oe_status
 fi
 
 docs_status=0

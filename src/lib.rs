@@ -22,6 +22,8 @@ pub mod regime;
 pub mod registry;
 pub mod reward;
 pub mod seed;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod session;
 pub mod sweep;
 pub mod trace;

@@ -1,4 +1,4 @@
-//! The `perennial` command line as a library: `run`, `fork`, `play`, `check`, `worlds`, `eval`, `episodes`.
+//! The `perennial` command line as a library: `run`, `fork`, `play`, `check`, `worlds`, `eval`, `episodes`, `serve`.
 //!
 //! The binary is [`main`]; a researcher's crate that registers its own world calls
 //! [`main_with`] with its [`Registry`] and gets the same commands for that world. Callers
@@ -36,6 +36,8 @@ mod play;
 mod progress;
 mod render;
 mod run;
+#[cfg(feature = "serve")]
+mod serve;
 mod signals;
 
 use std::ffi::OsString;
@@ -78,6 +80,9 @@ enum Command {
     Export(export::ExportCommand),
     /// List the shipped world files.
     Worlds,
+    /// Serve the enterprise world's tools to OpenEnv and MCP clients.
+    #[cfg(feature = "serve")]
+    Serve(serve::ServeArgs),
     /// Validate a world file and the agent it names.
     Check {
         /// The world file.
@@ -194,6 +199,8 @@ fn dispatch(registry: &Registry, command: Command, handle_signals: bool) -> Resu
         Command::Fork(args) => fork::run(registry, &args),
         Command::Play(args) => play::play(registry, &args),
         Command::Export(export::ExportCommand::L2logger(args)) => export::export_l2logger(&args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => serve::run(&args),
         Command::Worlds => info::worlds(registry),
         Command::Check { world_file } => info::check(registry, &world_file),
     }

@@ -91,7 +91,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Where trace rows go.
-pub trait TraceSink {
+///
+/// A sink is `Send` so a run (a [`crate::session::Session`]) can move between threads: the
+/// server keeps each session's run behind a lock that any of its worker threads takes.
+pub trait TraceSink: Send {
     /// Appends one row.
     ///
     /// # Errors
@@ -589,7 +592,7 @@ impl<F> LineSink<F> {
     }
 }
 
-impl<F: LineFormat> TraceSink for LineSink<F> {
+impl<F: LineFormat + Send> TraceSink for LineSink<F> {
     fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
         self.write_line(|format, buf| format.encode(row, buf))
     }

@@ -1,0 +1,418 @@
+//! One session's world: a run of an enterprise world and the desk that answers its tool calls.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::worlds::{ServedWorld, quote};
+use crate::morpheus::Morpheus;
+use crate::morpheus::api::{Desk, DeskOptions, Hour, Reply, Stepper, render_json, render_text};
+use crate::session::{Session, SessionState, StepError};
+use crate::trace::TraceFormat;
+
+/// The most hours a reset may give a session.
+pub(crate) const MAX_HOURS: u64 = 10_000_000;
+
+/// What a reset asks for: a world and a seed, or a snapshot; and how many hours the
+/// episode lasts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ResetOptions {
+    /// The world's id (`warehouse` when neither it nor a snapshot is named).
+    pub(crate) world: Option<String>,
+    /// The run seed (0).
+    pub(crate) seed: Option<u64>,
+    /// The episode's length in hours, counted from the reset (none: the world's own).
+    pub(crate) hours: Option<u64>,
+    /// A snapshot id from `POST /snapshots`: the session starts from that state.
+    pub(crate) snapshot: Option<String>,
+    /// The client's name for the episode, reported back in `state`.
+    pub(crate) episode_id: Option<String>,
+}
+
+impl ResetOptions {
+    /// The options of an OpenEnv reset frame's `data` object.
+    pub(crate) fn from_json(data: &Value) -> Result<Self, String> {
+        let Some(obj) = data.as_object() else {
+            return Err(format!(
+                "reset data is an object such as {{\"world\": \"warehouse\", \"seed\": 3}}, not {}",
+                shown(data)
+            ));
+        };
+        let mut out = ResetOptions::default();
+        for (key, value) in obj {
+            match key.as_str() {
+                "world" | "snapshot" | "episode_id" => {
+                    let Some(s) = value.as_str() else {
+                        if value.is_null() {
+                            continue;
+                        }
+                        return Err(format!(
+                            "reset option `{key}` is a string, not {}",
+                            shown(value)
+                        ));
+                    };
+                    let slot = match key.as_str() {
+                        "world" => &mut out.world,
+                        "snapshot" => &mut out.snapshot,
+                        _ => &mut out.episode_id,
+                    };
+                    *slot = Some(s.chars().take(200).collect());
+                }
+                "seed" | "hours" => {
+                    if value.is_null() {
+                        continue;
+                    }
+                    let Some(n) = value.as_u64() else {
+                        return Err(format!(
+                            "reset option `{key}` is a whole number of 0 or more, not {}",
+                            shown(value)
+                        ));
+                    };
+                    if key == "seed" {
+                        out.seed = Some(n);
+                    } else {
+                        out.hours = Some(n);
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "unknown reset option `{}`; the options are world, seed, hours, snapshot and episode_id",
+                        quote(other)
+                    ));
+                }
+            }
+        }
+        out.check()?;
+        Ok(out)
+    }
+
+    /// The options of a URL query (`world=warehouse&seed=3`), for MCP clients.
+    pub(crate) fn from_query(pairs: &[(String, String)]) -> Result<Self, String> {
+        let mut obj = Map::new();
+        for (key, value) in pairs {
+            let v = match key.as_str() {
+                "seed" | "hours" => match value.parse::<u64>() {
+                    Ok(n) => Value::from(n),
+                    Err(_) => {
+                        return Err(format!(
+                            "query option `{key}` is a whole number of 0 or more, not `{}`",
+                            quote(value)
+                        ));
+                    }
+                },
+                _ => Value::from(value.as_str()),
+            };
+            obj.insert(key.clone(), v);
+        }
+        Self::from_json(&Value::Object(obj))
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if let Some(h) = self.hours
+            && !(1..=MAX_HOURS).contains(&h)
+        {
+            return Err(format!(
+                "reset option `hours` is {h}; use 1 to {MAX_HOURS}, or leave it out for the world's own length"
+            ));
+        }
+        if self.snapshot.is_some() && self.seed.is_some() {
+            return Err(
+                "a snapshot fixes the world and its seed; name the snapshot without a seed".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A saved session: what `POST /snapshots` keeps and a reset naming it restores.
+#[derive(Clone)]
+pub(crate) struct Saved {
+    pub(crate) world: Arc<ServedWorld>,
+    pub(crate) state: SessionState,
+    pub(crate) desk: Desk,
+}
+
+/// One session's run: the world (through the run core, [`Session`]), its desk, and the
+/// hours left in the episode.
+pub(crate) struct Run {
+    world: Arc<ServedWorld>,
+    session: Session<Morpheus>,
+    desk: Desk,
+    snapshot: Option<String>,
+    episode_id: Option<String>,
+    budget: Option<u64>,
+    passed: u64,
+    ended: bool,
+    reward: f64,
+}
+
+/// The run as a [`Stepper`]: each hour is one step of the run core; the episode also ends
+/// when the reset's hours are spent.
+struct Hours<'a> {
+    session: &'a mut Session<Morpheus>,
+    budget: Option<u64>,
+    passed: &'a mut u64,
+    ended: &'a mut bool,
+    reward: &'a mut f64,
+}
+
+impl Stepper for Hours<'_> {
+    type Error = StepError;
+
+    fn world(&self) -> &Morpheus {
+        self.session.env()
+    }
+
+    fn step_hour(&mut self, action: usize) -> Result<Hour, StepError> {
+        let stepped = self.session.step(&action)?;
+        *self.passed += 1;
+        *self.reward += stepped.reward;
+        let ended = stepped.done() || self.budget.is_some_and(|b| *self.passed >= b);
+        *self.ended = ended;
+        Ok(Hour {
+            reward: stepped.reward,
+            ended,
+        })
+    }
+}
+
+impl Run {
+    /// A new run of `world` with run seed `seed`, its trace written to `trace` (a JSON
+    /// Lines file named for the run id) when given.
+    pub(crate) fn new(
+        world: &Arc<ServedWorld>,
+        seed: u64,
+        options: &ResetOptions,
+        trace: Option<(&Path, &str)>,
+    ) -> Result<Self, String> {
+        let mut session = world.session(seed)?;
+        open_trace(&mut session, trace)?;
+        session.start().map_err(|e| e.to_string())?;
+        let desk = Desk::new(&world.config, DeskOptions::default());
+        Ok(Run::of(world, session, desk, None, options))
+    }
+
+    /// A run restored from `saved`, the snapshot `id`, with its own trace as for
+    /// [`Run::new`].
+    pub(crate) fn restore(
+        saved: &Saved,
+        id: &str,
+        options: &ResetOptions,
+        trace: Option<(&Path, &str)>,
+    ) -> Result<Self, String> {
+        let mut session = saved.world.session(saved.state.identity.seed)?;
+        session
+            .restore(saved.state.clone())
+            .map_err(|e| e.to_string())?;
+        open_trace(&mut session, trace)?;
+        Ok(Run::of(
+            &saved.world,
+            session,
+            saved.desk.clone(),
+            Some(id.to_string()),
+            options,
+        ))
+    }
+
+    fn of(
+        world: &Arc<ServedWorld>,
+        session: Session<Morpheus>,
+        desk: Desk,
+        snapshot: Option<String>,
+        options: &ResetOptions,
+    ) -> Self {
+        Run {
+            world: Arc::clone(world),
+            ended: session.episode_ended(),
+            session,
+            desk,
+            snapshot,
+            episode_id: options.episode_id.clone(),
+            budget: options.hours,
+            passed: 0,
+            reward: 0.0,
+        }
+    }
+
+    /// The served world it runs.
+    pub(crate) fn world(&self) -> &Arc<ServedWorld> {
+        &self.world
+    }
+
+    /// Whether the episode has ended (the world's end, or the reset's hours spent).
+    pub(crate) fn done(&self) -> bool {
+        self.ended
+    }
+
+    /// Answers one tool call. A failure of the run core itself (a trace that cannot be
+    /// written) is a 500 reply and ends the episode.
+    pub(crate) fn call(&mut self, name: &str, arguments: &Value) -> Reply {
+        let mut hours = Hours {
+            session: &mut self.session,
+            budget: self.budget,
+            passed: &mut self.passed,
+            ended: &mut self.ended,
+            reward: &mut self.reward,
+        };
+        match self.desk.call_value(&mut hours, name, arguments) {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.ended = true;
+                Reply::failed(
+                    500,
+                    format!("the world failed and the episode is over; reset it: {e}"),
+                    Value::Null,
+                )
+            }
+        }
+    }
+
+    /// What an agent sees at the start: the hour as text and as JSON, and where it is.
+    pub(crate) fn observation(&self, session_id: &str) -> Value {
+        let env = self.session.env();
+        json!({
+            "text": render_text(env),
+            "view": render_json(env),
+            "world": self.world.id,
+            "seed": self.session.identity().seed,
+            "hour": self.session.counters().step,
+            "snapshot": self.snapshot,
+            "hours": self.budget,
+            "session_id": session_id,
+        })
+    }
+
+    /// The session's state, for OpenEnv's `state` (`episode_id`, `step_count`) and more.
+    pub(crate) fn state(&self, session_id: &str) -> Value {
+        let counts = self.desk.counts();
+        json!({
+            "episode_id": self.episode_id.clone().unwrap_or_else(|| session_id.to_string()),
+            "step_count": self.passed,
+            "session_id": session_id,
+            "world": self.world.id,
+            "seed": self.session.identity().seed,
+            "snapshot": self.snapshot,
+            "hour": self.session.counters().step,
+            "hours": self.budget,
+            "done": self.ended,
+            "reward": self.reward,
+            "calls": counts.calls,
+            "invalid_calls": counts.invalid_calls,
+            "malformed_calls": counts.malformed_calls,
+            "refused": counts.refused,
+        })
+    }
+
+    /// The session saved, for a snapshot.
+    pub(crate) fn save(&self) -> Result<Saved, String> {
+        Ok(Saved {
+            world: Arc::clone(&self.world),
+            state: self.session.snapshot().map_err(|e| e.to_string())?,
+            desk: self.desk.clone(),
+        })
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        // A session's end is its trace's end; nobody is left to hear of a failure.
+        let _ = self.session.close();
+    }
+}
+
+/// Opens the run's trace at `dir/<run-id>.jsonl`, the run id becoming the identity's.
+fn open_trace(session: &mut Session<Morpheus>, trace: Option<(&Path, &str)>) -> Result<(), String> {
+    let Some((dir, run_id)) = trace else {
+        return Ok(());
+    };
+    session.identity_mut().run_id = run_id.to_string();
+    let path = dir.join(format!("{run_id}.jsonl"));
+    session
+        .open_trace(&path, TraceFormat::Jsonl, None, 0, None)
+        .map_err(|e| format!("the session's trace cannot be written: {e}"))
+}
+
+/// A tool call's reply as an MCP `CallToolResult`, as JSON text: the envelope as text and
+/// as structured content, `isError` when it failed. OpenEnv's clients read the envelope
+/// under `data`. The envelope is serialised once and spliced in, which keeps a call's
+/// server time a few microseconds.
+pub(crate) fn tool_result(reply: &Reply, with_data: bool) -> String {
+    let envelope = reply.to_json();
+    // A string always serialises.
+    let text = serde_json::to_string(&envelope).unwrap_or_default();
+    let mut out = String::with_capacity(envelope.len() * 3 + text.len() + 96);
+    out.push_str(r#"{"content":[{"type":"text","text":"#);
+    out.push_str(&text);
+    out.push_str(r#"}],"structuredContent":"#);
+    out.push_str(&envelope);
+    out.push_str(r#","isError":"#);
+    out.push_str(if reply.success { "false" } else { "true" });
+    if with_data {
+        out.push_str(r#","data":"#);
+        out.push_str(&envelope);
+    }
+    out.push('}');
+    out
+}
+
+/// At most 40 characters of a JSON value, for a message.
+pub(crate) fn shown(v: &Value) -> String {
+    let text = v.to_string();
+    format!("`{}`", quote(&text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::worlds::Worlds;
+    use super::*;
+
+    #[test]
+    fn reset_options_refuse_wrong_types_and_unknown_keys() {
+        assert!(ResetOptions::from_json(&json!({"seed": -1})).is_err());
+        assert!(ResetOptions::from_json(&json!({"seed": "3"})).is_err());
+        assert!(ResetOptions::from_json(&json!({"world": 3})).is_err());
+        assert!(ResetOptions::from_json(&json!({"path": "/etc/passwd"})).is_err());
+        assert!(ResetOptions::from_json(&json!({"hours": 0})).is_err());
+        assert!(ResetOptions::from_json(&json!([1])).is_err());
+        let o =
+            ResetOptions::from_json(&json!({"world": "logistics", "seed": 3, "hours": 5})).unwrap();
+        assert_eq!(o.seed, Some(3));
+        let q = ResetOptions::from_query(&[("world".into(), "logistics".into())]).unwrap();
+        assert_eq!(q.world.as_deref(), Some("logistics"));
+        assert!(ResetOptions::from_query(&[("seed".into(), "x".into())]).is_err());
+    }
+
+    #[test]
+    fn the_hours_of_a_reset_end_the_episode() {
+        let worlds = Worlds::load(&[]).unwrap();
+        let options = ResetOptions {
+            hours: Some(3),
+            ..ResetOptions::default()
+        };
+        let mut run = Run::new(worlds.default_world(), 1, &options, None).unwrap();
+        let r = run.call("wait", &json!({"hours": 10}));
+        assert_eq!(r.data["hours_passed"], 3);
+        assert!(run.done());
+        assert_eq!(run.call("wait", &json!({"hours": 1})).status, 409);
+        assert_eq!(run.call("query_ledger", &json!({})).status, 200);
+    }
+
+    #[test]
+    fn a_restored_snapshot_answers_as_the_original_goes_on() {
+        let worlds = Worlds::load(&[]).unwrap();
+        let o = ResetOptions::default();
+        let mut run = Run::new(worlds.default_world(), 5, &o, None).unwrap();
+        run.call("wait", &json!({"hours": 7}));
+        let saved = run.save().unwrap();
+        let mut fork = Run::restore(&saved, "s1", &o, None).unwrap();
+        for (name, args) in [
+            ("reorder", json!({"sku": 1, "quantity": 50})),
+            ("wait", json!({"hours": 5})),
+            ("query_inventory", json!({"sku": null})),
+            ("query_carriers", json!({})),
+        ] {
+            assert_eq!(run.call(name, &args), fork.call(name, &args));
+        }
+    }
+}
