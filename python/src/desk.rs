@@ -80,11 +80,19 @@ impl Desk {
 
     /// Answers one call; `arguments` is its JSON text. Returns the reply envelope as a JSON
     /// string `{status, success, data, error}`.
-    fn call(&mut self, mut run: PyRefMut<'_, Run>, name: &str, arguments: &str) -> PyResult<String> {
+    fn call(
+        &mut self,
+        mut run: PyRefMut<'_, Run>,
+        name: &str,
+        arguments: &str,
+    ) -> PyResult<String> {
         guarded(|| {
             morpheus(&run.inner)?;
             let mut stepper = RunStepper(&mut run.inner);
-            let reply = self.inner.call(&mut stepper, name, arguments).map_err(to_py)?;
+            let reply = self
+                .inner
+                .call(&mut stepper, name, arguments)
+                .map_err(to_py)?;
             Ok(reply.to_json())
         })
     }
@@ -157,15 +165,17 @@ fn layout(py: Python<'_>, world: &str) -> PyResult<MorpheusConfig> {
 #[pyfunction]
 #[pyo3(signature = (world, form = "openai"))]
 pub(crate) fn tools(py: Python<'_>, world: &str, form: &str) -> PyResult<String> {
-    guarded(|| {
-        catalogue_json(&api::Catalogue::of(&layout(py, world)?), form)
-    })
+    guarded(|| catalogue_json(&api::Catalogue::of(&layout(py, world)?), form))
 }
 
 /// The tool call that does what action index `action` does in the world file `world`:
 /// `(name, arguments as a JSON string)`; the no-op is `wait` for one hour.
 #[pyfunction]
-pub(crate) fn action_call(py: Python<'_>, world: &str, action: usize) -> PyResult<(String, String)> {
+pub(crate) fn action_call(
+    py: Python<'_>,
+    world: &str,
+    action: usize,
+) -> PyResult<(String, String)> {
     guarded(|| {
         let cfg = &layout(py, world)?;
         let op = Op::decode(action, cfg).ok_or_else(|| {
@@ -179,7 +189,10 @@ pub(crate) fn action_call(py: Python<'_>, world: &str, action: usize) -> PyResul
                 PyValueError::new_err(format!("action {action} has no tool call"))
             })?,
         };
-        Ok((call.tool().as_str().to_string(), call.arguments().to_string()))
+        Ok((
+            call.tool().as_str().to_string(),
+            call.arguments().to_string(),
+        ))
     })
 }
 
