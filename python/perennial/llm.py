@@ -143,6 +143,14 @@ def _arguments_text(arguments: Any) -> str:
         return f"<arguments that are not JSON: {type(e).__name__}>"
 
 
+def _hour_reward(reply: dict) -> Optional[float]:
+    """The reward of the hours a reply says passed, or None for a reply that let none pass."""
+    data = reply.get("data")
+    if isinstance(data, dict) and data.get("hours_passed") and isinstance(data.get("reward"), (int, float)):
+        return float(data["reward"])
+    return None
+
+
 def call(env: Any, name: Any, arguments: Any = None) -> dict:
     """Answers one tool call against ``env`` (made with ``perennial.make`` from an enterprise
     world file, or a ``ToolEnv``): ``arguments`` a dict or its JSON text. Returns the reply
@@ -285,9 +293,10 @@ class ToolEnv:
             arguments = {"hours": min(arguments["hours"], max(self._left(), 1))}
         reply = call(self._env, name, arguments)
         data = reply.get("data")
-        if isinstance(data, dict) and isinstance(data.get("reward"), (int, float)) and "hours_passed" in data:
-            self.reward += float(data["reward"])
-        passed = isinstance(data, dict) and data.get("hours_passed", 0) > 0
+        earned = _hour_reward(reply)
+        passed = earned is not None
+        if passed:
+            self.reward += earned
         if passed and self._left() <= 0:
             self.done = True
             self._close()
@@ -531,9 +540,7 @@ class RllmEnv:
                 reply = {"status": 409, "success": False, "data": None, "error": "the rollout's hours are spent"}
             else:
                 reply = call(self._env, name, arguments)
-                data = reply.get("data")
-                if isinstance(data, dict) and "hours_passed" in data and isinstance(data.get("reward"), (int, float)):
-                    self._tools.reward += float(data["reward"])
+                self._tools.reward += _hour_reward(reply) or 0.0
                 if self._tools._left() <= 0:
                     self._tools.done = True
             outputs[call_id] = json.dumps(reply)
