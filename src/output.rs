@@ -263,12 +263,58 @@ pub fn check_distinct(
 /// assert_eq!(perennial::output::content_hash(b""), "cbf29ce484222325");
 /// ```
 pub fn content_hash(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    let mut hasher = ContentHasher::default();
+    hasher.update(bytes);
+    hasher.finish()
+}
+
+/// [`content_hash`] of bytes written to it in pieces: the same hash as of their
+/// concatenation, without holding it (serialise into it with `serde_json::to_writer`).
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Write;
+/// let mut hasher = perennial::output::ContentHasher::default();
+/// hasher.write_all(b"per").unwrap();
+/// hasher.write_all(b"ennial").unwrap();
+/// assert_eq!(hasher.finish(), perennial::output::content_hash(b"perennial"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct ContentHasher(u64);
+
+impl Default for ContentHasher {
+    fn default() -> Self {
+        ContentHasher(0xcbf2_9ce4_8422_2325)
     }
-    format!("{h:016x}")
+}
+
+impl ContentHasher {
+    /// Adds `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        let mut h = self.0;
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+
+    /// The hash, as [`content_hash`] writes it.
+    pub fn finish(&self) -> String {
+        format!("{:016x}", self.0)
+    }
+}
+
+impl std::io::Write for ContentHasher {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The temp file [`write_atomic`] uses for `path`: beside it, named after it and the pid.

@@ -382,6 +382,16 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         meta: serde_json::Value,
         agent: serde_json::Value,
     ) -> Result<Checkpoint, HarnessError> {
+        self.checkpoint_parts(meta, agent, true)
+    }
+
+    /// [`Harness::to_checkpoint`], with the window left empty (`Null`) unless `window`.
+    pub(super) fn checkpoint_parts(
+        &self,
+        meta: serde_json::Value,
+        agent: serde_json::Value,
+        window: bool,
+    ) -> Result<Checkpoint, HarnessError> {
         let ckpt_err = |e: String| HarnessError::Checkpoint(e);
         let saved = self
             .session
@@ -396,8 +406,11 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             episode: saved.counters.episode,
             episode_step: saved.counters.episode_step,
             obs: saved.obs,
-            window: serde_json::to_value(&self.state.window)
-                .map_err(|e| ckpt_err(e.to_string()))?,
+            window: if window {
+                serde_json::to_value(&self.state.window).map_err(|e| ckpt_err(e.to_string()))?
+            } else {
+                serde_json::Value::Null
+            },
             baseline: saved.baseline,
             summary: self.state.summary.clone(),
             label_totals: self.state.label_totals.clone(),

@@ -151,24 +151,13 @@ impl Snapshot {
     ///
     /// The checkpoint fails [`Checkpoint::validate`], or its run had stopped.
     pub fn from_checkpoint(checkpoint: &Checkpoint) -> Result<Self, SnapshotError> {
+        Self::check_source(checkpoint)?;
         let agent = SavedAgent {
             algorithm_id: checkpoint.identity.algorithm_id.clone(),
             state: checkpoint.agent.clone(),
             window: checkpoint.window.clone(),
         };
-        Self::of(checkpoint, Some(agent))
-    }
-
-    fn of(checkpoint: &Checkpoint, agent: Option<SavedAgent>) -> Result<Self, SnapshotError> {
-        checkpoint
-            .validate()
-            .map_err(|e| SnapshotError::Harness(HarnessError::Checkpoint(e)))?;
-        if checkpoint.stopped {
-            return Err(SnapshotError::Harness(HarnessError::Stopped {
-                step: checkpoint.step,
-            }));
-        }
-        let mut snapshot = Snapshot {
+        Self::seal(Snapshot {
             version: SNAPSHOT_VERSION,
             identity: checkpoint.identity.clone(),
             config: checkpoint.config.clone(),
@@ -179,9 +168,46 @@ impl Snapshot {
             baseline: checkpoint.baseline.clone(),
             scheduler: checkpoint.scheduler.clone(),
             env: checkpoint.env.clone(),
+            agent: Some(agent),
+            hash: String::new(),
+        })
+    }
+
+    /// The checks a checkpoint passes before a snapshot is made of it.
+    fn check_source(checkpoint: &Checkpoint) -> Result<(), SnapshotError> {
+        checkpoint
+            .validate()
+            .map_err(|e| SnapshotError::Harness(HarnessError::Checkpoint(e)))?;
+        if checkpoint.stopped {
+            return Err(SnapshotError::Harness(HarnessError::Stopped {
+                step: checkpoint.step,
+            }));
+        }
+        Ok(())
+    }
+
+    /// The snapshot of the run saved in `checkpoint`, which it takes apart (no saved part
+    /// is copied), with `agent` as its agent part.
+    fn of(checkpoint: Checkpoint, agent: Option<SavedAgent>) -> Result<Self, SnapshotError> {
+        Self::check_source(&checkpoint)?;
+        Self::seal(Snapshot {
+            version: SNAPSHOT_VERSION,
+            identity: checkpoint.identity,
+            config: checkpoint.config,
+            step: checkpoint.step,
+            episode: checkpoint.episode,
+            episode_step: checkpoint.episode_step,
+            obs: checkpoint.obs,
+            baseline: checkpoint.baseline,
+            scheduler: checkpoint.scheduler,
+            env: checkpoint.env,
             agent,
             hash: String::new(),
-        };
+        })
+    }
+
+    /// `snapshot` with its content hash written in.
+    fn seal(mut snapshot: Snapshot) -> Result<Self, SnapshotError> {
         snapshot.hash = snapshot.content_hash()?;
         Ok(snapshot)
     }
@@ -221,9 +247,12 @@ impl Snapshot {
             agent: &self.agent,
             hash: "",
         };
-        let bytes =
-            serde_json::to_vec(&unhashed).map_err(|e| SnapshotError::Format(e.to_string()))?;
-        Ok(crate::output::content_hash(&bytes))
+        // Streamed into the hash as it is written: the same hash as of the whole text,
+        // without holding the text.
+        let mut hasher = crate::output::ContentHasher::default();
+        serde_json::to_writer(&mut hasher, &unhashed)
+            .map_err(|e| SnapshotError::Format(e.to_string()))?;
+        Ok(hasher.finish())
     }
 
     /// This snapshot without its agent part, sealed anew: what a restore with
@@ -235,13 +264,21 @@ impl Snapshot {
     /// As [`Snapshot::check`].
     pub fn without_agent(&self) -> Result<Snapshot, SnapshotError> {
         self.check()?;
-        let mut snapshot = Snapshot {
+        // Field by field, so the agent's window is never copied.
+        Self::seal(Snapshot {
+            version: self.version,
+            identity: self.identity.clone(),
+            config: self.config.clone(),
+            step: self.step,
+            episode: self.episode,
+            episode_step: self.episode_step,
+            obs: self.obs.clone(),
+            baseline: self.baseline.clone(),
+            scheduler: self.scheduler.clone(),
+            env: self.env.clone(),
             agent: None,
             hash: String::new(),
-            ..self.clone()
-        };
-        snapshot.hash = snapshot.content_hash()?;
-        Ok(snapshot)
+        })
     }
 
     /// Checks the version and the content hash.
@@ -388,15 +425,20 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                     .into(),
             ));
         }
-        let agent = self.agent().save_state().ok();
-        let checkpoint =
-            self.to_checkpoint(serde_json::Value::Null, agent.clone().unwrap_or_default())?;
-        let agent = agent.map(|state| SavedAgent {
+        let state = self.agent().save_state().ok();
+        // The window is written only when the agent's part keeps it, and moves there:
+        // nothing reads the checkpoint's own.
+        let mut checkpoint = self.checkpoint_parts(
+            serde_json::Value::Null,
+            serde_json::Value::Null,
+            state.is_some(),
+        )?;
+        let agent = state.map(|state| SavedAgent {
             algorithm_id: self.agent().algorithm_id().to_string(),
             state,
-            window: checkpoint.window.clone(),
+            window: std::mem::take(&mut checkpoint.window),
         });
-        Snapshot::of(&checkpoint, agent)
+        Snapshot::of(checkpoint, agent)
     }
 
     /// A fresh run that continues `snapshot`: the world, scheduler, counters and next

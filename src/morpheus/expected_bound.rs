@@ -197,6 +197,34 @@ fn knapsack(skus: &mut [(f64, f64)], capacity: f64) -> f64 {
     total
 }
 
+/// The bounds computed last, by layout and conditions: a world built or restored again
+/// under the same layout and conditions (every rollout of a fork, every restore of a
+/// snapshot) reads its bound here instead of summing the order sizes anew. Kept small,
+/// since a process rarely runs more than a few layouts at once.
+static RECENT: std::sync::Mutex<Vec<(MorpheusConfig, MorpheusConditions, f64)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// How many (layout, conditions) pairs [`RECENT`] keeps.
+const RECENT_CAP: usize = 8;
+
+/// [`expected_bound`], remembered for the last few layouts and conditions: the same value,
+/// bit for bit, as computing it (the function is pure).
+pub(crate) fn expected_bound_cached(cfg: &MorpheusConfig, k: &MorpheusConditions) -> f64 {
+    if let Ok(recent) = RECENT.lock()
+        && let Some((_, _, bound)) = recent.iter().find(|(c, kk, _)| kk == k && c == cfg)
+    {
+        return *bound;
+    }
+    let bound = expected_bound(cfg, k);
+    if let Ok(mut recent) = RECENT.lock() {
+        if recent.len() >= RECENT_CAP {
+            recent.remove(0);
+        }
+        recent.push((cfg.clone(), k.clone(), bound));
+    }
+    bound
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,5 +300,42 @@ mod tests {
         let b = expected_bound(&cfg, &k);
         assert!(b.is_finite() && b > 0.0);
         assert!(b <= 30.0 * cfg.sku_price(3) * (1.0 - cfg.unit_cost_ratio));
+    }
+
+    #[test]
+    fn the_remembered_bound_is_the_computed_one_bit_for_bit() {
+        let cfg = MorpheusConfig::default();
+        let busy = MorpheusConditions {
+            demand_rate: 1.7,
+            ..MorpheusConditions::default()
+        };
+        // More pairs than are kept, twice: every read, remembered or not, is the sum's.
+        for round in 0..2 {
+            for n in 0..(RECENT_CAP + 2) {
+                let k = MorpheusConditions {
+                    price: 1.0 + n as f64 / 16.0,
+                    ..busy.clone()
+                };
+                let want = expected_bound(&cfg, &k).to_bits();
+                assert_eq!(
+                    expected_bound_cached(&cfg, &k).to_bits(),
+                    want,
+                    "round {round}"
+                );
+                assert_eq!(
+                    expected_bound_cached(&cfg, &k).to_bits(),
+                    want,
+                    "round {round}"
+                );
+            }
+        }
+        let other = MorpheusConfig {
+            skus: cfg.skus + 1,
+            ..cfg.clone()
+        };
+        assert_eq!(
+            expected_bound_cached(&other, &busy).to_bits(),
+            expected_bound(&other, &busy).to_bits()
+        );
     }
 }

@@ -235,7 +235,7 @@ impl Morpheus {
         };
         let conditions = MorpheusConditions::default();
         let expected = (reward == super::default_reward_spec())
-            .then(|| super::expected_bound(&config, &conditions));
+            .then(|| super::expected_bound::expected_bound_cached(&config, &conditions));
         Ok(Morpheus {
             config,
             conditions,
@@ -362,7 +362,10 @@ impl Morpheus {
     /// Brings what follows from the conditions up to date with them.
     fn conditions_changed(&mut self) {
         if self.expected.is_some() {
-            self.expected = Some(super::expected_bound(&self.config, &self.conditions));
+            self.expected = Some(super::expected_bound::expected_bound_cached(
+                &self.config,
+                &self.conditions,
+            ));
         }
     }
 
