@@ -29,7 +29,7 @@ use crate::env::{Env, EnvError, EnvSpec, Observation, Transition, WorldEvent};
 use crate::regime::{Conditions, ParamInfo, RegimeError, Shiftable, apply_conditions};
 use crate::registry::{BuildError, Registry};
 use crate::reward::Ceiling;
-use crate::world_file::WorldFile;
+use crate::world_file::{WorldFile, WorldFileError};
 
 /// A world driven without knowing its Rust type (object-safe).
 ///
@@ -205,8 +205,7 @@ impl Shiftable for Box<dyn DynEnv> {
 /// The file is not a valid world file for `registry` (the message names file, line and
 /// field), or its world cannot be built.
 pub fn make(path: &Path, registry: &Registry) -> Result<Box<dyn DynEnv>, BuildError> {
-    let world =
-        WorldFile::load_with(path, registry).map_err(|e| BuildError::World(e.to_string()))?;
+    let world = WorldFile::load_with(path, registry)?;
     build(&world, registry)
 }
 
@@ -216,8 +215,11 @@ pub fn make(path: &Path, registry: &Registry) -> Result<Box<dyn DynEnv>, BuildEr
 ///
 /// The file's kind is not in `registry`, or its world cannot be built.
 pub fn build(world: &WorldFile, registry: &Registry) -> Result<Box<dyn DynEnv>, BuildError> {
-    let kind = registry
-        .kind(world.kind())
-        .ok_or_else(|| BuildError::World(format!("unknown world kind `{}`", world.kind())))?;
+    let kind = registry.kind(world.kind()).ok_or_else(|| {
+        BuildError::World(WorldFileError::whole(
+            &world.path,
+            format!("unknown world kind `{}`", world.kind()),
+        ))
+    })?;
     kind.build_env(world)
 }

@@ -523,6 +523,7 @@ impl<O> Transition<O> {
 
 /// What can go wrong when driving an environment.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum EnvError {
     /// The action is outside the action space; the world is unchanged.
     InvalidAction {

@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 
 /// An output that cannot be written safely.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum OutputError {
     /// Something other than a regular file stands at the path.
     NotRegular {

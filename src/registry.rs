@@ -40,7 +40,7 @@ use crate::morpheus::{self, Morpheus, MorpheusConfig};
 use crate::regime::{NotifyLevel, ParamInfo, RegimeProbe, Shiftable, validate_conditions};
 use crate::reward::RewardSpec;
 use crate::seed::{self, Stream};
-use crate::world_file::{WorldFile, typed_table};
+use crate::world_file::{WorldFile, WorldFileError, typed_table};
 
 /// A `[world.params]` value a kind rejects: the field (relative to `world.params`) and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -185,9 +185,10 @@ pub struct RunRequest<'a> {
 
 /// Why a run could not be built.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum BuildError {
-    /// The world could not be built from its file.
-    World(String),
+    /// The world could not be built from its file: the file, line and field where known.
+    World(WorldFileError),
     /// The agent is unknown or its options are wrong.
     Agent(AgentError),
     /// The checkpoint does not fit the world or agent.
@@ -197,13 +198,28 @@ pub enum BuildError {
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BuildError::World(m) | BuildError::Checkpoint(m) => f.write_str(m),
+            BuildError::World(e) => write!(f, "{e}"),
+            BuildError::Checkpoint(m) => f.write_str(m),
             BuildError::Agent(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl std::error::Error for BuildError {}
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::World(e) => Some(e),
+            BuildError::Agent(e) => Some(e),
+            BuildError::Checkpoint(_) => None,
+        }
+    }
+}
+
+impl From<WorldFileError> for BuildError {
+    fn from(e: WorldFileError) -> Self {
+        BuildError::World(e)
+    }
+}
 
 /// A registered kind, type-erased: what the world-file loader and the CLI call.
 pub trait Kind: Send + Sync {
@@ -286,16 +302,18 @@ struct Entry<K: WorldKind> {
 impl<K: WorldKind> Entry<K> {
     fn env(&self, world: &WorldFile) -> Result<K::Env, BuildError> {
         let params = world.params::<K::Params>().ok_or_else(|| {
-            BuildError::World(format!(
-                "{}: the world file was loaded for another kind than `{}`",
-                world.path.display(),
-                self.kind.name()
+            BuildError::World(WorldFileError::whole(
+                &world.path,
+                format!(
+                    "the world file was loaded for another kind than `{}`",
+                    self.kind.name()
+                ),
             ))
         })?;
         let reward = world.reward_spec();
         self.kind
             .build(params, reward.as_ref())
-            .map_err(|e| BuildError::World(format!("{}: {e}", world.path.display())))
+            .map_err(|e| BuildError::World(WorldFileError::whole(&world.path, e.to_string())))
     }
 
     /// Builds agent `name` on `env`, with the world file's regimes and `probe` as the
@@ -412,7 +430,9 @@ impl<K: WorldKind> Kind for Entry<K> {
         let scheduler = request
             .world
             .scheduler(seed::derive(request.seed, Stream::Scheduler, 0))
-            .map_err(|e| BuildError::World(e.to_string()))?;
+            .map_err(|e| {
+                BuildError::World(WorldFileError::whole(&request.world.path, e.to_string()))
+            })?;
         let mut harness = Harness::new(env, agent, request.seed)
             .scheduler(scheduler)
             .config(request.config.clone())

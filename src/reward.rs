@@ -124,6 +124,7 @@ impl Ceiling {
 
 /// A reward specification that does not fit the world's signals.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum RewardError {
     /// A term names a signal the world does not expose.
     UnknownSignal {

@@ -101,6 +101,18 @@ impl fmt::Display for WorldFileError {
 
 impl std::error::Error for WorldFileError {}
 
+impl WorldFileError {
+    /// An error about the file as a whole: no line or field to point at.
+    pub fn whole(path: &Path, message: impl Into<String>) -> Self {
+        WorldFileError {
+            path: path.to_path_buf(),
+            line: None,
+            field: None,
+            message: message.into(),
+        }
+    }
+}
+
 /// Run defaults a world file may set for `perennial run`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -88,6 +88,23 @@ fn a_kind_rejects_its_own_params_with_file_line_and_field() {
 }
 
 #[test]
+fn a_world_file_error_keeps_its_file_line_and_field_through_the_build() {
+    let dir = Scratch::new("registry-build-error");
+    let world = dir.write("pole.toml", &POLE.replace("9.8", "200.0"));
+    let err = match perennial::dyn_env::make(&world, &registry()) {
+        Err(e) => e,
+        Ok(_) => panic!("a gravity of 200 built"),
+    };
+    let perennial::registry::BuildError::World(e) = &err else {
+        panic!("not a world-file error: {err}");
+    };
+    assert_eq!(e.path, world);
+    assert_eq!(e.line, Some(4), "{err}");
+    assert_eq!(e.field.as_deref(), Some("world.params.gravity"));
+    assert!(std::error::Error::source(&err).is_some());
+}
+
+#[test]
 fn an_agent_the_kind_does_not_have_is_an_error_at_load() {
     let dir = Scratch::new("registry-agent-name");
     let world = dir.write(

@@ -153,8 +153,8 @@ fn catalogue_json(catalogue: &api::Catalogue, form: &str) -> PyResult<String> {
 /// The layout of the enterprise world a world file describes.
 fn layout(py: Python<'_>, world: &str) -> PyResult<MorpheusConfig> {
     let file = load_world(py, world)?;
-    let built = crate::world::build_world(&file, crate::pyworld::registry())
-        .map_err(PyValueError::new_err)?;
+    let built =
+        crate::world::build_world(&file, crate::pyworld::registry()).map_err(crate::build_error)?;
     match built.as_ref().world_any().downcast_ref::<Morpheus>() {
         Some(m) => Ok(m.config().clone()),
         None => Err(not_enterprise(file.kind())),

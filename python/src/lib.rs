@@ -58,6 +58,15 @@ pub(crate) fn world_file_error(py: Python<'_>, e: &CoreWorldFileError) -> PyErr 
     err
 }
 
+/// The Python exception for a world that cannot be built: a `WorldFileError` with its
+/// location when the file is at fault, else a `ValueError`.
+pub(crate) fn build_error(e: perennial::registry::BuildError) -> PyErr {
+    match e {
+        perennial::registry::BuildError::World(e) => Python::attach(|py| world_file_error(py, &e)),
+        e => PyValueError::new_err(e.to_string()),
+    }
+}
+
 /// Loads and validates a world file: a path, or `shipped:<name>` for a shipped one.
 pub(crate) fn load_world(py: Python<'_>, world: &str) -> PyResult<WorldFile> {
     world::load(world).map_err(|e| world_file_error(py, &e))

@@ -18,6 +18,7 @@ pub(crate) fn to_py(e: RunError) -> PyErr {
     match e {
         RunError::Usage(m) => PyValueError::new_err(m),
         RunError::Failed(m) => PyRuntimeError::new_err(m),
+        RunError::World(e) => Python::attach(|py| crate::world_file_error(py, &e)),
     }
 }
 

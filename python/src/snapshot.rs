@@ -102,6 +102,7 @@ impl Snapshot {
     fn of(run: &Run) -> Result<Self, String> {
         let state = run.inner.save_state().map_err(|e| match e {
             crate::world::RunError::Usage(m) | crate::world::RunError::Failed(m) => m,
+            crate::world::RunError::World(e) => e.to_string(),
         })?;
         if state.obs.is_null() {
             return Err(

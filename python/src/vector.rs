@@ -86,7 +86,7 @@ impl Vector {
         let envs = (0..self.num_envs)
             .map(|_| build_world(&self.file, crate::pyworld::registry()))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(PyValueError::new_err)?;
+            .map_err(crate::build_error)?;
         let mut v = VecEnv::new(envs, self.mode).map_err(vec_err)?;
         for (i, &s) in seeds.iter().enumerate() {
             let scheduler = self
@@ -137,7 +137,7 @@ impl Vector {
                 }
             };
             let world =
-                build_world(&file, crate::pyworld::registry()).map_err(PyValueError::new_err)?;
+                build_world(&file, crate::pyworld::registry()).map_err(crate::build_error)?;
             let (obs_len, action_space) = (
                 world.spec().observation_space.len(),
                 world.spec().action_space.clone(),

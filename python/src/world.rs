@@ -13,7 +13,7 @@ use std::path::Path;
 use perennial::dyn_env::DynEnv;
 use perennial::env::{Env, EnvError, EnvSpec, check_step};
 use perennial::regime::{Notification, NotifyLevel, Origin, Plan};
-use perennial::registry::Registry;
+use perennial::registry::{BuildError, Registry};
 use perennial::reward::Breakdown;
 use perennial::seed::{self, Stream};
 use perennial::session::{Session, SessionState, StepError};
@@ -71,8 +71,8 @@ pub fn load(world: &str) -> Result<WorldFile, WorldFileError> {
 const FLUSH_EVERY: u64 = 256;
 
 /// Builds the world a loaded world file describes, through `registry`.
-pub fn build_world(file: &WorldFile, registry: &Registry) -> Result<Box<dyn DynEnv>, String> {
-    perennial::dyn_env::build(file, registry).map_err(|e| e.to_string())
+pub fn build_world(file: &WorldFile, registry: &Registry) -> Result<Box<dyn DynEnv>, BuildError> {
+    perennial::dyn_env::build(file, registry)
 }
 
 /// Where a run's rows go and how.
@@ -130,6 +130,17 @@ pub enum RunError {
     Usage(String),
     /// The world, a regime or the trace failed.
     Failed(String),
+    /// The world file describes a world that cannot be built: where and why.
+    World(WorldFileError),
+}
+
+impl From<BuildError> for RunError {
+    fn from(e: BuildError) -> Self {
+        match e {
+            BuildError::World(e) => RunError::World(e),
+            e => RunError::Failed(e.to_string()),
+        }
+    }
 }
 
 impl From<StepError> for RunError {
@@ -161,7 +172,7 @@ impl Run {
         trace: Option<TraceTarget>,
         notify: Option<NotifyLevel>,
     ) -> Result<Self, RunError> {
-        let world = build_world(&file, registry).map_err(RunError::Failed)?;
+        let world = build_world(&file, registry)?;
         let task = world.spec().id.clone();
         let identity = RunIdentity {
             run_id: run_id.unwrap_or_else(|| format!("{task}-{algorithm_id}-seed{seed}")),

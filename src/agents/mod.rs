@@ -155,6 +155,7 @@ fn typed_options<P: DeserializeOwned>(agent: &str, options: &toml::Table) -> Res
 
 /// An agent that cannot be built: unknown name or bad options.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AgentError {
     /// No agent of that name for the world.
     Unknown {

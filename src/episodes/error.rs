@@ -8,6 +8,7 @@ use crate::trace::TraceError;
 
 /// What can go wrong exporting or reading episodes.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum EpisodeError {
     /// A file could not be opened, read or written.
     Io {

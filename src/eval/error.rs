@@ -8,6 +8,7 @@ use crate::trace::TraceError;
 /// What can stop an evaluation. A torn last line is not an error: it becomes a warning in
 /// [`Report::warnings`](super::Report::warnings).
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum EvalError {
     /// A file cannot be read, or a line is not a valid row: a missing column, a bad value, or
     /// a reward, component, payout or ceiling that is NaN or infinite. Names file and line.

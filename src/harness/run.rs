@@ -82,6 +82,7 @@ pub struct RunSummary {
 
 /// A run that could not go on. Every row before the failing step is in the trace.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum HarnessError {
     /// The env refused a step (e.g. the agent chose an invalid action).
     Env {

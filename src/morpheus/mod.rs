@@ -267,6 +267,7 @@ pub fn default_reward_spec() -> RewardSpec {
 
 /// Why a MORPHEUS world could not be built.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum MorpheusError {
     /// A configuration field is invalid.
     Config(ConfigError),

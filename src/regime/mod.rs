@@ -101,6 +101,7 @@ impl fmt::Display for Origin {
 
 /// A regime or schedule that does not fit the world.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum RegimeError {
     /// The world has no parameter of this name.
     UnknownParameter {

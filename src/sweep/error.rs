@@ -11,6 +11,7 @@ pub type SweepFileError = crate::world_file::WorldFileError;
 
 /// Everything a sweep can fail with.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum SweepError {
     /// The sweep file is not valid.
     File(SweepFileError),

@@ -36,6 +36,7 @@ impl fmt::Display for TornTail {
 
 /// What can go wrong writing or reading a trace.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum TraceError {
     /// The file could not be opened, read or written.
     Io {

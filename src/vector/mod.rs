@@ -430,6 +430,7 @@ impl VecStep {
 
 /// What can go wrong when driving a vector of environments.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum VecError {
     /// Copy `index` refused the step or the action: an action outside its space, a step
     /// after its episode ended under `Disabled`, or a world failure.
