@@ -31,8 +31,10 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::report::{RunReport, Table, num};
+use super::order::{percentile, sorted};
+use super::record::RunReport;
 use super::sum::Sum;
+use super::table::{Table, num};
 
 /// Score columns: one `Vec` of per-run scores per task.
 pub type Scores = [Vec<f64>];
@@ -41,22 +43,6 @@ fn sum(values: impl Iterator<Item = f64>) -> f64 {
     let mut s = Sum::default();
     values.for_each(|v| s.add(v));
     s.value()
-}
-
-/// `values` in ascending order (`total_cmp`).
-pub(super) fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
-    let mut v: Vec<f64> = values.collect();
-    v.sort_by(f64::total_cmp);
-    v
-}
-
-/// The `p`-th percentile (0..=100) of sorted `v` with linear interpolation between order
-/// statistics (numpy's default). `v` must not be empty.
-pub(super) fn percentile(v: &[f64], p: f64) -> f64 {
-    let pos = p / 100.0 * (v.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = (lo + 1).min(v.len() - 1);
-    v[lo] + (pos - lo as f64) * (v[hi] - v[lo])
 }
 
 /// The interquartile mean of all scores pooled; `None` when there is none.

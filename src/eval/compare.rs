@@ -7,8 +7,9 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::report::{RunReport, Table, arm, num};
+use super::record::{RunReport, arm};
 use super::sum::Sum;
+use super::table::{Table, num};
 use crate::regime::NotifyLevel;
 
 /// A mean over runs with its 95% percentile-bootstrap confidence interval.

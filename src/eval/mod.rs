@@ -249,14 +249,17 @@ mod cli;
 mod compare;
 mod error;
 mod l2;
+mod order;
 mod pass1;
 mod plot;
+mod record;
 mod reference;
 mod reliability;
 mod report;
 mod run;
 mod spill;
 mod sum;
+mod table;
 
 use std::path::PathBuf;
 
@@ -364,7 +367,7 @@ pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, Eval
                 statistics: r.reliability,
             })
             .collect(),
-        groups: reliability::groups(&runs),
+        groups: report::reliability_groups(&runs),
     };
     let l2metrics = runs.iter().map(L2Run::of).collect();
     Ok(Report {

@@ -25,12 +25,9 @@
 //!
 //! The block curve costs 8 bytes per W rows of a run.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
-use super::aggregate::{percentile, sorted};
-use super::report::RunReport;
+use super::order::{percentile, sorted};
 use super::sum::Sum;
 use crate::regime::NotifyLevel;
 
@@ -177,32 +174,6 @@ pub fn across_runs(curves: &[Vec<f64>]) -> (Option<f64>, Option<f64>) {
         .map(|c| mean(&c[c.len() - c.len().div_ceil(10)..]))
         .collect();
     (dispersion, cvar_lower(&finals))
-}
-
-/// Groups `runs` by `(task, algorithm_id, notify)` and computes [`across_runs`] on their
-/// curves.
-pub(crate) fn groups(runs: &[RunReport]) -> Vec<GroupReliability> {
-    let mut groups: BTreeMap<(&str, &str, NotifyLevel), Vec<Vec<f64>>> = BTreeMap::new();
-    for run in runs {
-        groups
-            .entry((run.task.as_str(), run.algorithm_id.as_str(), run.notify))
-            .or_default()
-            .push(run.blocks.clone());
-    }
-    groups
-        .into_iter()
-        .map(|((task, algorithm, notify), curves)| {
-            let (dispersion_across_runs, risk_across_runs) = across_runs(&curves);
-            GroupReliability {
-                task: task.to_string(),
-                algorithm_id: algorithm.to_string(),
-                notify,
-                runs: curves.len(),
-                dispersion_across_runs,
-                risk_across_runs,
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -157,6 +157,13 @@ impl Op {
     }
 }
 
+impl MorpheusConfig {
+    /// Number of actions: `1 + skus × buckets + carriers + skus + docks`.
+    pub fn action_count(&self) -> usize {
+        ActionLayout::of(self).len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

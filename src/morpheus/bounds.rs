@@ -10,7 +10,10 @@ use serde::{Deserialize, Serialize};
 use super::SIGNAL_NAMES;
 use super::conditions::MorpheusConditions;
 use super::config::MorpheusConfig;
-use super::world::MAX_NOTED_CALLS;
+
+/// The most tool calls of either kind one hour's signals count; more are counted as this
+/// many, so the signals keep a finite bound.
+pub const MAX_NOTED_CALLS: u64 = u32::MAX as u64;
 
 /// What the ceiling must remember about the run so far: the highest price multiplier in
 /// force at any step (revenue already earned was earned at most at that price) and the

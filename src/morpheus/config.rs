@@ -479,11 +479,6 @@ impl MorpheusConfig {
         (self.carrier_reliability + 0.08 * (0.5 - self.carrier_position(c))).clamp(0.0, 1.0)
     }
 
-    /// Number of actions: `1 + skus × buckets + carriers + skus + docks`.
-    pub fn action_count(&self) -> usize {
-        super::ActionLayout::of(self).len()
-    }
-
     /// Length of the observation vector: `4 × skus + docks + carriers + 8`.
     pub fn observation_len(&self) -> usize {
         4 * self.skus + self.docks + self.carriers + 8

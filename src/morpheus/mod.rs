@@ -187,13 +187,13 @@ pub mod systems;
 use std::fmt;
 
 pub use action::{ActionLayout, Op};
-pub use bounds::Tracker;
+pub use bounds::{MAX_NOTED_CALLS, Tracker};
 pub use conditions::{MorpheusConditions, PARAMETERS};
 pub use config::{ConfigError, MorpheusConfig};
 pub use expected_bound::expected_bound;
 pub use resources::{FailureEvent, FailureKind};
 pub use systems::Phase;
-pub use world::{Counters, MAX_NOTED_CALLS, Morpheus, MorpheusSnapshot};
+pub use world::{Counters, Morpheus, MorpheusSnapshot};
 
 use crate::reward::{RewardError, RewardSpec, Term, When};
 

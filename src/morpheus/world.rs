@@ -6,7 +6,7 @@ use bevy_ecs::prelude::{Component, Schedule, World};
 use bevy_ecs::system::RunSystemOnce;
 use serde::{Deserialize, Serialize};
 
-use super::bounds::{Tracker, signal_bounds};
+use super::bounds::{MAX_NOTED_CALLS, Tracker, signal_bounds};
 use super::components::{
     Carrier, CustomerOrder, Dock, PurchaseOrder, Shipment, Sku, Supplier, Trailer,
 };
@@ -58,10 +58,6 @@ pub struct Morpheus {
     breakdown: Breakdown,
     calls: NotedCalls,
 }
-
-/// The most tool calls of either kind one hour's signals count; more are counted as this
-/// many, so the signals keep a finite bound.
-pub const MAX_NOTED_CALLS: u64 = u32::MAX as u64;
 
 /// Calls a desk noted for the next hour. Atomic, so a desk that reaches the world only
 /// through a shared reference (a harness's `env()`, a type-erased run's `world_any`) can
