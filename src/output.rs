@@ -385,19 +385,24 @@ pub fn write_atomic_with(
         let _ = std::fs::remove_file(&tmp);
         return Err(io(path)(e));
     }
-    sync_dir(path);
+    sync_parent(path);
     Ok(())
 }
 
 /// Syncs the folder holding `path`, so a rename into it is durable.
-pub fn sync_dir(path: &Path) {
+pub fn sync_parent(path: &Path) {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    sync_folder(dir);
+}
+
+/// Syncs the folder `dir` itself, so the entries renamed into it are durable.
+pub fn sync_folder(dir: &Path) {
+    // Some filesystems refuse to sync a directory; the rename is then as durable as they
+    // make it, and there is nothing better to do.
     if let Ok(d) = File::open(dir) {
-        // Some filesystems refuse to sync a directory; the rename is then as durable as
-        // they make it.
         let _ = d.sync_all();
     }
 }

@@ -697,7 +697,7 @@ pub fn export_calls<P: AsRef<Path>, Q: AsRef<Path>>(
                 .map_err(|e| EpisodeError::io(&partial, e))?;
             crate::output::check_output(out).map_err(unsafe_out)?;
             std::fs::rename(&partial, out).map_err(|e| EpisodeError::io(out, e))?;
-            crate::output::sync_dir(out);
+            crate::output::sync_parent(out);
             Ok(summary)
         }
         Err(e) => {

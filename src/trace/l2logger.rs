@@ -185,7 +185,7 @@ impl Scenario {
         self.close_block()?;
         std::fs::rename(&self.tmp, &self.dir).map_err(|e| TraceError::io(&self.dir, e))?;
         if let Some(parent) = self.dir.parent() {
-            super::parquet_writer::sync_dir(parent);
+            crate::output::sync_folder(parent);
         }
         Ok(ExportedRun {
             run_id: self.run_id,

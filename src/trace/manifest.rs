@@ -113,7 +113,7 @@ impl Manifest {
         drop(file);
         std::fs::rename(&tmp, path).map_err(|e| TraceError::io(path, e))?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            super::parquet_writer::sync_dir(dir);
+            crate::output::sync_folder(dir);
         }
         Ok(())
     }

@@ -895,16 +895,8 @@ pub(crate) fn sync_parts(dir: &Path, unsynced: &mut Vec<PathBuf>) -> Result<(), 
             .and_then(|f| f.sync_all())
             .map_err(|e| TraceError::io(&part, e))?;
     }
-    sync_dir(dir);
+    crate::output::sync_folder(dir);
     Ok(())
-}
-
-pub(crate) fn sync_dir(dir: &Path) {
-    // Some filesystems refuse to sync a directory; the rename is then as durable as they
-    // make it, and there is nothing better to do.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
 }
 
 impl TraceSink for ParquetWriter {
@@ -1114,7 +1106,7 @@ pub(crate) fn cut_back(
         }
         start += n.min(rows - start);
     }
-    sync_dir(dir);
+    crate::output::sync_folder(dir);
     let mut digest = super::Digest::default();
     digest.add_parts(&parts.parts[..kept.len()])?;
     Ok((kept.len(), digest))
