@@ -98,8 +98,8 @@ pub struct Stepped<O> {
     /// The reward's breakdown, when a reward specification produced it.
     pub breakdown: Option<Breakdown>,
     /// The shift made before this step, when [`Session::before_step`] had not already made
-    /// it.
-    pub shift: Option<Shift>,
+    /// it. Boxed: most steps have none, and an empty box is one word to move and drop.
+    pub shift: Option<Box<Shift>>,
 }
 
 impl<O> Stepped<O> {
@@ -360,7 +360,7 @@ impl<E: Env + Shiftable> Session<E> {
         }
         // Most steps have no shift due: no call to build and return an empty one.
         let shift = if self.shift_pending() {
-            self.before_step()?
+            self.before_step()?.map(Box::new)
         } else {
             None
         };
