@@ -120,6 +120,7 @@ fn run_world(
                 config: config(world, budget.steps),
                 run_id: None,
                 notify: NotifyLevel::None,
+                follow_world: false,
             })?;
             traces.push(run_traced(harness, dir)?);
         }

@@ -63,6 +63,14 @@ pub enum OutputError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The path is not UTF-8: the manifests and checkpoints that record it are JSON, which
+    /// holds only Unicode text.
+    NotUnicode {
+        /// The output's role (`--trace`, `sweep --out`).
+        role: String,
+        /// The path.
+        path: PathBuf,
+    },
 }
 
 impl fmt::Display for OutputError {
@@ -93,6 +101,11 @@ impl fmt::Display for OutputError {
                 )
             }
             OutputError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            OutputError::NotUnicode { role, path } => write!(
+                f,
+                "{role} {}: the path is not UTF-8 (shown with U+FFFD for the bytes that are not); perennial records its outputs' paths in JSON manifests and checkpoints, which hold only Unicode text: give a UTF-8 path (nothing was written)",
+                path.display()
+            ),
         }
     }
 }
@@ -110,6 +123,22 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_ {
     move |source| OutputError::Io {
         path: path.to_path_buf(),
         source,
+    }
+}
+
+/// Refuses a path that is not UTF-8 (see [`OutputError::NotUnicode`]), before anything is
+/// written: `role` names it in the message (`--trace`).
+///
+/// # Errors
+///
+/// [`OutputError::NotUnicode`].
+pub fn check_unicode(role: &str, path: &Path) -> Result<(), OutputError> {
+    match path.to_str() {
+        Some(_) => Ok(()),
+        None => Err(OutputError::NotUnicode {
+            role: role.to_string(),
+            path: path.to_path_buf(),
+        }),
     }
 }
 

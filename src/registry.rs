@@ -181,6 +181,11 @@ pub struct RunRequest<'a> {
     pub run_id: Option<String>,
     /// What the agent is told about regime shifts (see [`Harness::notify`]).
     pub notify: NotifyLevel,
+    /// For [`Kind::resume`]: the world file was edited since the checkpoint and the run
+    /// follows it (`--allow-world-change`): its parameters and its schedule (replayed to
+    /// the checkpoint's step) replace the checkpoint's, while the world's state, the agent
+    /// and the counters go on. Ignored by the other methods.
+    pub follow_world: bool,
 }
 
 /// Why a run could not be built.
@@ -450,10 +455,23 @@ impl<K: WorldKind> Kind for Entry<K> {
         checkpoint: Checkpoint,
     ) -> Result<Box<dyn DynHarness>, BuildError> {
         let (env, agent, probe) = self.parts(request)?;
-        let harness = Harness::resume(env, agent, checkpoint, None)
-            .map_err(|e| BuildError::Checkpoint(e.to_string()))?
-            .publish_regime(probe);
-        Ok(Box::new(harness))
+        // The parameters the edited file builds the world with, read before the world
+        // loads the checkpoint's state.
+        let baseline = request.follow_world.then(|| env.snapshot());
+        let mut harness = Harness::resume(env, agent, checkpoint, None)
+            .map_err(|e| BuildError::Checkpoint(e.to_string()))?;
+        if let Some(baseline) = baseline {
+            let scheduler = request
+                .world
+                .scheduler(seed::derive(request.seed, Stream::Scheduler, 0))
+                .map_err(|e| {
+                    BuildError::World(WorldFileError::whole(&request.world.path, e.to_string()))
+                })?;
+            harness = harness
+                .follow_world(scheduler, baseline)
+                .map_err(|e| BuildError::Checkpoint(e.to_string()))?;
+        }
+        Ok(Box::new(harness.publish_regime(probe)))
     }
 
     fn restore(

@@ -306,9 +306,68 @@ impl Ctx<'_> {
     ) -> Result<T, WorldFileError> {
         toml::from_str(self.text).map_err(|e| {
             let msg = e.message().trim();
-            let field = serde_field(msg).map(|f| format!("{prefix}{f}"));
+            let at = e.span().map(|s| s.start);
+            // A value of the wrong type or range names no field: the key on its line does.
+            let field = serde_field(msg)
+                .map(str::to_string)
+                .or_else(|| at.and_then(|a| self.key_at(a)))
+                .map(|f| match at.and_then(|a| self.table_at(a, &f)) {
+                    Some(table) => table,
+                    None => format!("{prefix}{f}"),
+                });
             self.err(e.span(), field.as_deref(), msg.to_string())
         })
+    }
+
+    /// The line holding byte `offset`, and the offset where it starts.
+    fn line_at(&self, offset: usize) -> (usize, &str) {
+        let offset = offset.min(self.text.len());
+        let start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let end = self.text[offset..]
+            .find('\n')
+            .map_or(self.text.len(), |i| offset + i);
+        (start, &self.text[start..end])
+    }
+
+    /// The key of the `key = value` line holding byte `offset`.
+    fn key_at(&self, offset: usize) -> Option<String> {
+        let (_, line) = self.line_at(offset);
+        let key = line.split_once('=')?.0.trim();
+        let bare = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+        (!key.is_empty() && key.chars().all(bare)).then(|| key.to_string())
+    }
+
+    /// `field` in full, for an error at byte `offset`: within the table whose header
+    /// (`[harness]`, `[[regimes]]`) comes last at or before it, so `[notify] extra = 1`
+    /// is `notify.extra`, not `extra`. An error on a header line itself is about that
+    /// table (`[harnes]`) or a field it lacks. `None` before any header.
+    fn table_at(&self, offset: usize, field: &str) -> Option<String> {
+        let header = |line: &str| {
+            let t = line.trim();
+            let name = t
+                .strip_prefix("[[")
+                .and_then(|r| r.split_once("]]"))
+                .or_else(|| t.strip_prefix('[').and_then(|r| r.split_once(']')))?
+                .0
+                .trim();
+            // A line of a multi-line array (`[0, "a"],`) is not a header.
+            let bare = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+            (!name.is_empty() && name.chars().all(bare)).then(|| name.to_string())
+        };
+        let (start, line) = self.line_at(offset);
+        if let Some(table) = header(line) {
+            let last = table.rsplit('.').next().unwrap_or(&table);
+            return Some(if last == field {
+                table
+            } else {
+                format!("{table}.{field}")
+            });
+        }
+        self.text[..start]
+            .lines()
+            .rev()
+            .find_map(header)
+            .map(|table| format!("{table}.{field}"))
     }
 
     fn line(&self, offset: usize) -> usize {

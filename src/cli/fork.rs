@@ -54,7 +54,7 @@ pub(super) fn run(registry: &Registry, args: &ForkArgs) -> Result<(), Failure> {
     check_counts(args)?;
     let source = absolute(&args.source);
     refuse_trace(&source)?;
-    let (plan, ckpt) = plan_from_checkpoint(&source, false)?;
+    let (plan, ckpt, _) = plan_from_checkpoint(&source, false)?;
     let source_hash = std::fs::read(&source)
         .map(|bytes| crate::output::content_hash(&bytes))
         .map_err(|e| Failure::input(format!("{}: {e}", source.display())))?;

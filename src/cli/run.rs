@@ -8,7 +8,7 @@ use super::args::{FormatArg, RunArgs};
 use super::info::locate;
 use super::{Failure, progress, signals};
 use crate::harness::{
-    Checkpoint, CheckpointPlan, DynHarness, HarnessConfig, RunSummary, StopReason,
+    Checkpoint, CheckpointPlan, DynHarness, HarnessConfig, HarnessError, RunSummary, StopReason,
 };
 use crate::output::OutputLock;
 use crate::regime::NotifyLevel;
@@ -79,7 +79,7 @@ impl RunPlan {
         crate::trace::part_interval(self.part_seconds, "--part-seconds").map_err(Failure::input)
     }
 
-    fn request<'a>(&'a self, world: &'a WorldFile) -> RunRequest<'a> {
+    fn request<'a>(&'a self, world: &'a WorldFile, follow_world: bool) -> RunRequest<'a> {
         RunRequest {
             world,
             agent: &self.agent,
@@ -88,6 +88,7 @@ impl RunPlan {
             config: self.config.clone(),
             run_id: self.run_id.clone(),
             notify: self.notify,
+            follow_world,
         }
     }
 }
@@ -108,8 +109,8 @@ pub(super) fn run(
 ) -> Result<(), Failure> {
     let (plan, resume) = match &args.resume {
         Some(ckpt_path) => {
-            let (plan, ckpt) = plan_from_checkpoint(ckpt_path, args.allow_world_change)?;
-            (plan, Some((ckpt, ckpt_path.as_path())))
+            let (plan, ckpt, edited) = plan_from_checkpoint(ckpt_path, args.allow_world_change)?;
+            (plan, Some((ckpt, ckpt_path.as_path(), edited)))
         }
         None => (plan_from_args(registry, args)?, None),
     };
@@ -117,7 +118,10 @@ pub(super) fn run(
     let kind = kind_of(registry, &world)?;
     let ((harness, lock), plan) = match resume {
         None => start(kind, &world, plan)?,
-        Some((ckpt, ckpt_path)) => (continue_from(kind, &world, &plan, ckpt, ckpt_path)?, plan),
+        Some((ckpt, ckpt_path, edited)) => (
+            continue_from(kind, &world, &plan, (ckpt, ckpt_path), edited)?,
+            plan,
+        ),
     };
     let mut harness = with_checkpoints(harness, &plan)?;
     if handle_signals {
@@ -128,7 +132,11 @@ pub(super) fn run(
     let started = Instant::now();
     let result = progress::drive(harness, plan.config.steps);
     end_manifest(&plan, &identity, &result)?;
-    let summary = result.map_err(Failure::run)?;
+    let summary = result.map_err(|e| match e {
+        // The agent's options make its updates diverge: rerunning cannot help.
+        HarnessError::AgentState { .. } => Failure::input(e),
+        e => Failure::run(e),
+    })?;
     report(&summary, started, &identity, &world, &plan);
     drop(lock);
     match signals::code() {
@@ -160,10 +168,12 @@ pub(super) fn kind_of<'r>(
         .ok_or_else(|| Failure::input(format!("unknown world kind `{}`", world.kind())))
 }
 
+/// The plan of the run saved at `path`, its checkpoint, and whether the run follows a
+/// world file edited since (`allow_world_change`).
 pub(super) fn plan_from_checkpoint(
     path: &Path,
     allow_world_change: bool,
-) -> Result<(RunPlan, Checkpoint), Failure> {
+) -> Result<(RunPlan, Checkpoint, bool), Failure> {
     let ckpt = Checkpoint::read(path).map_err(Failure::input)?;
     let mut plan: RunPlan = serde_json::from_value(ckpt.meta.clone()).map_err(|e| {
         Failure::input(format!(
@@ -188,17 +198,37 @@ pub(super) fn plan_from_checkpoint(
     // The checkpoint resumed is the one written on: whatever path it names for itself, it
     // may only replace the file it was read from.
     plan.checkpoint = plan.checkpoint_every.map(|_| absolute(path));
-    check_world_unchanged(&plan, path, allow_world_change)?;
-    Ok((plan, ckpt))
+    let edited = check_world_unchanged(&plan, path, allow_world_change)?;
+    let follow_world = edited.is_some();
+    if let Some(text) = edited {
+        // The run follows the edited file from here on, and says so: the checkpoints and
+        // the manifest it writes record the file it now runs.
+        plan.world_hash = crate::output::content_hash(text.as_bytes());
+        plan.world_text = text;
+    }
+    Ok((plan, ckpt, follow_world))
 }
 
 /// Refuses to resume against a world file edited since the checkpoint, unless asked to.
-fn check_world_unchanged(plan: &RunPlan, ckpt: &Path, allow: bool) -> Result<(), Failure> {
+/// Returns the edited file's text when it changed and `allow` is given.
+fn check_world_unchanged(
+    plan: &RunPlan,
+    ckpt: &Path,
+    allow: bool,
+) -> Result<Option<String>, Failure> {
     let now = std::fs::read(&plan.world_file)
         .map_err(|e| Failure::input(format!("{}: {e}", plan.world_file.display())))?;
     let hash = crate::output::content_hash(&now);
-    if hash == plan.world_hash || allow {
-        return Ok(());
+    if hash == plan.world_hash {
+        return Ok(None);
+    }
+    if allow {
+        return String::from_utf8(now).map(Some).map_err(|_| {
+            Failure::input(format!(
+                "{}: the world file is not UTF-8 text",
+                plan.world_file.display()
+            ))
+        });
     }
     Err(Failure::input(format!(
         "{}: the world file changed since the checkpoint {} was written (hash {} then, {hash} now), so the resumed run would not continue the same world; restore it, or pass --allow-world-change to follow the edited file (nothing was touched)",
@@ -316,13 +346,16 @@ fn start(
     world: &WorldFile,
     plan: RunPlan,
 ) -> Result<(Prepared, RunPlan), Failure> {
-    let mut harness = kind.harness(&plan.request(world)).map_err(Failure::input)?;
+    let mut harness = kind
+        .harness(&plan.request(world, false))
+        .map_err(Failure::input)?;
     if plan.run_id.is_none() {
         let id = harness.identity();
         let run_id = default_run_id(&plan, &id.task, &id.algorithm_id)?;
         harness.set_run_id(run_id);
     }
     let plan = resolve_paths(plan, &harness.identity().run_id);
+    check_unicode(&plan)?;
     check_outputs(&plan, None, &harness.identity().run_id)?;
     let lock = lock_checkpoint(&plan)?;
     if let Some(p) = &plan.trace {
@@ -444,6 +477,22 @@ fn lock_checkpoint(plan: &RunPlan) -> Result<Option<OutputLock>, Failure> {
     }
 }
 
+/// Refuses a world file, trace or checkpoint path that is not UTF-8 before anything is
+/// opened: the checkpoint and the manifest record them as JSON text.
+fn check_unicode(plan: &RunPlan) -> Result<(), Failure> {
+    let paths = [
+        ("the world file", Some(&plan.world_file)),
+        ("--trace", plan.trace.as_ref()),
+        ("--checkpoint", plan.checkpoint.as_ref()),
+    ];
+    for (role, path) in paths {
+        if let Some(p) = path {
+            crate::output::check_unicode(role, p).map_err(Failure::input)?;
+        }
+    }
+    Ok(())
+}
+
 /// Default paths depend on the run id, known only once the harness is built.
 fn resolve_paths(plan: RunPlan, run_id: &str) -> RunPlan {
     let default = |ext: &str| absolute(&PathBuf::from("runs").join(format!("{run_id}.{ext}")));
@@ -467,8 +516,8 @@ fn continue_from(
     kind: &dyn Kind,
     world: &WorldFile,
     plan: &RunPlan,
-    ckpt: Checkpoint,
-    ckpt_path: &Path,
+    (ckpt, ckpt_path): (Checkpoint, &Path),
+    follow_world: bool,
 ) -> Result<Prepared, Failure> {
     check_outputs(plan, Some(ckpt_path), &ckpt.identity.run_id)?;
     let (trace_bytes, tail) = (ckpt.trace_bytes, ckpt.trace_tail.clone());
@@ -480,7 +529,7 @@ fn continue_from(
             .map_err(|e| Failure::input(format!("--resume {}: {e}", ckpt_path.display())))?;
     }
     let mut harness = kind
-        .resume(&plan.request(world), ckpt)
+        .resume(&plan.request(world, follow_world), ckpt)
         .map_err(Failure::input)?;
     let lock = lock_checkpoint(plan)?;
     match (&plan.trace, trace_bytes) {
@@ -565,7 +614,12 @@ fn report(
     if let Some(p) = &plan.trace {
         out!();
         out!("trace      {}", p.display());
-        out!("score it:  perennial eval {}", p.display());
+        if summary.steps == 0 {
+            // `eval` refuses a trace without rows: say so instead of a command that fails.
+            out!("score it:  nothing to score, the run took no steps");
+        } else {
+            out!("score it:  perennial eval {}", p.display());
+        }
     }
     // Only a checkpoint that exists is announced: none is written before `every` steps.
     if let (Some(p), Some(every)) = (&plan.checkpoint, plan.checkpoint_every)

@@ -247,6 +247,7 @@
 mod aggregate;
 mod cli;
 mod compare;
+mod complete;
 mod error;
 mod l2;
 mod order;
@@ -429,6 +430,7 @@ fn evaluate_runs(
         mut warnings,
         segments,
         mut spill,
+        files,
         ..
     } = pass1;
     if runs.is_empty() {
@@ -437,6 +439,7 @@ fn evaluate_runs(
         });
     }
 
+    warnings.extend(complete::check(&files, &runs)?);
     let mut pending = 0;
     for run in &mut runs {
         run.finish_pass1();

@@ -13,7 +13,7 @@
 //! not vouched for, so a bad row's error is the row path's, with its line.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use arrow_array::Array;
 
@@ -40,6 +40,8 @@ pub(crate) struct Pass1<'o> {
     seen_here: HashSet<usize>,
     /// x of the rows of one span, written to the spill together.
     xs: Vec<f64>,
+    /// Each file read and the runs met in it, in reading order.
+    pub(crate) files: Vec<(PathBuf, Vec<usize>)>,
 }
 
 impl<'o> Pass1<'o> {
@@ -55,11 +57,20 @@ impl<'o> Pass1<'o> {
             current: None,
             seen_here: HashSet::new(),
             xs: Vec::new(),
+            files: Vec::new(),
         })
     }
 
     /// Reads every row of the trace at `path`.
     pub(crate) fn file(&mut self, path: &Path) -> Result<(), EvalError> {
+        self.read(path)?;
+        let mut runs: Vec<usize> = self.seen_here.iter().copied().collect();
+        runs.sort_unstable();
+        self.files.push((path.to_path_buf(), runs));
+        Ok(())
+    }
+
+    fn read(&mut self, path: &Path) -> Result<(), EvalError> {
         self.current = None;
         self.seen_here.clear();
         if crate::trace::TraceFormat::from_path(path) == crate::trace::TraceFormat::Parquet {

@@ -122,6 +122,7 @@ impl ForkPlan<'_> {
             },
             run_id: Some(rollout_run_id(&s.identity.run_id, s.step, k)),
             notify: s.identity.notify,
+            follow_world: false,
         };
         let start = if !self.saved_agent {
             AgentStart::Fresh

@@ -47,7 +47,9 @@ pub trait Agent<E: Env + ?Sized> {
     }
 
     /// Everything needed to continue this agent exactly (weights, random stream), for
-    /// checkpoints. The default says the agent has no checkpoints.
+    /// checkpoints. The default says the agent has no checkpoints. Build the value with
+    /// [`to_finite_value`](super::to_finite_value), not `serde_json::to_value`: JSON has no
+    /// NaN, so a diverged weight would be saved as `null` and the resume would refuse it.
     ///
     /// # Errors
     ///
@@ -86,7 +88,7 @@ macro_rules! serde_agent_state {
         fn save_state(
             &self,
         ) -> ::std::result::Result<$crate::__private::serde_json::Value, String> {
-            $crate::__private::serde_json::to_value(self).map_err(|e| e.to_string())
+            $crate::harness::to_finite_value(self)
         }
 
         fn load_state(

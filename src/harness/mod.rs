@@ -29,12 +29,14 @@
 
 mod agent;
 mod checkpoint;
+mod finite;
 mod run;
 mod snapshot;
 
 pub use crate::trace::RunIdentity;
 pub use agent::{Agent, Window};
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan, seal_of};
+pub use finite::to_finite_value;
 pub use run::{
     DynHarness, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StepOutcome,
     StopReason, episode_seed,

@@ -117,6 +117,17 @@ pub enum HarnessError {
     },
     /// A checkpoint could not be written or resumed.
     Checkpoint(String),
+    /// The agent's state could not be saved in a checkpoint: its numbers diverged to NaN
+    /// or infinity, which a checkpoint cannot record. The run stops there rather than
+    /// write a checkpoint its resume would refuse; the previous checkpoint stands.
+    AgentState {
+        /// Global step index of the checkpoint.
+        step: u64,
+        /// The agent's algorithm id.
+        agent: String,
+        /// Why, and which options to change.
+        message: String,
+    },
     /// [`Harness::step_with`] was called after the run stopped or spent its budget.
     Stopped {
         /// Steps done.
@@ -145,6 +156,14 @@ impl fmt::Display for HarnessError {
                 "step {step}: writing the trace: {source}; every row before this step's window is in the trace"
             ),
             HarnessError::Checkpoint(msg) => write!(f, "checkpoint: {msg}"),
+            HarnessError::AgentState {
+                step,
+                agent,
+                message,
+            } => write!(
+                f,
+                "step {step}: agent `{agent}` cannot be checkpointed: {message}; the run stopped (every row before this step is in the trace, and the previous checkpoint stands)"
+            ),
             HarnessError::Stopped { step } => write!(
                 f,
                 "step {step}: the run has stopped (budget spent, episode ended with auto_reset off, or an earlier error); start a new run"
@@ -161,6 +180,7 @@ impl std::error::Error for HarnessError {
             HarnessError::Trace(e) | HarnessError::TraceAt { source: e, .. } => Some(e),
             HarnessError::NonFiniteReward { .. }
             | HarnessError::Checkpoint(_)
+            | HarnessError::AgentState { .. }
             | HarnessError::Stopped { .. } => None,
         }
     }
@@ -329,6 +349,25 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         Ok(harness)
     }
 
+    /// Follows an edited world file from the step the run stands at: its schedule
+    /// (`scheduler`, replayed to this step) and its parameters (`baseline`) replace the
+    /// checkpoint's; see [`Session::follow_world`].
+    ///
+    /// # Errors
+    ///
+    /// The regime in force does not fit the world.
+    pub fn follow_world(
+        mut self,
+        scheduler: Scheduler,
+        baseline: crate::regime::Conditions,
+    ) -> Result<Self, HarnessError> {
+        let scheduler = scheduler.replayed_to(self.steps_done(), self.session.scheduler());
+        self.session
+            .follow_world(scheduler, baseline)
+            .map_err(|e| HarnessError::Checkpoint(format!("the edited world does not fit: {e}")))?;
+        Ok(self)
+    }
+
     /// Writes a checkpoint every `plan.every` steps (see [`Checkpoint`]).
     pub fn checkpoint(mut self, plan: CheckpointPlan) -> Self {
         self.checkpoint = Some(plan);
@@ -364,7 +403,14 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             .map(EventWriter::sync)
             .transpose()?;
         let events_digest = self.session.events_mut().map(|e| e.digest());
-        let agent = self.agent.save_state().map_err(HarnessError::Checkpoint)?;
+        let agent = self
+            .agent
+            .save_state()
+            .map_err(|message| HarnessError::AgentState {
+                step: self.session.counters().step,
+                agent: self.agent.algorithm_id().to_string(),
+                message,
+            })?;
         let ckpt = Checkpoint {
             trace_bytes,
             trace_tail,

@@ -208,13 +208,21 @@ impl fmt::Display for RegimeError {
 impl std::error::Error for RegimeError {}
 
 /// A number as an error message shows it: in scientific notation when it is very large
-/// or very small (`1e308` rather than 309 digits), else as written.
+/// or very small (`1e308` rather than 309 digits), else as written. An infinite one says
+/// why: a number written finite but beyond ±1.8e308 (`1e400`) is read as infinite, and
+/// "inf" alone would name a value the file does not hold.
 pub(crate) struct Shown(pub(crate) f64);
 
 impl fmt::Display for Shown {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.0;
-        if v.is_finite() && v != 0.0 && !(1e-4..1e15).contains(&v.abs()) {
+        if v.is_infinite() {
+            let sign = if v < 0.0 { "-" } else { "" };
+            write!(
+                f,
+                "{sign}inf (beyond {sign}1.8e308, the largest a 64-bit float holds, so read as infinite)"
+            )
+        } else if v.is_finite() && v != 0.0 && !(1e-4..1e15).contains(&v.abs()) {
             write!(f, "{v:e}")
         } else {
             write!(f, "{v}")

@@ -211,6 +211,29 @@ impl Scheduler {
         Ok(scheduler)
     }
 
+    /// This (new) scheduler as it stands before step `step` of a run that followed its plan
+    /// from step 0: every planned shift before `step` taken in order, so a stochastic
+    /// plan's random stream is where that run's would be. `was` is the scheduler the run
+    /// actually had: a label it shifted to by hand stays in force when this scheduler's
+    /// regimes define it. A resume that follows an edited world file starts here.
+    pub fn replayed_to(mut self, step: u64, was: &Scheduler) -> Self {
+        while let Some(s) = self.next_shift.filter(|&s| s < step) {
+            self.before_step(s);
+            if self.next_shift == Some(s) {
+                // A plan that does not move on (it cannot happen for a valid plan) must
+                // not loop.
+                break;
+            }
+        }
+        if was.origin == Origin::Manual
+            && let Some(index) = self.regimes.iter().position(|r| r.label == was.label())
+        {
+            self.current = index;
+            self.origin = Origin::Manual;
+        }
+        self
+    }
+
     /// A scheduler with one regime and no shifts: a stationary world.
     pub fn stationary(label: impl Into<String>) -> Self {
         Scheduler {

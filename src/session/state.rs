@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{RestoreError, Session};
 use crate::env::Env;
-use crate::regime::{Conditions, Scheduler, Shiftable, validate_conditions};
+use crate::regime::{
+    Conditions, RegimeError, Scheduler, Shiftable, apply_over_baseline, validate_conditions,
+};
 use crate::seed::{self, Stream};
 use crate::trace::RunIdentity;
 
@@ -96,6 +98,26 @@ impl<E: Env + Shiftable> Session<E> {
         self.baseline = state.baseline;
         self.obs = obs;
         self.ended = state.ended;
+        Ok(())
+    }
+
+    /// Puts an edited world file's schedule and parameters in force mid-run: `scheduler`
+    /// (positioned at the step the run stands at, [`Scheduler::replayed_to`]) and
+    /// `baseline` (the parameters the edited file builds the world with), the regime in
+    /// force applied over it now. The world's own state (positions, stock, queues) and the
+    /// counters stay as they are.
+    ///
+    /// # Errors
+    ///
+    /// The regime in force does not fit the world; the session is then unchanged.
+    pub fn follow_world(
+        &mut self,
+        scheduler: Scheduler,
+        baseline: Conditions,
+    ) -> Result<(), RegimeError> {
+        apply_over_baseline(&mut self.env, &baseline, scheduler.regime())?;
+        self.scheduler = scheduler;
+        self.baseline = baseline;
         Ok(())
     }
 }

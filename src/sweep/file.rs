@@ -407,6 +407,7 @@ fn check_agents(
             config: HarnessConfig::default(),
             run_id: None,
             notify: world.notify,
+            follow_world: false,
         };
         match kind.harness(&request) {
             Ok(h) => task = Some(h.identity().task.clone()),

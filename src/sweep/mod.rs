@@ -183,6 +183,13 @@ pub fn run_cli(
 ) -> Result<String, SweepError> {
     let sweep = SweepFile::load_with(&args.sweep_file, registry)?;
     let dir = sweep_dir(&sweep, args.out.as_deref());
+    // The sweep manifest records every path a run writes, under `dir`, and the world
+    // files: each must be UTF-8 before anything is written.
+    crate::output::check_unicode("sweep --out", &dir)?;
+    crate::output::check_unicode("the sweep file", &sweep.path)?;
+    for world in &sweep.worlds {
+        crate::output::check_unicode("a world file of the sweep", &world.path)?;
+    }
     if args.plan_json {
         return plan_json(&sweep, &dir);
     }

@@ -9,8 +9,6 @@
 //! [`MANIFEST_KEY`](super::MANIFEST_KEY). `perennial eval` prints a summary per run and
 //! warns when runs of one task came from different world-file texts.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -101,21 +99,13 @@ impl Manifest {
     ///
     /// The file cannot be written.
     pub fn write(&self, path: &Path) -> Result<(), TraceError> {
-        // One temp file per process: two runs of one run id writing manifests into one
-        // folder at once must not rename each other's temp file away.
-        let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
         let mut text = serde_json::to_vec_pretty(self)
             .map_err(|e| TraceError::io(path, std::io::Error::other(e)))?;
         text.push(b'\n');
-        let mut file = File::create(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
-        file.write_all(&text).map_err(|e| TraceError::io(&tmp, e))?;
-        file.sync_all().map_err(|e| TraceError::io(&tmp, e))?;
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(|e| TraceError::io(path, e))?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::output::sync_folder(dir);
-        }
-        Ok(())
+        // Its temp file is one per process (two runs of one run id writing manifests into
+        // one folder at once must not rename each other's away) and removed on failure; an
+        // error (a full disk) names the manifest, not the temp file.
+        crate::output::write_atomic(path, &text).map_err(TraceError::Output)
     }
 
     /// Reads a manifest file.

@@ -219,6 +219,11 @@ pub(crate) fn path_queue<P: AsRef<Path>>(paths: &[P]) -> std::vec::IntoIter<Path
     owned.into_iter()
 }
 
+/// The number of finished parts of the Parquet trace `dir`; 0 when it cannot be listed.
+pub(crate) fn parquet_parts(dir: &Path) -> usize {
+    parquet_reader::list_parts(dir).map_or(0, |p| p.parts.len())
+}
+
 /// The rows in the finished parts of the Parquet trace `dir`, from their footers; 0 when
 /// it cannot be read yet.
 pub(crate) fn parquet_rows(dir: &Path) -> u64 {
@@ -648,9 +653,15 @@ impl RowBuffer {
     }
 
     fn drain(&mut self) -> Result<(), TraceError> {
-        self.out
-            .write_all(&self.buf)
-            .map_err(|e| TraceError::io(&self.path, e))?;
+        if let Err(e) = self.out.write_all(&self.buf) {
+            // Part of the buffer may have reached the file (a full disk): cut it back to
+            // its last whole row, so the trace ends with a complete row, not a torn one.
+            // The rows not written are dropped, so nothing tries to write them again.
+            let _ = self.out.set_len(self.written);
+            let _ = std::io::Seek::seek(&mut self.out, std::io::SeekFrom::Start(self.written));
+            self.buf.clear();
+            return Err(TraceError::io(&self.path, e));
+        }
         self.written += self.buf.len() as u64;
         self.digest.update(&self.buf);
         self.buf.clear();

@@ -69,6 +69,53 @@ pub(crate) fn list_parts(dir: &Path) -> Result<Parts, TraceError> {
     Ok(Parts { parts, temps })
 }
 
+/// The number `N` of a part named `part-N.parquet`.
+fn part_number(path: &Path) -> Option<u64> {
+    path.file_name()?
+        .to_str()?
+        .strip_prefix("part-")?
+        .strip_suffix(".parquet")?
+        .parse()
+        .ok()
+}
+
+/// Refuses a directory of numbered parts (as perennial writes them, `part-00000.parquet`
+/// on, one number after another) whose numbers do not start at 0 or skip one: a part was
+/// deleted, and the rows read would be a run with its start or its middle cut out. A
+/// directory with any other file names is another tool's and is read as it is.
+fn check_numbering(dir: &Path, parts: &[PathBuf]) -> Result<(), TraceError> {
+    let numbers: Option<Vec<u64>> = parts.iter().map(|p| part_number(p)).collect();
+    let Some(numbers) = numbers else {
+        return Ok(());
+    };
+    for (expected, (&n, path)) in (0u64..).zip(numbers.iter().zip(parts)) {
+        if n != expected {
+            let missing = dir.join(format!("part-{expected:05}.parquet"));
+            let from = match expected {
+                0 => "the trace's first part".to_string(),
+                _ => format!("it comes before {}", path.display()),
+            };
+            return Err(TraceError::parse(
+                &missing,
+                0,
+                format!(
+                    "this part is missing ({from}): the trace's rows would skip the steps it held; restore the part from a copy, or rerun the run"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The run a part's rows belong to, by the manifest perennial stores in every part's
+/// metadata: its run id, seed and agent.
+#[derive(Debug, PartialEq, serde::Deserialize)]
+struct PartRun {
+    run_id: String,
+    seed: u64,
+    agent: String,
+}
+
 /// True when the file at `path` ends with Parquet's closing magic `PAR1`, as every part
 /// a writer finished does.
 fn ends_with_magic(path: &Path) -> bool {
@@ -336,6 +383,8 @@ struct Part {
     row: usize,
     /// Rows of the part before `batch`.
     before: u64,
+    /// The run its metadata's manifest names, when perennial wrote it.
+    run: Option<PartRun>,
 }
 
 /// Streams the rows of one Parquet trace (a directory of parts or a single file).
@@ -347,6 +396,8 @@ pub(crate) struct ParquetSource {
     part: Option<Part>,
     torn: Vec<TornTail>,
     done: bool,
+    /// The first part's run (by its manifest) and path: every later part must be of it.
+    first_run: Option<(PartRun, PathBuf)>,
 }
 
 fn schema_error(path: &Path, message: String) -> TraceError {
@@ -370,6 +421,7 @@ impl ParquetSource {
             part: None,
             torn: Vec::new(),
             done: false,
+            first_run: None,
         }
     }
 
@@ -396,6 +448,7 @@ impl ParquetSource {
                     "this Parquet trace directory holds no part files (part-NNNNN.parquet)",
                 ));
             }
+            check_numbering(&self.root, &parts.parts)?;
             self.parts = parts.parts.into();
         } else {
             self.parts.push_back(self.root.clone());
@@ -414,6 +467,13 @@ impl ParquetSource {
             .and_then(|kv| kv.iter().find(|kv| kv.key == ACTION_KEY))
             .and_then(|kv| kv.value.as_deref())
             != Some("array");
+        let run = builder
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .and_then(|kv| kv.iter().find(|kv| kv.key == MANIFEST_KEY))
+            .and_then(|kv| kv.value.as_deref())
+            .and_then(|m| serde_json::from_str::<PartRun>(m).ok());
         let schema = builder.schema().clone();
         let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
         let mut wanted = Vec::new();
@@ -464,7 +524,38 @@ impl ParquetSource {
             batch: None,
             row: 0,
             before: 0,
+            run,
         })
+    }
+
+    /// Refuses a part whose manifest names another run than the first part's: a part of
+    /// another trace copied in, whose rows would be read as this run's or as a run of
+    /// their own.
+    fn check_run(&mut self, part: &mut Part) -> Result<(), TraceError> {
+        let Some(run) = part.run.take() else {
+            return Ok(());
+        };
+        match &self.first_run {
+            None => self.first_run = Some((run, part.path.clone())),
+            Some((first, path)) if *first != run => {
+                return Err(TraceError::parse(
+                    &part.path,
+                    0,
+                    format!(
+                        "this part is of run `{}` (seed {}, agent `{}`) but {} is of run `{}` (seed {}, agent `{}`): a part of another trace was put in this one; remove it",
+                        run.run_id,
+                        run.seed,
+                        run.agent,
+                        path.display(),
+                        first.run_id,
+                        first.seed,
+                        first.agent
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        Ok(())
     }
 
     /// Moves to the next row; `None` when the trace is exhausted.
@@ -532,7 +623,12 @@ impl ParquetSource {
             }
             let path = self.parts.pop_front()?;
             match self.open_part(&path) {
-                Ok(p) => self.part = Some(p),
+                Ok(mut p) => {
+                    if let Err(e) = self.check_run(&mut p) {
+                        return Some(Err(e));
+                    }
+                    self.part = Some(p);
+                }
                 // A directory's last part with no readable footer is what a writer killed
                 // mid-part leaves if its temp file was renamed by hand or the disk lied: it
                 // stops short of the closing magic. One that still ends with it was

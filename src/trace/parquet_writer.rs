@@ -544,7 +544,19 @@ impl PartLayout {
     /// Writes `job` as its part file ([`PartLayout::write_part`]), then hands its buffers
     /// back empty and grown to a whole part's rows: the first set of buffers starts small.
     fn write(&mut self, job: &mut PartJob) -> Result<u64, TraceError> {
-        let result = self.write_part(job);
+        let result = self.write_part(job).map_err(|e| {
+            // A part that could not be written (a full disk) leaves no temp file, and the
+            // error names the part, not the hidden temp file it was being written as.
+            let name = part_name(job.index);
+            let tmp = self.dir.join(format!(".{name}.tmp"));
+            let _ = std::fs::remove_file(&tmp);
+            match e {
+                TraceError::Io { path, source } if path == tmp => {
+                    TraceError::io(&self.dir.join(name), source)
+                }
+                other => other,
+            }
+        });
         job.cols.clear();
         if job.cols.limit < self.part_rows {
             job.cols.grow(self.part_rows);

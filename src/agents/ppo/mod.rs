@@ -828,7 +828,12 @@ where
     }
 
     fn save_state(&self) -> Result<serde_json::Value, String> {
-        serde_json::to_value(self).map_err(|e| e.to_string())
+        crate::harness::to_finite_value(self).map_err(|e| {
+            format!(
+                "{e}; its updates diverged: lower `lr` (now {}), or keep `max_grad_norm` above 0 (now {})",
+                self.params.lr, self.params.max_grad_norm
+            )
+        })
     }
 
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), String> {
