@@ -19,11 +19,24 @@ pub const MAX_TRANSCRIPT_LINE_BYTES: usize = 16 << 20;
 /// Most regimes in one world file (100,000).
 pub const MAX_REGIMES: usize = 100_000;
 
-/// Most SKUs in an enterprise world (100,000).
-pub const MAX_SKUS: usize = 100_000;
+/// Most SKUs in an enterprise world (10,000). At 10,000 a run of the shipped warehouse
+/// holds about 200 MB after 1,000 steps; at 100,000 it grew by about 10 MB a step.
+pub const MAX_SKUS: usize = 10_000;
 
-/// Most suppliers, dock doors or carriers in an enterprise world, each (100,000).
-pub const MAX_SITES: usize = 100_000;
+/// Most suppliers, dock doors or carriers in an enterprise world, each (1,000). At 1,000
+/// of each, `actor-critic` runs the warehouse in under 100 MB; at 100,000 its linear
+/// policy over observations × actions asked for 320 GB and aborted.
+pub const MAX_SITES: usize = 1_000;
+
+/// Most weights between the hidden layers of a PPO network, the sum of the products of
+/// neighbouring widths (4,194,304: two layers of 2,048). Each network keeps its weights,
+/// gradients and two Adam moments, so 8 layers of 4,096 (117 million weights) needed
+/// gigabytes and aborted.
+pub const MAX_HIDDEN_WEIGHTS: usize = 1 << 22;
+
+/// Most PPO passes over each window (1,000; the usual 4 to 10 is far below). Without a
+/// bound one window's update never ended.
+pub const MAX_EPOCHS: usize = 1_000;
 
 /// Largest count or duration in an enterprise world's parameters: stock, capacities,
 /// quantities, hours (1e9).
@@ -74,7 +87,7 @@ pub fn reward_in_range(v: f64) -> bool {
 pub const MAX_ID_BYTES: usize = 256;
 
 /// Longest run id or sweep name, in bytes (200): they name files, and the longest name
-/// perennial puts beside a run's (`<run-id>.ckpt.json.<pid>.tmp`, `<run-id>.manifest.json`,
+/// perennial puts beside a run's (`<run-id>.ckpt.json.<pid>.tmp`, `<stem>.manifest.json.lock`,
 /// `<stem>.events.parquet`) must stay within the 255 bytes a file name may have.
 pub const MAX_RUN_ID_BYTES: usize = 200;
 

@@ -432,4 +432,9 @@ fn soak_resumes_after_every_signal_to_the_same_bytes() {
         assert!(stdout.contains(campaign), "{stdout}");
     }
     assert_eq!(stdout.matches("byte-identical").count(), 2, "{stdout}");
+    // The Parquet sweep, stopped by SIGKILL to its group or SIGTERM to it alone and rerun.
+    assert!(
+        stdout.contains("0 processes left; final traces equal (4 traces"),
+        "{stdout}"
+    );
 }

@@ -533,7 +533,7 @@ fn cases() -> Vec<Case> {
             )),
             args: &["check", "{file}"],
             code: 2,
-            expect: &["{file}:", "world.params.skus", "use at most 100000"],
+            expect: &["{file}:", "world.params.skus", "use at most 10000"],
         },
         Case {
             what: "world file: a stock_scale that makes observations infinite",

@@ -106,7 +106,7 @@ fn a_manifest_records_what_produced_the_run() {
             path(&trace),
         ],
     ));
-    let beside = Manifest::read(&Manifest::path_for(&trace, "manifested")).unwrap();
+    let beside = Manifest::read(&Manifest::path_for(&trace)).unwrap();
     assert_eq!(beside.seed, 11);
     assert_eq!(beside.agent, "ppo");
     assert_eq!(beside.agent_options, serde_json::json!({"lr": 0.001}));

@@ -48,10 +48,11 @@ fn statuses(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The sweep's trace files (not the run manifests beside them, which hold wall-clock times).
+/// The sweep's trace files (not the run manifests beside them, which hold wall-clock times,
+/// nor their locks, which hold pids).
 fn traces(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files = files_in(&dir.join("traces"));
-    files.retain(|(name, _)| !name.ends_with(".manifest.json"));
+    files.retain(|(name, _)| !name.ends_with(".manifest.json") && !name.ends_with(".lock"));
     files
 }
 

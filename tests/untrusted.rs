@@ -410,7 +410,7 @@ fn outputs_are_checked_against_the_traces_companions_too() {
     let (pq, _) = checkpointed(&s, "p", "parquet", "1");
     let before = files(s.path());
     let events = s.join("t.events.jsonl");
-    let manifest = s.join("cartpole-w-random-seed1.manifest.json");
+    let manifest = s.join("t.manifest.json");
     let inside = pq.join("plot.svg");
     for (args, fragment) in [
         (
@@ -473,7 +473,7 @@ fn secondary_inputs_that_are_fifos_or_devices_are_refused_without_blocking() {
     let events = s.join("t.events.jsonl");
     std::fs::remove_file(&events).unwrap();
     mkfifo(&events);
-    let manifest = s.join("cartpole-w-random-seed1.manifest.json");
+    let manifest = s.join("t.manifest.json");
     std::fs::remove_file(&manifest).unwrap();
     mkfifo(&manifest);
     let (code, stderr) = bounded(&["eval", path(&trace), "--events"]);
@@ -743,5 +743,218 @@ fn a_sweep_stopped_by_sigterm_stops_its_runs_and_the_next_invocation_finishes_th
     assert!(again.status.success(), "{}", text(&again.stderr));
     for run in manifest(&out)["runs"].as_array().unwrap() {
         assert_eq!(run["status"], "done", "{run}");
+    }
+}
+
+/// The run manifest of the trace at `trace`, as JSON.
+fn run_manifest(trace: &Path) -> serde_json::Value {
+    let p = perennial::trace::Manifest::path_for(trace);
+    serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap()
+}
+
+#[test]
+fn the_run_manifest_is_named_after_the_trace_locked_and_records_a_failed_runs_rows() {
+    let s = Scratch::new("untrusted-run-manifest");
+    let world = s.write("w.toml", CARTPOLE);
+    let traced = |trace: &Path, seed: &str| {
+        vec![
+            "run".to_string(),
+            path(&world).into(),
+            "--steps".into(),
+            if seed == "3" { "5000" } else { "300" }.into(),
+            "--seed".into(),
+            seed.into(),
+            "--run-id".into(),
+            "same".into(),
+            "--trace".into(),
+            path(trace).into(),
+        ]
+    };
+    let call = |v: &[String]| cli(&v.iter().map(String::as_str).collect::<Vec<_>>());
+
+    // Two traces of one run id each keep their own manifest, and eval shows each its own.
+    let (a, b) = (s.join("a.jsonl"), s.join("b.jsonl"));
+    for (trace, seed) in [(&a, "1"), (&b, "2")] {
+        let out = call(&traced(trace, seed));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    assert_eq!(run_manifest(&a)["seed"], 1);
+    assert_eq!(run_manifest(&b)["seed"], 2);
+    let shown = cli(&["eval", path(&b)]);
+    let stdout = text(&shown.stdout);
+    assert!(
+        stdout.contains("same: perennial") && stdout.contains("seed 2,"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("seed 1,"), "{stdout}");
+
+    // A manifest of an older version, named after the run id, is still read for its trace,
+    // and not for another trace of that run id.
+    std::fs::rename(
+        perennial::trace::Manifest::path_for(&a),
+        s.join("same.manifest.json"),
+    )
+    .unwrap();
+    assert!(text(&cli(&["eval", path(&a)]).stdout).contains("seed 1,"));
+    std::fs::remove_file(perennial::trace::Manifest::path_for(&b)).unwrap();
+    assert!(!text(&cli(&["eval", path(&b)]).stdout).contains("same: perennial"));
+
+    // While a run holds the manifest, a second run onto that trace is refused and
+    // changes nothing.
+    let lock_path = s.join("b.manifest.json.lock");
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .unwrap();
+    held.try_lock().unwrap();
+    let before = files(s.path());
+    let refused = call(&traced(&b, "2"));
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("b.manifest.json"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(files(s.path()) == before, "a refused run changed a file");
+    drop(held);
+
+    // A run that fails part-way (here its trace may not grow past 64 KiB) records the rows
+    // it did write, not 0.
+    let c = s.join("c.jsonl");
+    let mut cmd = common::perennial();
+    cmd.args(traced(&c, "3"));
+    // SAFETY: only async-signal-safe calls between fork and exec: setrlimit(2), and
+    // signal(2) so that a write past the limit fails with EFBIG instead of killing.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let limit = libc::rlimit {
+                rlim_cur: 64 << 10,
+                rlim_max: 64 << 10,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let failed = cmd.output().unwrap();
+    assert!(!failed.status.success(), "{}", text(&failed.stderr));
+    let m = run_manifest(&c);
+    assert!(
+        m["exit_status"].as_str().unwrap().starts_with("failed: "),
+        "{m}"
+    );
+    let complete = std::fs::read(&c)
+        .unwrap()
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count() as u64;
+    assert!(complete > 0);
+    assert_eq!(m["steps_done"].as_u64(), Some(complete), "{m}");
+}
+
+#[test]
+fn quadratic_work_no_more_each_runs_record_is_journaled_and_read_back() {
+    let s = Scratch::new("untrusted-sweep-journal");
+    let file = sweep_file(&s, "jr", "jsonl", 3, 50, 25);
+    let out = s.join("out");
+    let done = cli(&["sweep", path(&file), "--out", path(&out), "--jobs", "2"]);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    // A finished sweep leaves the manifest whole and no journal.
+    assert!(!out.join("manifest.journal").exists());
+    // What a sweep killed between two rewrites of the manifest leaves: the records since
+    // in the journal, its last line torn by the kill.
+    let m = manifest(&out);
+    let mut rec = m["runs"][1].clone();
+    rec["status"] = "failed".into();
+    rec["error"] = "recorded in the journal".into();
+    let mut journal = serde_json::to_vec(&rec).unwrap();
+    journal.extend_from_slice(b"\n{\"run_id\": \"torn");
+    std::fs::write(out.join("manifest.journal"), journal).unwrap();
+    let plan = cli(&["sweep", path(&file), "--out", path(&out), "--plan-json"]);
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let statuses: Vec<&str> = plan["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["done", "failed", "done"]);
+    // The next sweep applies it: it runs the failed run again and compacts the journal.
+    let again = cli(&["sweep", path(&file), "--out", path(&out), "--jobs", "2"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let m = manifest(&out);
+    assert_eq!(m["runs"][1]["status"], "done");
+    assert_eq!(m["runs"][1]["attempts"], 2);
+    assert!(!out.join("manifest.journal").exists());
+}
+
+#[test]
+fn sizes_the_limits_allow_run_and_sizes_beyond_them_are_refused_at_load() {
+    let s = Scratch::new("untrusted-sizes");
+    let warehouse = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/warehouse.toml"),
+    )
+    .unwrap();
+    // Every site count at its limit runs, with the agent whose policy grows fastest with
+    // them.
+    let at_limit = s.write(
+        "sites.toml",
+        &warehouse
+            .replace("suppliers = 3", "suppliers = 1000")
+            .replace("docks = 4", "docks = 1000")
+            .replace("carriers = 3", "carriers = 1000"),
+    );
+    let out = cli(&[
+        "run",
+        path(&at_limit),
+        "--agent",
+        "actor-critic",
+        "--steps",
+        "20",
+        "--no-trace",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for (name, text_in, text_out, field) in [
+        ("skus.toml", "skus = 8", "skus = 10001", "world.params.skus"),
+        (
+            "docks.toml",
+            "docks = 4",
+            "docks = 1001",
+            "world.params.docks",
+        ),
+    ] {
+        let file = s.write(name, &warehouse.replace(text_in, text_out));
+        let out = cli(&["check", path(&file)]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = text(&out.stderr);
+        assert!(err.contains(field) && err.contains("use at most"), "{err}");
+    }
+    for (opt, fragment) in [
+        (
+            "hidden=[4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096]",
+            "use at most 4194304",
+        ),
+        ("epochs=1000000", "use at most 1000 passes"),
+    ] {
+        let out = cli(&[
+            "run",
+            "worlds/cartpole.toml",
+            "--agent",
+            "ppo",
+            "--agent-opt",
+            opt,
+            "--steps",
+            "10",
+            "--no-trace",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{opt}");
+        assert!(
+            text(&out.stderr).contains(fragment),
+            "{}",
+            text(&out.stderr)
+        );
     }
 }

@@ -128,9 +128,9 @@ class PerennialEnv(RunControls, gym.Env):
     With ``trace="runs/x.jsonl"`` (or ``.csv``, or ``.parquet`` for a directory of Parquet
     part files) every step becomes one row of the trace ``perennial run`` writes, with the
     same columns and bytes, and the run's events (regime shifts, injected failures,
-    episode ends) go to ``<run-id>.events.<format>`` beside it (read it with
+    episode ends) go to ``<stem>.events.<format>`` beside it (read it with
     ``perennial.load_events``); ``close()`` flushes both, and so does garbage collection of
-    the env. A run manifest, ``<run-id>.manifest.json`` beside the trace (and in every
+    the env. A run manifest, ``<stem>.manifest.json`` beside the trace (and in every
     Parquet part's metadata), records the world file's path, hash and text, the seed, these
     options and the start and end times; ``close()`` records the steps taken. Score the
     trace with ``perennial.evaluate`` or ``perennial eval``.

@@ -114,7 +114,13 @@ pub struct Run {
     /// The trace `close` finished: a closed traced run takes no more steps.
     closed_trace: Option<std::path::PathBuf>,
     /// The run manifest beside the trace and where it is written.
-    manifest: Option<(std::path::PathBuf, trace::Manifest)>,
+    /// Its lock is held until the manifest is rewritten at the end, so two envs never write
+    /// one manifest.
+    manifest: Option<(
+        std::path::PathBuf,
+        trace::Manifest,
+        perennial::output::OutputLock,
+    )>,
     /// Why the run failed, for the manifest's exit status.
     failure: Option<String>,
     breakdown: Option<Breakdown>,
@@ -208,6 +214,10 @@ impl Run {
             std::fs::create_dir_all(dir)
                 .map_err(|e| RunError::Usage(format!("{}: {e}", dir.display())))?;
         }
+        // Locked before the trace is opened (and emptied): a second env onto the same trace
+        // is refused having changed nothing.
+        let lock = trace::Manifest::lock(&trace::Manifest::path_for(&t.path))
+            .map_err(|e| RunError::Usage(e.to_string()))?;
         self.session
             .open_trace(&t.path, t.format, None, 0, t.part_interval)
             .map_err(|e| RunError::Usage(e.to_string()))?;
@@ -219,7 +229,7 @@ impl Run {
         {
             sink.attach_manifest(&json);
         }
-        self.manifest = Some((path, manifest));
+        self.manifest = Some((path, manifest, lock));
         Ok(())
     }
 
@@ -257,13 +267,13 @@ impl Run {
             steps_done: 0,
             exit_status: "running".into(),
         };
-        (trace::Manifest::path_for(&t.path, &id.run_id), manifest)
+        (trace::Manifest::path_for(&t.path), manifest)
     }
 
     /// Rewrites the manifest with the end time, the steps in the trace and how the run
     /// ended.
     fn end_manifest(&mut self) -> Result<(), RunError> {
-        let Some((path, mut manifest)) = self.manifest.take() else {
+        let Some((path, mut manifest, _lock)) = self.manifest.take() else {
             return Ok(());
         };
         manifest.ended_at = Some(trace::utc_now());
@@ -431,8 +441,9 @@ impl Run {
         if self.session.sink_mut().is_some() {
             // No row was written: the file is recreated with the new identity.
             self.session.detach_trace();
-            if let Some((path, _)) = self.manifest.take() {
+            if let Some((path, _, lock)) = self.manifest.take() {
                 let _ = std::fs::remove_file(path);
+                drop(lock);
             }
             self.open_trace()?;
         }

@@ -23,7 +23,7 @@ def _steps(env, n):
 def test_a_python_trace_has_a_manifest_that_says_what_made_it(tmp_path):
     trace = tmp_path / "runs" / "pole.jsonl"
     env = perennial.make("perennial/CartPole-v1", seed=7, trace=trace, algorithm_id="mine")
-    path = tmp_path / "runs" / "cartpole-mine-seed7.manifest.json"
+    path = tmp_path / "runs" / "pole.manifest.json"
     running = json.loads(path.read_text())
     assert running["exit_status"] == "running"
     assert running["ended_at"] is None
@@ -60,14 +60,15 @@ def test_the_manifest_is_in_every_parquet_part_and_eval_shows_it(tmp_path, run_c
     assert "cartpole-python-seed2: perennial" in out
 
 
-def test_a_new_seed_before_any_step_moves_the_manifest_with_the_run_id(tmp_path):
+def test_a_new_seed_before_any_step_rewrites_the_manifest_with_the_new_run_id(tmp_path):
     env = perennial.make("perennial/CartPole-v1", seed=1, trace=tmp_path / "t.jsonl")
     env.reset(seed=5)
     _steps(env, 10)
     env.close()
     names = sorted(p.name for p in tmp_path.glob("*.manifest.json"))
-    assert names == ["cartpole-python-seed5.manifest.json"]
-    assert json.loads((tmp_path / names[0]).read_text())["seed"] == 5
+    assert names == ["t.manifest.json"]
+    m = json.loads((tmp_path / "t.manifest.json").read_text())
+    assert (m["run_id"], m["seed"]) == ("cartpole-python-seed5", 5)
 
 
 def test_load_events_given_the_trace_reads_the_table_beside_it(tmp_path):
@@ -90,7 +91,7 @@ def test_part_seconds_zero_cuts_a_part_at_every_flush(tmp_path):
     assert len(list(trace.glob("part-*.parquet"))) == 3
     env.close()
     assert pq.read_table(trace).num_rows == 1000
-    m = json.loads((tmp_path / "cartpole-python-seed0.manifest.json").read_text())
+    m = json.loads((tmp_path / "pole.manifest.json").read_text())
     assert m["options"]["part_seconds"] == 0.0
 
 

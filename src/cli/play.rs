@@ -97,7 +97,7 @@ pub(super) fn play(registry: &Registry, args: &PlayArgs) -> Result<(), Failure> 
             .unwrap_or(Path::new(""))
             .join(format!("{run_id}.transcript.jsonl"))
     }));
-    let manifest_path = Manifest::path_for(&trace, &run_id);
+    let manifest_path = Manifest::path_for(&trace);
     let events = crate::trace::events_path(&trace, TraceFormat::Jsonl);
     crate::output::check_distinct(
         &[("the world file", args.world_file.as_path())],
@@ -152,6 +152,7 @@ pub(super) fn play(registry: &Registry, args: &PlayArgs) -> Result<(), Failure> 
         steps_done: 0,
         exit_status: "running".into(),
     };
+    let manifest_lock = Manifest::lock(&manifest_path).map_err(Failure::input)?;
     manifest.write(&manifest_path).map_err(Failure::input)?;
     if let Some(sink) = session.sink_mut() {
         sink.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
@@ -185,6 +186,7 @@ pub(super) fn play(registry: &Registry, args: &PlayArgs) -> Result<(), Failure> 
         Err(e) => format!("failed: {}", e.message),
     };
     manifest.write(&manifest_path).map_err(Failure::run)?;
+    drop(manifest_lock);
     result.and(closed).and(finished)?;
     eprintln!(
         "played {} hours, reward {:.2}; {} calls ({} invalid, {} malformed). Trace {}, transcript {}.",

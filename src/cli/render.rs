@@ -145,8 +145,9 @@ fn rebuild(
         at(
             trace,
             format!(
-                "no run manifest of run `{}` beside it ({}.manifest.json); --render replays the run from its manifest's world file and seed",
-                first.run_id, first.run_id
+                "no run manifest of run `{}` beside it ({}); --render replays the run from its manifest's world file and seed",
+                first.run_id,
+                Manifest::path_for(trace).display()
             ),
         )
     })?;

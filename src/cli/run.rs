@@ -93,8 +93,17 @@ impl RunPlan {
     }
 }
 
-/// A harness ready to run, and the checkpoint's lock, held for the run.
-type Prepared = (Box<dyn DynHarness>, Option<OutputLock>);
+/// A harness ready to run, the checkpoint's lock and the run manifest (with its lock), held
+/// for the run.
+type Prepared = (Box<dyn DynHarness>, Option<OutputLock>, Option<RunManifest>);
+
+/// The run manifest as written at the start, and the lock held on it until it is rewritten
+/// at the end: two runs never write one manifest.
+struct RunManifest {
+    path: PathBuf,
+    manifest: crate::trace::Manifest,
+    _lock: OutputLock,
+}
 
 pub(super) fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
@@ -116,7 +125,7 @@ pub(super) fn run(
     };
     let world = WorldFile::load_with(&plan.world_file, registry).map_err(Failure::input)?;
     let kind = kind_of(registry, &world)?;
-    let ((harness, lock), plan) = match resume {
+    let ((harness, lock, manifest), plan) = match resume {
         None => start(kind, &world, plan)?,
         Some((ckpt, ckpt_path, edited)) => (
             continue_from(kind, &world, &plan, (ckpt, ckpt_path), edited)?,
@@ -131,7 +140,7 @@ pub(super) fn run(
     let identity = harness.identity().clone();
     let started = Instant::now();
     let result = progress::drive(harness, plan.config.steps);
-    end_manifest(&plan, &identity, &result)?;
+    end_manifest(manifest, &plan, &result)?;
     let summary = result.map_err(|e| match e {
         // The agent's options make its updates diverge: rerunning cannot help.
         HarnessError::AgentState { .. } => Failure::input(e),
@@ -356,19 +365,22 @@ fn start(
     }
     let plan = resolve_paths(plan, &harness.identity().run_id);
     check_unicode(&plan)?;
-    check_outputs(&plan, None, &harness.identity().run_id)?;
+    check_outputs(&plan, None)?;
     let lock = lock_checkpoint(&plan)?;
-    if let Some(p) = &plan.trace {
+    let manifest_lock = lock_manifest(&plan)?;
+    let mut manifest = None;
+    if let (Some(p), Some(manifest_lock)) = (&plan.trace, manifest_lock) {
         ensure_parent(p)?;
         harness.set_part_interval(plan.part_interval()?);
         harness
             .open_trace(p, plan.format, None)
             .map_err(Failure::input)?;
         let identity = harness.identity().clone();
-        let manifest = start_manifest(&plan, &identity, None)?;
-        harness.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
+        let started = start_manifest(&plan, &identity, None, manifest_lock)?;
+        harness.attach_manifest(&serde_json::to_string(&started.manifest).map_err(Failure::run)?);
+        manifest = Some(started);
     }
-    Ok(((harness, lock), plan))
+    Ok(((harness, lock, manifest), plan))
 }
 
 /// `{task}-{agent}-seed{seed}`, with the world file's stem after the task when it differs
@@ -403,13 +415,13 @@ fn default_run_id(plan: &RunPlan, task: &str, agent: &str) -> Result<String, Fai
 /// may be an input (the world file, the checkpoint being resumed) or another output (the
 /// events table and the manifest written beside the trace included), and the trace's
 /// extension must match its format.
-fn check_outputs(plan: &RunPlan, resume: Option<&Path>, run_id: &str) -> Result<(), Failure> {
+fn check_outputs(plan: &RunPlan, resume: Option<&Path>) -> Result<(), Failure> {
     use crate::output::{check_distinct, check_output};
     let mut outputs: Vec<(&str, &Path)> = Vec::new();
     let beside = plan.trace.as_ref().map(|t| {
         (
             crate::trace::events_path(t, plan.format),
-            crate::trace::Manifest::path_for(t, run_id),
+            crate::trace::Manifest::path_for(t),
         )
     });
     if let (Some(t), Some((events, manifest))) = (&plan.trace, &beside) {
@@ -493,6 +505,20 @@ fn check_unicode(plan: &RunPlan) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Takes the lock of the run manifest beside the trace, before the trace is opened (and
+/// cut or emptied), so a second run onto the same trace is refused having changed nothing.
+fn lock_manifest(plan: &RunPlan) -> Result<Option<OutputLock>, Failure> {
+    match &plan.trace {
+        Some(t) => {
+            ensure_parent(t)?;
+            crate::trace::Manifest::lock(&crate::trace::Manifest::path_for(t))
+                .map(Some)
+                .map_err(Failure::input)
+        }
+        None => Ok(None),
+    }
+}
+
 /// Default paths depend on the run id, known only once the harness is built.
 fn resolve_paths(plan: RunPlan, run_id: &str) -> RunPlan {
     let default = |ext: &str| absolute(&PathBuf::from("runs").join(format!("{run_id}.{ext}")));
@@ -519,7 +545,7 @@ fn continue_from(
     (ckpt, ckpt_path): (Checkpoint, &Path),
     follow_world: bool,
 ) -> Result<Prepared, Failure> {
-    check_outputs(plan, Some(ckpt_path), &ckpt.identity.run_id)?;
+    check_outputs(plan, Some(ckpt_path))?;
     let (trace_bytes, tail) = (ckpt.trace_bytes, ckpt.trace_tail.clone());
     let at_step = ckpt.step;
     // Everything that reads only comes first, so a refusal leaves every file as it was
@@ -532,24 +558,28 @@ fn continue_from(
         .resume(&plan.request(world, follow_world), ckpt)
         .map_err(Failure::input)?;
     let lock = lock_checkpoint(plan)?;
-    match (&plan.trace, trace_bytes) {
-        (Some(p), Some(bytes)) => {
+    let manifest_lock = lock_manifest(plan)?;
+    let mut manifest = None;
+    match (&plan.trace, trace_bytes, manifest_lock) {
+        (Some(p), Some(bytes), Some(manifest_lock)) => {
             harness.set_part_interval(plan.part_interval()?);
             harness
                 .open_trace(p, plan.format, Some((bytes, tail.as_deref())))
                 .map_err(Failure::input)?;
             let identity = harness.identity().clone();
-            let manifest = start_manifest(plan, &identity, Some(at_step))?;
-            harness.attach_manifest(&serde_json::to_string(&manifest).map_err(Failure::run)?);
+            let started = start_manifest(plan, &identity, Some(at_step), manifest_lock)?;
+            harness
+                .attach_manifest(&serde_json::to_string(&started.manifest).map_err(Failure::run)?);
+            manifest = Some(started);
         }
-        (Some(_), None) | (None, Some(_)) => {
+        (Some(_), None, _) | (None, Some(_), _) => {
             return Err(Failure::input(
                 "the checkpoint's trace fields do not match its run plan; it was edited, and cannot be resumed",
             ));
         }
-        (None, None) => {}
+        (Some(_), Some(_), None) | (None, None, _) => {}
     }
-    Ok((harness, lock))
+    Ok((harness, lock, manifest))
 }
 
 fn with_checkpoints(
@@ -632,19 +662,22 @@ fn report(
     }
 }
 
-/// Writes the run manifest next to the trace with `exit_status` = `running` and returns it;
-/// a resumed run (`resumed_at` = the checkpoint's step) keeps the first start time.
+/// Writes the run manifest next to the trace with `exit_status` = `running`, under its
+/// `lock` ([`lock_manifest`]); a resumed run (`resumed_at` = the checkpoint's step) keeps
+/// the first start time.
 fn start_manifest(
     plan: &RunPlan,
     identity: &RunIdentity,
     resumed_at: Option<u64>,
-) -> Result<crate::trace::Manifest, Failure> {
+    lock: OutputLock,
+) -> Result<RunManifest, Failure> {
     let Some(trace_path) = &plan.trace else {
         return Err(Failure::run("a manifest needs a trace path"));
     };
-    let path = crate::trace::Manifest::path_for(trace_path, &identity.run_id);
+    let path = crate::trace::Manifest::path_for(trace_path);
     let now = crate::trace::utc_now();
-    let earlier = resumed_at.and_then(|_| crate::trace::Manifest::read(&path).ok());
+    let earlier =
+        resumed_at.and_then(|_| crate::trace::Manifest::find(trace_path, &identity.run_id));
     let manifest = crate::trace::Manifest {
         schema_version: crate::trace::TRACE_SCHEMA_VERSION,
         perennial_version: crate::VERSION.to_string(),
@@ -675,29 +708,44 @@ fn start_manifest(
         exit_status: "running".into(),
     };
     manifest.write(&path).map_err(Failure::input)?;
-    Ok(manifest)
+    Ok(RunManifest {
+        path,
+        manifest,
+        _lock: lock,
+    })
 }
 
-/// Rewrites the run manifest with the end time, the steps done and the exit status.
+/// Rewrites the run manifest with the end time, the steps in the trace and the exit status
+/// (`completed`, `interrupted`, or `failed: <message>` with the rows the run did write),
+/// then releases its lock.
 fn end_manifest(
+    run: Option<RunManifest>,
     plan: &RunPlan,
-    identity: &RunIdentity,
     result: &Result<RunSummary, crate::harness::HarnessError>,
 ) -> Result<(), Failure> {
-    let Some(trace_path) = &plan.trace else {
-        return Ok(());
-    };
-    let path = crate::trace::Manifest::path_for(trace_path, &identity.run_id);
-    let Ok(mut manifest) = crate::trace::Manifest::read(&path) else {
+    let Some(RunManifest {
+        path,
+        mut manifest,
+        _lock,
+    }) = run
+    else {
         return Ok(());
     };
     manifest.ended_at = Some(crate::trace::utc_now());
     match result {
         Ok(summary) => {
             manifest.steps_done = summary.steps;
-            manifest.exit_status = "completed".into();
+            manifest.exit_status = match summary.stop {
+                StopReason::Interrupted => "interrupted".into(),
+                StopReason::Budget | StopReason::EpisodeEnded => "completed".into(),
+            };
         }
-        Err(e) => manifest.exit_status = format!("failed: {e}"),
+        Err(e) => {
+            if let Some(trace) = &plan.trace {
+                manifest.steps_done = crate::trace::rows_on_disk(trace, plan.format);
+            }
+            manifest.exit_status = format!("failed: {e}");
+        }
     }
     manifest.write(&path).map_err(Failure::run)
 }

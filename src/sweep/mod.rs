@@ -27,10 +27,11 @@
 //!
 //! | path | what |
 //! |---|---|
-//! | `traces/<run-id>.<format>` | each run's trace (a directory of part files for Parquet), with its `<run-id>.manifest.json` and `<run-id>.events.<format>` beside it |
+//! | `traces/<run-id>.<format>` | each run's trace (a directory of part files for Parquet), with its `<run-id>.manifest.json` (and its `.lock`) and `<run-id>.events.<format>` beside it |
 //! | `checkpoints/<run-id>.ckpt.json` | each run's last checkpoint |
 //! | `logs/<run-id>.log` | each run's output, one header line per attempt |
-//! | `manifest.json` | [`Manifest`]: status, exit code, attempts, steps done, paths, error of every run; rewritten atomically whenever a run starts or ends |
+//! | `manifest.json` | [`Manifest`]: status, exit code, attempts, steps done, paths, error of every run; rewritten atomically now and then (after ten times as long as its last write took) and at the end |
+//! | `manifest.journal` | each run's record as it starts or ends, one JSON line, applied over `manifest.json` when it is read; emptied whenever the manifest is rewritten and removed at the end |
 //! | `eval.json`, `eval.txt`, `plot.svg` | `perennial eval` of every finished trace: `eval.json` the whole report, `eval.txt` the group comparison (one group per (task, agent), each metric's mean over seeds with its 95% bootstrap CI), `plot.svg` the plot |
 //! | `sweep.lock` | the lock, holding the pid of the sweep using the directory |
 //!

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use super::error::SweepError;
 use super::file::SweepFile;
 use super::lock::DirLock;
-use super::manifest::{Manifest, RowCounter, RunRecord, RunStatus, failure_message, write_atomic};
+use super::manifest::{
+    Journal, Manifest, RowCounter, RunRecord, RunStatus, failure_message, write_atomic,
+};
 use super::plan::{PlannedRun, plan};
 use crate::eval::{EvalOptions, comparison_text, evaluate, svg};
 
@@ -152,19 +154,16 @@ pub fn run_local_until(
         queue.push_back(i);
     }
     manifest.write(dir)?;
+    let mut journal = Journal::open_empty(dir)?;
 
     let mut progress = Progress::new(sweep, &manifest);
     let mut active: Vec<Active> = Vec::new();
     let mut tries = vec![0u32; runs.len()];
     let mut stopping = false;
-    // The manifest is rewritten whole, so writing it at every start and end would cost
-    // the square of the runs: it is written at most once per `every` (longer for longer
-    // manifests), and always at the end. A sweep killed in between only reruns, from their
-    // checkpoints, runs it had not recorded yet.
-    let every = POLL
-        * u32::try_from(runs.len() / 1000)
-            .unwrap_or(u32::MAX)
-            .clamp(1, 100);
+    // Every start and end goes to the journal at once; the manifest is rewritten whole (and
+    // the journal emptied) only after ten times as long as its last write took, so
+    // rewriting it costs at most a tenth of the sweep's time however many runs it lists.
+    let mut every = POLL;
     let mut written = Instant::now();
     let mut dirty = false;
     let mut idle = Duration::from_millis(1);
@@ -184,6 +183,7 @@ pub fn run_local_until(
             rec.attempts = rec.attempts.saturating_add(1);
             tries[i] += 1;
             let child = start(&runs[i], rec.attempts, program)?;
+            journal.record(rec)?;
             active.push(Active {
                 run: i,
                 child,
@@ -210,10 +210,12 @@ pub fn run_local_until(
                 let rec = &mut manifest.runs[i];
                 (rec.status, rec.exit_code, rec.steps_done) =
                     (RunStatus::Pending, status.code(), rows);
+                journal.record(rec)?;
                 continue;
             }
             let retry = record_attempt(&mut manifest.runs[i], &runs[i], status.code(), rows)
                 && tries[i] < ATTEMPTS;
+            journal.record(&manifest.runs[i])?;
             if retry {
                 queue.push_front(i);
             } else {
@@ -222,7 +224,10 @@ pub fn run_local_until(
         }
         dirty |= changed;
         if dirty && written.elapsed() >= every {
+            let began = Instant::now();
             manifest.write(dir)?;
+            journal.clear()?;
+            every = (began.elapsed() * 10).max(POLL);
             (written, dirty) = (Instant::now(), false);
         }
         progress.show(&runs, &mut active, sweep);
@@ -236,8 +241,10 @@ pub fn run_local_until(
         }
     }
     progress.close();
+    drop(journal);
     if stopping {
         manifest.write(dir)?;
+        Journal::remove(dir)?;
         return Err(SweepError::Interrupted {
             dir: dir.to_path_buf(),
         });
@@ -286,6 +293,7 @@ pub(crate) fn finish(
         }
     }
     manifest.write(dir)?;
+    Journal::remove(dir)?;
     let traces: Vec<PathBuf> = runs
         .iter()
         .zip(&manifest.runs)

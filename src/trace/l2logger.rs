@@ -241,6 +241,7 @@ pub fn export_l2logger(
     let mut seen = HashSet::new();
     let mut current: Option<Scenario> = None;
     let mut order: Vec<Option<usize>> = Vec::new();
+    let given: HashSet<&Path> = traces.iter().map(PathBuf::as_path).collect();
     let mut reader = TraceReader::open(traces);
     while let Some(at) = reader.next_ref() {
         let at = at?;
@@ -274,7 +275,14 @@ pub fn export_l2logger(
                 std::fs::remove_dir_all(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
             }
             std::fs::create_dir_all(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
-            let manifest = traces.iter().find_map(|p| Manifest::find(p, &row.run_id));
+            // The manifest beside the trace this row came from (a Parquet row comes from a
+            // part inside the trace's folder): one look-up per run, however many traces.
+            let trace = if given.contains(at.path) {
+                at.path
+            } else {
+                at.path.parent().unwrap_or(at.path)
+            };
+            let manifest = Manifest::find(trace, &row.run_id);
             let components: Vec<String> =
                 row.components.iter().map(|(k, _)| k.to_string()).collect();
             let mut metrics = vec!["reward".to_string()];

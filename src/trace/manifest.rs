@@ -1,11 +1,14 @@
-//! The run manifest: what produced a trace, written next to it as `<run-id>.manifest.json`.
+//! The run manifest: what produced a trace, written next to it as `<stem>.manifest.json`
+//! (`runs/a.jsonl` has `runs/a.manifest.json`), so two traces of one run id each keep
+//! their own.
 //!
 //! A trace holds what happened; the manifest holds what made it happen: the trace schema
 //! and perennial versions, the world file's path, full text and a hash of that text, the
 //! seed, the agent and its options, every option of the command, the start and end times,
 //! the steps done and the exit status. `perennial run` writes it when the run starts
-//! (`exit_status` = `running`, so a killed run says so) and again when it ends, each time
-//! atomically; a Parquet trace also carries it in every part's file metadata under
+//! (`exit_status` = `running`, so a killed run says so) and again when it ends (with the
+//! rows a failed run did write), each time atomically, holding a lock on it
+//! ([`Manifest::lock`]) from start to end; a Parquet trace also carries it in every part's file metadata under
 //! [`MANIFEST_KEY`](super::MANIFEST_KEY). `perennial eval` prints a summary per run and
 //! warns when runs of one task came from different world-file texts.
 
@@ -84,13 +87,32 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// The manifest path for a run whose trace is at `trace`: `<run-id>.manifest.json` in
-    /// the trace's folder.
-    pub fn path_for(trace: &Path, run_id: &str) -> PathBuf {
-        trace
-            .parent()
-            .unwrap_or(Path::new(""))
-            .join(format!("{run_id}.manifest.json"))
+    /// The manifest path of the trace at `trace`: `<stem>.manifest.json` in the trace's
+    /// folder, as its events table is `<stem>.events.<format>`.
+    pub fn path_for(trace: &Path) -> PathBuf {
+        let stem = trace
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        trace.with_file_name(format!("{stem}.manifest.json"))
+    }
+
+    /// Where perennial 0.x before trace-named manifests wrote run `run_id`'s:
+    /// `<run-id>.manifest.json` in the trace's folder, read when [`Manifest::path_for`] has
+    /// none.
+    fn legacy_path(trace: &Path, run_id: &str) -> PathBuf {
+        trace.with_file_name(format!("{run_id}.manifest.json"))
+    }
+
+    /// Takes the manifest's lock (`<manifest>.lock`), held by a run from its start to its
+    /// end, so two runs never write one manifest (a second run onto the same trace is
+    /// refused naming the holder's pid).
+    ///
+    /// # Errors
+    ///
+    /// Another process holds it, or the lock file cannot be made.
+    pub fn lock(path: &Path) -> Result<crate::output::OutputLock, crate::output::OutputError> {
+        crate::output::OutputLock::beside(path)
     }
 
     /// Writes the manifest as pretty JSON: temp file, fsync, rename, folder fsync.
@@ -135,16 +157,40 @@ impl Manifest {
         serde_json::from_str(text)
     }
 
-    /// The manifest of run `run_id` read from `trace`: the file next to it, else (for a
-    /// Parquet trace) the one in its metadata. `None` when there is none or it does not
-    /// parse (traces written before manifests existed have none).
+    /// The manifest of `trace`: the file next to it ([`Manifest::path_for`]), else (for a
+    /// Parquet trace) the one in its metadata. `None` when there is none, it does not parse,
+    /// or it names another trace (traces written before manifests existed have none).
+    pub fn beside(trace: &Path) -> Option<Self> {
+        Self::read(&Self::path_for(trace))
+            .ok()
+            .filter(|m| m.describes(trace))
+            .or_else(|| {
+                let text = super::parquet_manifest(trace).ok()??;
+                Self::parse(&text).ok()
+            })
+    }
+
+    /// The manifest of run `run_id` read from `trace`: [`Manifest::beside`] when it is that
+    /// run's, else one under the run id's name that older versions wrote
+    /// (`<run-id>.manifest.json`) when it names this trace.
     pub fn find(trace: &Path, run_id: &str) -> Option<Self> {
-        let beside = Self::path_for(trace, run_id);
-        if let Ok(m) = Self::read(&beside) {
-            return Some(m);
-        }
-        let text = super::parquet_manifest(trace).ok()??;
-        Self::parse(&text).ok().filter(|m| m.run_id == run_id)
+        Self::beside(trace)
+            .filter(|m| m.run_id == run_id)
+            .or_else(|| Self::legacy(trace, run_id))
+    }
+
+    fn legacy(trace: &Path, run_id: &str) -> Option<Self> {
+        Self::read(&Self::legacy_path(trace, run_id))
+            .ok()
+            .filter(|m| m.run_id == run_id && m.describes(trace))
+    }
+
+    /// Whether this manifest is `trace`'s: it names a trace of the same file name (a folder
+    /// may be moved whole, so the folder is not compared), or names none.
+    fn describes(&self, trace: &Path) -> bool {
+        self.trace
+            .as_ref()
+            .is_none_or(|t| t.file_name() == trace.file_name())
     }
 
     /// One line for a report: versions, world file, seed, agent, steps, times, status.
@@ -206,16 +252,46 @@ fn rfc3339(secs: u64) -> String {
     )
 }
 
-/// Each evaluated run's manifest, looked up next to each trace in `paths` in turn.
+/// Each evaluated run's manifest: each trace's own is read once ([`Manifest::beside`]),
+/// and a run none of them describes is looked up under its run id's name
+/// ([`Manifest::find`]) beside each trace's folder, so the work grows with the traces, not
+/// with their square.
 fn manifests<'a>(
     paths: &[PathBuf],
     runs: &'a [crate::eval::RunReport],
 ) -> Vec<(&'a crate::eval::RunReport, Manifest)> {
+    let mut by_run: std::collections::HashMap<String, Manifest> = Default::default();
+    for p in paths {
+        if let Some(m) = Manifest::beside(p) {
+            by_run.entry(m.run_id.clone()).or_insert(m);
+        }
+    }
+    // Older manifests, named after the run id: one read per run and folder, kept only when
+    // it names one of the traces given.
+    let mut folders: Vec<&Path> = Vec::new();
+    for p in paths {
+        if !folders.iter().any(|f| f.parent() == p.parent()) {
+            folders.push(p);
+        }
+    }
+    let names: std::collections::HashSet<_> = paths.iter().filter_map(|p| p.file_name()).collect();
+    let legacy = |run_id: &str| {
+        folders.iter().find_map(|p| {
+            Manifest::read(&Manifest::legacy_path(p, run_id))
+                .ok()
+                .filter(|m| m.run_id == run_id)
+                .filter(|m| {
+                    m.trace
+                        .as_ref()
+                        .is_none_or(|t| t.file_name().is_some_and(|n| names.contains(n)))
+                })
+        })
+    };
     runs.iter()
         .filter_map(|r| {
-            paths
-                .iter()
-                .find_map(|p| Manifest::find(p, &r.run_id))
+            by_run
+                .remove(&r.run_id)
+                .or_else(|| legacy(&r.run_id))
                 .map(|m| (r, m))
         })
         .collect()
@@ -248,7 +324,7 @@ pub fn manifest_warnings(paths: &[PathBuf], runs: &[crate::eval::RunReport]) -> 
         .map(|(task, v)| {
             let list: Vec<String> = v.iter().map(|(r, h)| format!("{r} ({h})")).collect();
             format!(
-                "runs of task `{task}` came from different world-file contents: {}; their metrics compare different worlds (see each run's manifest.json)",
+                "runs of task `{task}` came from different world-file contents: {}; their metrics compare different worlds (see each trace's manifest.json)",
                 list.join(", ")
             )
         })

@@ -237,6 +237,31 @@ pub(crate) fn parquet_rows(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// The complete rows in the trace at `path`: a Parquet trace's finished parts, a line
+/// trace's newline-ended lines (less a CSV's header); 0 when it cannot be read. Reads a
+/// line trace whole, so it is for a run's end (a failed run's manifest), not its steps.
+pub fn rows_on_disk(path: &Path, format: TraceFormat) -> u64 {
+    use std::io::Read;
+    if format == TraceFormat::Parquet {
+        return parquet_rows(path);
+    }
+    let Ok(mut file) = File::open(path) else {
+        return 0;
+    };
+    let mut buf = vec![0u8; 1 << 16];
+    let mut lines = 0u64;
+    while let Ok(n) = file.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+    }
+    match format {
+        TraceFormat::Csv => lines.saturating_sub(1),
+        TraceFormat::Jsonl | TraceFormat::Parquet => lines,
+    }
+}
+
 /// Makes `dir` an empty Parquet trace directory: creates it, or removes the part files a
 /// previous run with the same path left (and nothing else). Returns the first part index.
 fn fresh_parquet_dir(dir: &Path) -> Result<usize, TraceError> {

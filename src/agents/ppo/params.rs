@@ -77,8 +77,15 @@ impl PpoParams {
                 return Err(format!("{name} is {v}; give a finite number >= 0"));
             }
         }
+        use crate::limits::{MAX_EPOCHS, MAX_HIDDEN_WEIGHTS};
         if self.epochs == 0 || self.minibatch == 0 {
             return Err("epochs and minibatch must be at least 1".into());
+        }
+        if self.epochs > MAX_EPOCHS {
+            return Err(format!(
+                "epochs is {}; use at most {MAX_EPOCHS} passes over each window",
+                self.epochs
+            ));
         }
         if self.hidden.contains(&0)
             || self.hidden.len() > 8
@@ -86,6 +93,13 @@ impl PpoParams {
         {
             return Err(format!(
                 "hidden is {:?}; give at most 8 layer widths, each from 1 to 4096",
+                self.hidden
+            ));
+        }
+        let weights: usize = self.hidden.windows(2).map(|w| w[0] * w[1]).sum();
+        if weights > MAX_HIDDEN_WEIGHTS {
+            return Err(format!(
+                "hidden is {:?}: {weights} weights between its layers; use at most {MAX_HIDDEN_WEIGHTS} (e.g. [2048, 2048]), or the networks do not fit in memory",
                 self.hidden
             ));
         }
