@@ -60,6 +60,7 @@
 
 mod cartpole;
 mod generic;
+mod helper;
 
 use std::fmt;
 
