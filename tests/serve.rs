@@ -456,9 +456,17 @@ fn k_sessions_fork_one_snapshot_and_meet_the_same_world() {
     assert_eq!(source, first, "a fork goes on as its source does");
     let none = http(a, "POST", "/snapshots", &[], br#"{"session_id": "nope"}"#);
     assert_eq!(none.status, 404);
-    assert!(none.json()["error"].as_str().unwrap().contains("unknown session_id"));
+    assert!(
+        none.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown session_id")
+    );
     assert_eq!(http(a, "POST", "/snapshots", &[], b"{not json").status, 400);
-    assert_eq!(http(a, "POST", "/snapshots", &[], br#"{"id": 1}"#).status, 422);
+    assert_eq!(
+        http(a, "POST", "/snapshots", &[], br#"{"id": 1}"#).status,
+        422
+    );
     // A reset naming an id that is not a snapshot is refused, and the refusal names no
     // other snapshot.
     let mut ws = Ws::open(a, "");
@@ -468,7 +476,10 @@ fn k_sessions_fork_one_snapshot_and_meet_the_same_world() {
     assert_eq!(f["data"]["code"], "VALIDATION_ERROR", "{f}");
     let message = f["data"]["message"].as_str().unwrap();
     assert!(message.contains("no snapshot"), "{message}");
-    assert!(!message.contains(&snap) && !message.contains(&again), "{message}");
+    assert!(
+        !message.contains(&snap) && !message.contains(&again),
+        "{message}"
+    );
     let tools = rpc(
         a,
         "",
@@ -572,7 +583,11 @@ fn with_a_runs_directory_each_run_writes_its_trace_and_transcript() {
         (&lines[0]["step"], &lines[0]["hours"], &lines[1]["step"]),
         (&json!(0), &json!(5), &json!(5))
     );
-    assert_eq!(lines[1]["tool_calls"][0]["function"]["name"], "reorder", "{}", lines[1]);
+    assert_eq!(
+        lines[1]["tool_calls"][0]["function"]["name"], "reorder",
+        "{}",
+        lines[1]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -271,7 +271,9 @@ impl Run {
                 self.ended = true;
                 Reply::failed(
                     500,
-                    format!("the session's transcript cannot be written and the episode is over: {e}"),
+                    format!(
+                        "the session's transcript cannot be written and the episode is over: {e}"
+                    ),
                     Value::Null,
                 )
             }
