@@ -380,6 +380,16 @@ fn k_sessions_fork_one_snapshot_and_meet_the_same_world() {
         .as_str()
         .unwrap()
         .to_string();
+    // The source's bad calls are its own: no fork inherits them.
+    for (name, arguments) in [("no_such_tool", json!({})), ("reorder", json!("x"))] {
+        rpc(
+            a,
+            "",
+            &[],
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "session_id": sid, "name": name, "arguments": arguments}}),
+        );
+    }
     rpc(
         a,
         "",
@@ -396,11 +406,28 @@ fn k_sessions_fork_one_snapshot_and_meet_the_same_world() {
     );
     assert_eq!(snap.status, 200, "{snap:?}");
     let snap = snap.json()["snapshot_id"].as_str().unwrap().to_string();
+    assert!(
+        snap.len() == 32 && snap.bytes().all(|b| b.is_ascii_hexdigit()),
+        "a snapshot id is 128 random bits: {snap}"
+    );
+    let again = http(
+        a,
+        "POST",
+        "/snapshots",
+        &[],
+        json!({"session_id": sid}).to_string().as_bytes(),
+    );
+    let again = again.json()["snapshot_id"].as_str().unwrap().to_string();
+    assert_ne!(again, snap);
     let calls = script(9, 40);
     let fork = |_: usize| {
         let mut ws = Ws::open(a, "");
         let obs = ws.reset(json!({"snapshot": snap}));
         assert_eq!(obs["observation"]["hour"], 20);
+        let state = ws.send(&json!({"type": "state"}));
+        for counter in ["calls", "invalid_calls", "malformed_calls"] {
+            assert_eq!(state["data"][counter], 0, "{counter}: {state}");
+        }
         let r: Vec<Value> = calls
             .iter()
             .map(|(n, args)| ws.call(n, args.clone()))
@@ -429,6 +456,30 @@ fn k_sessions_fork_one_snapshot_and_meet_the_same_world() {
     assert_eq!(source, first, "a fork goes on as its source does");
     let none = http(a, "POST", "/snapshots", &[], br#"{"session_id": "nope"}"#);
     assert_eq!(none.status, 404);
+    assert!(
+        none.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown session_id")
+    );
+    assert_eq!(http(a, "POST", "/snapshots", &[], b"{not json").status, 400);
+    assert_eq!(
+        http(a, "POST", "/snapshots", &[], br#"{"id": 1}"#).status,
+        422
+    );
+    // A reset naming an id that is not a snapshot is refused, and the refusal names no
+    // other snapshot.
+    let mut ws = Ws::open(a, "");
+    let last = if snap.ends_with('0') { '1' } else { '0' };
+    let guess = format!("{}{last}", &snap[..31]);
+    let f = ws.send(&json!({"type": "reset", "data": {"snapshot": guess}}));
+    assert_eq!(f["data"]["code"], "VALIDATION_ERROR", "{f}");
+    let message = f["data"]["message"].as_str().unwrap();
+    assert!(message.contains("no snapshot"), "{message}");
+    assert!(
+        !message.contains(&snap) && !message.contains(&again),
+        "{message}"
+    );
     let tools = rpc(
         a,
         "",
@@ -479,7 +530,7 @@ fn oversized_frames_and_bodies_are_refused_and_the_session_goes_on() {
 }
 
 #[test]
-fn with_a_runs_directory_each_run_writes_its_trace() {
+fn with_a_runs_directory_each_run_writes_its_trace_and_transcript() {
     let dir = std::env::temp_dir().join(format!("perennial-serve-runs-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let server = Server::start(&["--runs", dir.to_str().unwrap()]);
@@ -496,7 +547,8 @@ fn with_a_runs_directory_each_run_writes_its_trace() {
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| {
-                p.to_string_lossy().ends_with(".jsonl") && !p.to_string_lossy().contains(".events.")
+                let p = p.to_string_lossy();
+                p.ends_with(".jsonl") && !p.contains(".events.") && !p.contains(".transcript.")
             })
             .collect();
         let rows = traces.first().map_or(0, |t| {
@@ -513,6 +565,29 @@ fn with_a_runs_directory_each_run_writes_its_trace() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     assert_eq!(rows, 6);
+    // The transcript beside it: one line per call, each naming the hours it let pass.
+    let transcripts: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".transcript.jsonl"))
+        .collect();
+    assert_eq!(transcripts.len(), 1, "{transcripts:?}");
+    let lines: Vec<Value> = std::fs::read_to_string(&transcripts[0])
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        (&lines[0]["step"], &lines[0]["hours"], &lines[1]["step"]),
+        (&json!(0), &json!(5), &json!(5))
+    );
+    assert_eq!(
+        lines[1]["tool_calls"][0]["function"]["name"], "reorder",
+        "{}",
+        lines[1]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

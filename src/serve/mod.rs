@@ -163,41 +163,85 @@ pub fn serve(options: &ServeOptions) -> Result<(), ServeError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| ServeError::Option(format!("--runs {}: {e}", dir.display())))?;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let address = format!("{}:{}", options.host, options.port);
+    let listener = std::net::TcpListener::bind(&address)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|source| ServeError::Bind {
+            address: address.clone(),
+            source,
+        })?;
+    let bound: SocketAddr = listener.local_addr().map_err(ServeError::Io)?;
+    let app = Arc::new(App {
+        sessions: Sessions::new(
+            worlds,
+            options.max_sessions,
+            options.max_snapshots,
+            options.idle_timeout,
+            options.runs.clone(),
+        ),
+    });
+    // One single-threaded runtime per core, each accepting from the one socket and serving
+    // the connections it accepted: a request is read, answered and written by one thread,
+    // never handed between threads (with a work-stealing runtime, waking a second thread
+    // per request cost more than answering it).
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let mut others = Vec::new();
+    for i in 1..threads {
+        let (listener, app, stopping) = (
+            listener.try_clone().map_err(ServeError::Io)?,
+            Arc::clone(&app),
+            stopping.clone(),
+        );
+        let thread = std::thread::Builder::new()
+            .name(format!("serve-{i}"))
+            .spawn(move || serve_on(listener, app, stopped_by(stopping)))
+            .map_err(ServeError::Io)?;
+        others.push(thread);
+    }
+    announce(&format!(
+        "perennial serve: listening on http://{bound} (worlds: {})\n",
+        app.sessions.worlds.ids().join(", ")
+    ));
+    let reaped = Arc::clone(&app);
+    let served = serve_on(listener, app, async move {
+        tokio::select! {
+            () = stopped() => {}
+            () = reap(reaped) => {}
+        }
+    });
+    let _ = stop.send(true);
+    for thread in others {
+        // The other threads stop with this one, which tells how the server ended.
+        let _ = thread.join();
+    }
+    served
+}
+
+/// Serves `listener`'s connections on this thread until `until` resolves.
+fn serve_on(
+    listener: std::net::TcpListener,
+    app: Arc<App>,
+    until: impl std::future::Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(ServeError::Io)?;
     runtime.block_on(async move {
-        let address = format!("{}:{}", options.host, options.port);
-        let listener = tokio::net::TcpListener::bind(&address)
-            .await
-            .map_err(|source| ServeError::Bind {
-                address: address.clone(),
-                source,
-            })?;
-        let bound: SocketAddr = listener.local_addr().map_err(ServeError::Io)?;
-        let app = Arc::new(App {
-            sessions: Sessions::new(
-                worlds,
-                options.max_sessions,
-                options.max_snapshots,
-                options.idle_timeout,
-                options.runs.clone(),
-            ),
-        });
-        tokio::spawn(reap(Arc::clone(&app)));
-        announce(&format!(
-            "perennial serve: listening on http://{bound} (worlds: {})\n",
-            app.sessions.worlds.ids().join(", ")
-        ));
-        let router = router(app);
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(ServeError::Io)?;
         tokio::select! {
-            served = axum::serve(listener, router) => served.map_err(ServeError::Io),
-            () = stopped() => Ok(()),
+            served = axum::serve(listener, router(app)) => served.map_err(ServeError::Io),
+            () = until => Ok(()),
         }
     })?;
     runtime.shutdown_timeout(Duration::from_secs(1));
     Ok(())
+}
+
+/// Resolves once `stopping` turns true (or its sender is gone).
+async fn stopped_by(mut stopping: tokio::sync::watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|stop| *stop).await;
 }
 
 /// Writes the line a supervisor waits for, at once (stdout may be a pipe).
@@ -254,11 +298,11 @@ async fn stopped() {
 }
 
 /// A response whose body is JSON text.
-pub(crate) fn json_response(status: StatusCode, body: impl fmt::Display) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: impl Into<String>) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
+        body.into(),
     )
         .into_response()
 }
@@ -280,12 +324,13 @@ async fn metadata(State(app): State<Arc<App>>) -> Response {
             "version": env!("CARGO_PKG_VERSION"),
             "author": null,
             "documentation_url": null,
-        }),
+        })
+        .to_string(),
     )
 }
 
 async fn schema() -> Response {
-    json_response(StatusCode::OK, schemas())
+    json_response(StatusCode::OK, schemas().to_string())
 }
 
 /// The JSON schemas of a step's action, an observation and the state.
@@ -353,24 +398,24 @@ async fn snapshot(State(app): State<Arc<App>>, body: Bytes) -> Response {
         Err(e) => {
             return json_response(
                 StatusCode::BAD_REQUEST,
-                json!({"error": format!("the body is not JSON ({e}); send {{\"session_id\": ID}}")}),
+                json!({"error": format!("the body is not JSON ({e}); send {{\"session_id\": ID}}")}).to_string(),
             );
         }
     };
     let Some(sid) = request.get("session_id").and_then(Value::as_str) else {
         return json_response(
             StatusCode::UNPROCESSABLE_ENTITY,
-            json!({"error": "name the session: {\"session_id\": ID}"}),
+            json!({"error": "name the session: {\"session_id\": ID}"}).to_string(),
         );
     };
     let app2 = Arc::clone(&app);
     let sid = sid.to_string();
     match tokio::task::spawn_blocking(move || app2.sessions.snapshot(&sid)).await {
-        Ok(Ok(id)) => json_response(StatusCode::OK, json!({"snapshot_id": id})),
-        Ok(Err(e)) => json_response(StatusCode::NOT_FOUND, json!({"error": e})),
+        Ok(Ok(id)) => json_response(StatusCode::OK, json!({"snapshot_id": id}).to_string()),
+        Ok(Err(e)) => json_response(StatusCode::NOT_FOUND, json!({"error": e}).to_string()),
         Err(_) => json_response(
             StatusCode::INTERNAL_SERVER_ERROR,
-            json!({"error": "the snapshot failed"}),
+            json!({"error": "the snapshot failed"}).to_string(),
         ),
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::worlds::{ServedWorld, quote};
+use crate::episodes::{RecordedToolCall, TranscriptCall, TranscriptWriter};
 use crate::morpheus::Morpheus;
 use crate::morpheus::api::{Desk, DeskOptions, Hour, Reply, Stepper, render_json, render_text};
 use crate::session::{Session, SessionState, StepError};
@@ -133,12 +134,13 @@ pub(crate) struct Saved {
     pub(crate) desk: Desk,
 }
 
-/// One session's run: the world (through the run core, [`Session`]), its desk, and the
-/// hours left in the episode.
+/// One session's run: the world (through the run core, [`Session`]), its desk, the hours
+/// left in the episode, and its transcript when it writes one.
 pub(crate) struct Run {
     world: Arc<ServedWorld>,
     session: Session<Morpheus>,
     desk: Desk,
+    transcript: Option<Transcript>,
     snapshot: Option<String>,
     episode_id: Option<String>,
     budget: Option<u64>,
@@ -178,8 +180,9 @@ impl Stepper for Hours<'_> {
 }
 
 impl Run {
-    /// A new run of `world` with run seed `seed`, its trace written to `trace` (a JSON
-    /// Lines file named for the run id) when given.
+    /// A new run of `world` with run seed `seed`; given `trace`, a directory and the run
+    /// id, it writes its trace and its transcript there (`<run-id>.jsonl`,
+    /// `<run-id>.transcript.jsonl`).
     pub(crate) fn new(
         world: &Arc<ServedWorld>,
         seed: u64,
@@ -190,7 +193,7 @@ impl Run {
         open_trace(&mut session, trace)?;
         session.start().map_err(|e| e.to_string())?;
         let desk = Desk::new(&world.config, DeskOptions::default());
-        Ok(Run::of(world, session, desk, None, options))
+        Run::of(world, session, desk, None, options, trace)
     }
 
     /// A run restored from `saved`, the snapshot `id`, with its own trace as for
@@ -206,13 +209,14 @@ impl Run {
             .restore(saved.state.clone())
             .map_err(|e| e.to_string())?;
         open_trace(&mut session, trace)?;
-        Ok(Run::of(
+        Run::of(
             &saved.world,
             session,
             saved.desk.clone(),
             Some(id.to_string()),
             options,
-        ))
+            trace,
+        )
     }
 
     fn of(
@@ -221,18 +225,24 @@ impl Run {
         desk: Desk,
         snapshot: Option<String>,
         options: &ResetOptions,
-    ) -> Self {
-        Run {
+        trace: Option<(&Path, &str)>,
+    ) -> Result<Self, String> {
+        let transcript = match trace {
+            Some((dir, run_id)) => Some(Transcript::create(dir, run_id, session.env())?),
+            None => None,
+        };
+        Ok(Run {
             world: Arc::clone(world),
             ended: session.episode_ended(),
             session,
             desk,
+            transcript,
             snapshot,
             episode_id: options.episode_id.clone(),
             budget: options.hours,
             passed: 0,
             reward: 0.0,
-        }
+        })
     }
 
     /// The served world it runs.
@@ -245,9 +255,32 @@ impl Run {
         self.ended
     }
 
-    /// Answers one tool call. A failure of the run core itself (a trace that cannot be
-    /// written) is a 500 reply and ends the episode.
+    /// Answers one tool call and writes it to the transcript. A failure of the run core
+    /// itself or of the transcript (a file that cannot be written) is a 500 reply and ends
+    /// the episode.
     pub(crate) fn call(&mut self, name: &str, arguments: &Value) -> Reply {
+        let step = self.session.counters().step;
+        let reply = self.answer(name, arguments);
+        let Some(transcript) = &mut self.transcript else {
+            return reply;
+        };
+        let passed = self.session.counters().step - step;
+        match transcript.write(step, passed, name, arguments, &reply, self.session.env()) {
+            Ok(()) => reply,
+            Err(e) => {
+                self.ended = true;
+                Reply::failed(
+                    500,
+                    format!(
+                        "the session's transcript cannot be written and the episode is over: {e}"
+                    ),
+                    Value::Null,
+                )
+            }
+        }
+    }
+
+    fn answer(&mut self, name: &str, arguments: &Value) -> Reply {
         let mut hours = Hours {
             session: &mut self.session,
             budget: self.budget,
@@ -309,15 +342,90 @@ impl Run {
         Ok(Saved {
             world: Arc::clone(&self.world),
             state: self.session.snapshot().map_err(|e| e.to_string())?,
-            desk: self.desk.clone(),
+            desk: self.desk.without_calls(),
         })
     }
 }
 
 impl Drop for Run {
     fn drop(&mut self) {
-        // A session's end is its trace's end; nobody is left to hear of a failure.
+        // A session's end is its trace's and transcript's end; nobody is left to hear of a
+        // failure.
         let _ = self.session.close();
+        if let Some(t) = self.transcript.take() {
+            let _ = t.writer.finish();
+        }
+    }
+}
+
+/// A run's transcript: each tool call as one model call, as `perennial play` writes them,
+/// so `perennial episodes` meets it with the trace beside it.
+struct Transcript {
+    writer: TranscriptWriter,
+    run_id: String,
+    calls: u64,
+    /// The messages the next call's line opens with: the replies and hours since the last.
+    carried: Vec<Value>,
+}
+
+impl Transcript {
+    /// Creates `dir/<run-id>.transcript.jsonl`, its first call to open with the hour as
+    /// the agent first sees it.
+    fn create(dir: &Path, run_id: &str, env: &Morpheus) -> Result<Self, String> {
+        let path = dir.join(format!("{run_id}.transcript.jsonl"));
+        let writer = TranscriptWriter::create(&path)
+            .map_err(|e| format!("the session's transcript cannot be written: {e}"))?;
+        Ok(Transcript {
+            writer,
+            run_id: run_id.to_string(),
+            calls: 0,
+            carried: vec![json!({"role": "user", "content": render_text(env)})],
+        })
+    }
+
+    /// Writes the call made at trace step `step` that let `passed` hours pass.
+    fn write(
+        &mut self,
+        step: u64,
+        passed: u64,
+        name: &str,
+        arguments: &Value,
+        reply: &Reply,
+        env: &Morpheus,
+    ) -> Result<(), String> {
+        let id = format!("call_{}", self.calls);
+        let mut envelope = serde_json::to_value(reply).map_err(|e| e.to_string())?;
+        if let Value::Object(m) = &mut envelope {
+            m.insert("tool_call_id".into(), Value::from(id.as_str()));
+        }
+        self.writer
+            .write(&TranscriptCall {
+                run_id: self.run_id.clone(),
+                call: self.calls,
+                step,
+                hours: passed,
+                model: "client".into(),
+                messages: std::mem::take(&mut self.carried),
+                content: None,
+                reasoning: None,
+                tool_calls: vec![RecordedToolCall {
+                    id: id.clone(),
+                    name: name.chars().take(64).collect(),
+                    arguments: arguments.to_string(),
+                }],
+                replies: vec![envelope],
+                finish_reason: Some("tool_calls".into()),
+                usage: None,
+            })
+            .map_err(|e| e.to_string())?;
+        self.calls += 1;
+        self.carried
+            .push(json!({"role": "tool", "tool_call_id": id, "content": reply.to_json()}));
+        if passed > 0 {
+            self.carried
+                .push(json!({"role": "user", "content": render_text(env)}));
+        }
+        Ok(())
     }
 }
 
@@ -396,6 +504,27 @@ mod tests {
         assert!(run.done());
         assert_eq!(run.call("wait", &json!({"hours": 1})).status, 409);
         assert_eq!(run.call("query_ledger", &json!({})).status, 200);
+    }
+
+    #[test]
+    fn a_fork_carries_none_of_its_sources_calls() {
+        let worlds = Worlds::load(&[]).unwrap();
+        let o = ResetOptions::default();
+        let mut run = Run::new(worlds.default_world(), 5, &o, None).unwrap();
+        run.call("wait", &json!({"hours": 2}));
+        run.call("no_such_tool", &json!({}));
+        run.call("wait", &json!({"hours": "x"}));
+        run.call("reorder", &json!("not an object"));
+        let source = run.state("s");
+        assert_eq!(source["invalid_calls"], 2, "{source}");
+        assert_eq!(source["malformed_calls"], 1, "{source}");
+        let fork = Run::restore(&run.save().unwrap(), "s1", &o, None).unwrap();
+        let state = fork.state("f");
+        for counter in ["calls", "invalid_calls", "malformed_calls", "refused"] {
+            assert_eq!(state[counter], 0, "{counter}: {state}");
+        }
+        assert_eq!(state["hour"], source["hour"]);
+        assert_eq!(run.state("s")["invalid_calls"], 2);
     }
 
     #[test]

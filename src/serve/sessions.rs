@@ -63,6 +63,17 @@ impl std::fmt::Display for Capacity {
     }
 }
 
+/// A fresh id of 128 random bits from the operating system, as 32 hex digits: session and
+/// snapshot ids are the only keys to a world, so none can be guessed from another.
+fn unguessable_id() -> String {
+    let mut bytes = [0u8; 16];
+    if rand::TryRng::try_fill_bytes(&mut rand::rngs::SysRng, &mut bytes).is_err() {
+        // The thread's generator is a CSPRNG the OS seeds; it serves if the OS call fails.
+        rand::Rng::fill_bytes(&mut rand::rng(), &mut bytes);
+    }
+    format!("{:032x}", u128::from_be_bytes(bytes))
+}
+
 /// The snapshots kept, oldest first: a new one beyond the limit drops the oldest.
 struct Snapshots {
     by_id: HashMap<String, Arc<Saved>>,
@@ -73,7 +84,6 @@ struct Snapshots {
 pub(crate) struct Sessions {
     seats: Mutex<HashMap<String, Arc<Seat>>>,
     snapshots: Mutex<Snapshots>,
-    next_snapshot: AtomicU64,
     /// Runs started, for the names of their traces.
     next_run: AtomicU64,
     /// Where each run writes its trace, when anywhere.
@@ -99,7 +109,6 @@ impl Sessions {
                 by_id: HashMap::new(),
                 order: VecDeque::new(),
             }),
-            next_snapshot: AtomicU64::new(1),
             next_run: AtomicU64::new(1),
             runs,
             max_sessions,
@@ -133,9 +142,7 @@ impl Sessions {
             });
         }
         let id = loop {
-            let mut rng = rand::rng();
-            let (a, b) = (rand::Rng::next_u64(&mut rng), rand::Rng::next_u64(&mut rng));
-            let id = format!("{a:016x}{b:016x}");
+            let id = unguessable_id();
             if !seats.contains_key(&id) {
                 break id;
             }
@@ -266,9 +273,13 @@ impl Sessions {
                 ));
             }
         };
-        let n = self.next_snapshot.fetch_add(1, Ordering::Relaxed);
-        let snap = format!("snap-{n}");
         let mut snaps = self.snapshots.lock().unwrap_or_else(|p| p.into_inner());
+        let snap = loop {
+            let id = unguessable_id();
+            if !snaps.by_id.contains_key(&id) {
+                break id;
+            }
+        };
         while snaps.order.len() >= self.max_snapshots {
             if let Some(old) = snaps.order.pop_front() {
                 snaps.by_id.remove(&old);

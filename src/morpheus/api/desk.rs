@@ -160,6 +160,19 @@ impl Desk {
         self.ended = false;
     }
 
+    /// This desk for a copy of its world, as a fork starts from it: the same deliveries
+    /// seen and the same episode, but none of its calls (no counts, no calls this hour, none
+    /// waiting to be noted in the next hour's signals), so a fork's agent answers only for
+    /// its own.
+    pub fn without_calls(&self) -> Self {
+        Desk {
+            calls_this_hour: 0,
+            counts: CallCounts::default(),
+            unnoted: (0, 0),
+            ..self.clone()
+        }
+    }
+
     /// Answers a call in the function-calling style: a tool name and its JSON arguments.
     ///
     /// # Errors
