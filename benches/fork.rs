@@ -72,7 +72,10 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(harness.snapshot().expect("snapshots")))
     });
     let one = plan(1);
+    let base_stock = world.agent_options("base-stock");
     let saved = ForkPlan {
+        agent: "base-stock",
+        agent_options: &base_stock,
         saved_agent: true,
         ..one.clone()
     };
