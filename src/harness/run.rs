@@ -414,7 +414,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         window: bool,
     ) -> Result<Checkpoint, HarnessError> {
         let ckpt_err = |e: String| HarnessError::Checkpoint(e);
-        let (saved, run_window, stopped) = self.saved_parts()?;
+        let saved = self.session_state()?;
         Ok(Checkpoint {
             version: CHECKPOINT_VERSION,
             meta,
@@ -425,14 +425,14 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             episode_step: saved.counters.episode_step,
             obs: saved.obs,
             window: if window {
-                serde_json::to_value(run_window).map_err(|e| ckpt_err(e.to_string()))?
+                serde_json::to_value(&self.state.window).map_err(|e| ckpt_err(e.to_string()))?
             } else {
                 serde_json::Value::Null
             },
             baseline: saved.baseline,
             summary: self.state.summary.clone(),
             label_totals: self.state.label_totals.clone(),
-            stopped,
+            stopped: self.state.stopped,
             scheduler: saved.scheduler,
             env: saved
                 .env
@@ -448,16 +448,22 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         })
     }
 
-    /// The session's saved state, the agent's rollout window and whether the run has
-    /// stopped: what a checkpoint or a snapshot is made of.
-    pub(super) fn saved_parts(
-        &self,
-    ) -> Result<(SessionState, &Window<E::Obs, E::Action>, bool), HarnessError> {
-        let saved = self
-            .session
+    /// The session's saved state: with the agent's rollout window and the run's summary,
+    /// what a checkpoint or a snapshot is made of.
+    pub(super) fn session_state(&self) -> Result<SessionState, HarnessError> {
+        self.session
             .snapshot()
-            .map_err(|e| HarnessError::Checkpoint(e.to_string()))?;
-        Ok((saved, &self.state.window, self.state.stopped))
+            .map_err(|e| HarnessError::Checkpoint(e.to_string()))
+    }
+
+    /// The agent's rollout window since its last update.
+    pub(super) fn run_window(&self) -> &Window<E::Obs, E::Action> {
+        &self.state.window
+    }
+
+    /// Whether the run has stopped.
+    pub(super) fn has_stopped(&self) -> bool {
+        self.state.stopped
     }
 
     /// The harness config.

@@ -427,8 +427,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                     .into(),
             ));
         }
-        let (saved, window, stopped) = self.saved_parts()?;
-        if stopped {
+        let saved = self.session_state()?;
+        if self.has_stopped() {
             return Err(SnapshotError::Harness(HarnessError::Stopped {
                 step: saved.counters.step,
             }));
@@ -439,7 +439,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             Ok(state) => Some(SavedAgent {
                 algorithm_id: self.agent().algorithm_id().to_string(),
                 state,
-                window: SavedState::typed(window.clone()),
+                window: SavedState::typed(self.run_window().clone()),
             }),
             Err(_) => None,
         };
