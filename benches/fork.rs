@@ -1,15 +1,16 @@
 //! Forks of the default warehouse (`worlds/warehouse.toml`) after 1,000 hours of
-//! base-stock: the cost of one fork (a snapshot of the running harness, and a restore of it
-//! into a freshly built world and agent; `restore_without_agent` is the restore each
-//! rollout of `run_rollouts` with a fresh agent does, of the snapshot without the saved
-//! agent's window), and the wall
-//! time of K = 64 rollouts of 24 hours with a random agent on the default jobs (the cores),
-//! JSON Lines traces and events tables written.
+//! base-stock: the cost of one fork in the process (a snapshot of the running harness, and
+//! a restore of it into a freshly built world and agent: `restore` continues the saved
+//! agent with its window, `restore_without_agent` is what each rollout of `run_rollouts`
+//! with a fresh agent does), the cost of a snapshot written as JSON and read back (as a
+//! file, a pickle or a server would), and the wall time of K = 64 rollouts of 24 hours with
+//! a random agent on the default jobs (the cores), JSON Lines traces and events tables
+//! written.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use perennial::agents::{BaseStockAgent, BaseStockParams};
 use perennial::fork::{ForkPlan, run_rollouts};
-use perennial::harness::{Harness, HarnessConfig};
+use perennial::harness::{Harness, HarnessConfig, Snapshot};
 use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::registry::Registry;
 use perennial::seed::{self, Stream};
@@ -71,12 +72,19 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(harness.snapshot().expect("snapshots")))
     });
     let one = plan(1);
+    let base_stock = world.agent_options("base-stock");
+    let saved = ForkPlan {
+        agent: "base-stock",
+        agent_options: &base_stock,
+        saved_agent: true,
+        ..one.clone()
+    };
     group.bench_function("restore", |b| {
-        b.iter(|| black_box(one.restore(kind, 0).expect("restores")))
+        b.iter(|| black_box(saved.restore(kind, 0).expect("restores")))
     });
     // What every rollout of `run_rollouts` with a fresh agent restores: the snapshot
     // without the saved agent's window.
-    let stripped = snapshot.without_agent().expect("the snapshot is sound");
+    let stripped = snapshot.without_agent();
     let light = ForkPlan {
         snapshot: &stripped,
         ..one.clone()
@@ -89,9 +97,26 @@ fn bench(c: &mut Criterion) {
             let snapshot = harness.snapshot().expect("snapshots");
             let plan = ForkPlan {
                 snapshot: &snapshot,
+                ..saved.clone()
+            };
+            black_box(plan.restore(kind, 0).expect("restores"))
+        })
+    });
+    group.bench_function("snapshot_and_restore_without_agent", |b| {
+        b.iter(|| {
+            let snapshot = harness.snapshot().expect("snapshots").without_agent();
+            let plan = ForkPlan {
+                snapshot: &snapshot,
                 ..one.clone()
             };
             black_box(plan.restore(kind, 0).expect("restores"))
+        })
+    });
+    // Out of the process: the snapshot written, then read back and checked in full.
+    group.bench_function("to_json_and_from_json", |b| {
+        b.iter(|| {
+            let text = snapshot.to_json().expect("writes");
+            black_box(Snapshot::from_json(&text).expect("reads"))
         })
     });
     group.finish();

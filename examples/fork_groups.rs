@@ -66,7 +66,7 @@ fn run(steps: u64) -> Result<(), Box<dyn Error>> {
     let jobs = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     println!(
         "source     warehouse, base-stock, seed {SEED}, {} hours; forks of {ROLLOUTS} x {HOURS} hours",
-        snapshot.step
+        snapshot.step()
     );
     println!();
     println!(

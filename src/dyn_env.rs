@@ -25,7 +25,7 @@
 
 use std::path::Path;
 
-use crate::env::{Env, EnvError, EnvSpec, Observation, Transition, WorldEvent};
+use crate::env::{Env, EnvError, EnvSpec, Observation, SavedState, Transition, WorldEvent};
 use crate::regime::{Conditions, ParamInfo, RegimeError, Shiftable, apply_conditions};
 use crate::registry::{BuildError, Registry};
 use crate::reward::Ceiling;
@@ -64,6 +64,18 @@ pub trait DynEnv {
     ///
     /// As [`Env::load_state`].
     fn load_world(&mut self, state: serde_json::Value) -> Result<(), EnvError>;
+    /// See [`Env::save_state_typed`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Env::save_state_typed`].
+    fn save_world_typed(&self) -> Result<SavedState, EnvError>;
+    /// See [`Env::load_state_typed`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Env::load_state_typed`].
+    fn load_world_typed(&mut self, state: &SavedState) -> Result<(), EnvError>;
     /// See [`Shiftable::parameters`].
     fn parameter_list(&self) -> Vec<ParamInfo>;
     /// One parameter's value (see [`Shiftable::get`]).
@@ -126,6 +138,14 @@ impl<E: Env<Action = usize> + Shiftable + 'static> DynEnv for E {
         Env::load_state(self, state)
     }
 
+    fn save_world_typed(&self) -> Result<SavedState, EnvError> {
+        Env::save_state_typed(self)
+    }
+
+    fn load_world_typed(&mut self, state: &SavedState) -> Result<(), EnvError> {
+        Env::load_state_typed(self, state)
+    }
+
     fn parameter_list(&self) -> Vec<ParamInfo> {
         Shiftable::parameters(self)
     }
@@ -181,6 +201,14 @@ impl Env for Box<dyn DynEnv> {
 
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), EnvError> {
         self.as_mut().load_world(state)
+    }
+
+    fn save_state_typed(&self) -> Result<SavedState, EnvError> {
+        self.as_ref().save_world_typed()
+    }
+
+    fn load_state_typed(&mut self, state: &SavedState) -> Result<(), EnvError> {
+        self.as_mut().load_world_typed(state)
     }
 }
 

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::reward::{Breakdown, Ceiling};
 
 mod check;
+mod saved;
 pub use check::{CheckFailure, CheckOptions, CheckReport, Rule, check};
+pub use saved::SavedState;
 
 /// A reinforcement-learning environment whose world may never end.
 ///
@@ -126,6 +128,35 @@ pub trait Env {
             self.spec().id
         )))
     }
+
+    /// [`Env::save_state`], kept typed: what a snapshot taken and restored in one process
+    /// (a fork) holds, so the world's state is not written as JSON unless the snapshot
+    /// leaves the process. The default wraps [`Env::save_state`].
+    ///
+    /// # Rules for implementors
+    ///
+    /// Override it together with [`Env::load_state_typed`], and only with a value whose
+    /// JSON is what [`Env::save_state`] returns.
+    ///
+    /// # Errors
+    ///
+    /// As [`Env::save_state`].
+    fn save_state_typed(&self) -> Result<SavedState, EnvError> {
+        self.save_state().map(SavedState::json)
+    }
+
+    /// Restores what [`Env::save_state_typed`] saved, or a state read as JSON, exactly as
+    /// [`Env::load_state`] would. The default loads the state's JSON.
+    ///
+    /// # Errors
+    ///
+    /// As [`Env::load_state`].
+    fn load_state_typed(&mut self, state: &SavedState) -> Result<(), EnvError> {
+        let json = state
+            .to_json()
+            .map_err(|e| EnvError::World(format!("the saved world cannot be read: {e}")))?;
+        self.load_state(json)
+    }
 }
 
 /// An exogenous event a world injected during a step (see [`Env::drain_events`]): what
@@ -145,7 +176,9 @@ pub struct WorldEvent {
 }
 
 /// An observation: a flat vector of `f32` as far as traces and generic agents are concerned.
-pub trait Observation: Clone + fmt::Debug + Serialize + DeserializeOwned {
+pub trait Observation:
+    Clone + fmt::Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+{
     /// The observation as a flat slice.
     fn as_slice(&self) -> &[f32];
 }
@@ -176,7 +209,9 @@ impl Observation for Vec<f32> {
 /// `in_space` must be true exactly for the actions the env's `step` accepts, so that a
 /// batch checked up front (as [`VecEnv`](crate::vector::VecEnv) does, so a bad action for
 /// one copy leaves every copy unchanged) never meets [`EnvError::InvalidAction`].
-pub trait Action: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
+pub trait Action:
+    Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static
+{
     /// Draws a uniformly random action from `space`, or `None` when this action type cannot
     /// live in that space.
     fn sample<R: rand::Rng + ?Sized>(space: &Space, rng: &mut R) -> Option<Self>;

@@ -484,7 +484,7 @@ impl<K: WorldKind> Kind for Entry<K> {
         let config = HarnessConfig {
             steps: request.config.steps,
             record_transitions: request.config.record_transitions,
-            ..snapshot.config.clone()
+            ..snapshot.config().clone()
         };
         let mut harness = Harness::restore(env, agent, snapshot, start)
             .map_err(|e| BuildError::Checkpoint(e.to_string()))?

@@ -55,7 +55,7 @@ where
         .trace(&whole, TraceFormat::Jsonl);
     run.advance(at).unwrap();
     let snapshot = Snapshot::from_json(&run.snapshot().unwrap().to_json().unwrap()).unwrap();
-    assert_eq!(snapshot.step, at);
+    assert_eq!(snapshot.step(), at);
     run.run().unwrap();
     let mut restored = Harness::restore(
         env(),
@@ -138,12 +138,59 @@ fn random_forks_meet_the_same_demand_and_failures_and_act_differently() {
 #[test]
 fn the_content_hash_is_the_hash_of_the_snapshots_json_with_the_hash_empty() {
     let snapshot = warehouse_snapshot(300);
-    let unhashed = Snapshot {
-        hash: String::new(),
-        ..snapshot.clone()
-    };
-    let bytes = serde_json::to_vec(&unhashed).unwrap();
-    assert_eq!(perennial::output::content_hash(&bytes), snapshot.hash);
+    let json = snapshot.to_json().unwrap();
+    let hash = snapshot.content_hash().unwrap();
+    let sealed = format!(",\"hash\":\"{hash}\"}}");
+    assert!(json.ends_with(&sealed), "the hash is the last field");
+    let unhashed = json.replace(&sealed, ",\"hash\":\"\"}");
+    assert_eq!(perennial::output::content_hash(unhashed.as_bytes()), hash);
+}
+
+#[test]
+fn a_snapshot_read_back_writes_the_same_json_as_the_one_taken() {
+    // In memory the world and the window are typed; read back they are JSON. Both forms
+    // write the same bytes, so the seal of a snapshot never depends on where it was made.
+    let snapshot = warehouse_snapshot(300);
+    let json = snapshot.to_json().unwrap();
+    let read = Snapshot::from_json(&json).unwrap();
+    assert_eq!(read.to_json().unwrap(), json);
+    let via_serde: Snapshot = serde_json::from_str(&json).unwrap();
+    assert_eq!(serde_json::to_string(&via_serde).unwrap(), json);
+    let stripped = snapshot.without_agent();
+    assert_eq!(stripped.agent_id(), None);
+    assert_eq!(
+        Snapshot::from_json(&stripped.to_json().unwrap())
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        stripped.to_json().unwrap()
+    );
+}
+
+#[test]
+fn a_tampered_snapshot_is_refused_through_serde_too() {
+    let json = warehouse_snapshot(50).to_json().unwrap();
+    let edited = json.replacen("\"episode_step\":50", "\"episode_step\":7", 1);
+    assert_ne!(edited, json);
+    let err = serde_json::from_str::<Snapshot>(&edited).unwrap_err();
+    assert!(err.to_string().contains("edited or damaged"), "{err}");
+}
+
+#[test]
+fn a_resealed_snapshot_out_of_range_is_refused_before_it_is_restored() {
+    // Someone who recomputes the hash still cannot put the run past its budget.
+    let snapshot = warehouse_snapshot(50);
+    let json = snapshot.to_json().unwrap();
+    let hash = snapshot.content_hash().unwrap();
+    let budget = format!("\"steps\":{}", snapshot.config().steps);
+    assert!(json.contains(&budget));
+    let edited = json
+        .replacen(&budget, "\"steps\":10", 1)
+        .replace(&format!("\"hash\":\"{hash}\""), "\"hash\":\"\"");
+    let resealed = perennial::output::content_hash(edited.as_bytes());
+    let edited = edited.replace("\"hash\":\"\"", &format!("\"hash\":\"{resealed}\""));
+    let err = Snapshot::from_json(&edited).unwrap_err();
+    assert!(err.to_string().contains("step budget"), "{err}");
 }
 
 #[test]

@@ -92,7 +92,7 @@ pub(super) fn run(registry: &Registry, args: &ForkArgs) -> Result<(), Failure> {
         agent: &agent,
         agent_options: &options,
         saved_agent: args.agent.is_none(),
-        seed: args.seed.unwrap_or(snapshot.identity.seed),
+        seed: args.seed.unwrap_or(snapshot.identity().seed),
         rollouts: args.rollouts,
         steps: args.steps,
         format,
@@ -106,10 +106,10 @@ pub(super) fn run(registry: &Registry, args: &ForkArgs) -> Result<(), Failure> {
     let record = ForkRecord {
         source: source.clone(),
         source_hash,
-        source_run_id: snapshot.identity.run_id.clone(),
-        step: snapshot.step,
+        source_run_id: snapshot.identity().run_id.clone(),
+        step: snapshot.step(),
         world_file: plan.world_file.clone(),
-        task: snapshot.identity.task.clone(),
+        task: snapshot.identity().task.clone(),
         rollouts: args.rollouts,
         steps: args.steps,
         agent: agent.clone(),
@@ -121,7 +121,11 @@ pub(super) fn run(registry: &Registry, args: &ForkArgs) -> Result<(), Failure> {
         runs: (0..args.rollouts)
             .map(|k| RolloutRecord {
                 k,
-                run_id: crate::fork::rollout_run_id(&snapshot.identity.run_id, snapshot.step, k),
+                run_id: crate::fork::rollout_run_id(
+                    &snapshot.identity().run_id,
+                    snapshot.step(),
+                    k,
+                ),
                 agent_seed: crate::fork::agent_seed(fork.seed, k),
                 trace: PathBuf::from(format!("rollout-{k}.{}", format.extension())),
             })
@@ -136,8 +140,8 @@ pub(super) fn run(registry: &Registry, args: &ForkArgs) -> Result<(), Failure> {
     let secs = started.elapsed().as_secs_f64();
     out!(
         "fork       {} at step {} ({})",
-        snapshot.identity.run_id,
-        snapshot.step,
+        snapshot.identity().run_id,
+        snapshot.step(),
         source.display()
     );
     out!(

@@ -57,9 +57,11 @@ pub fn rollout_run_id(source_run_id: &str, step: u64, k: u64) -> String {
 
 /// The folder a fork of `snapshot` writes to by default: `runs/forks/<run id>-s<step>/`.
 pub fn default_dir(snapshot: &Snapshot) -> PathBuf {
-    PathBuf::from("runs")
-        .join("forks")
-        .join(format!("{}-s{}", snapshot.identity.run_id, snapshot.step))
+    PathBuf::from("runs").join("forks").join(format!(
+        "{}-s{}",
+        snapshot.identity().run_id,
+        snapshot.step()
+    ))
 }
 
 /// The task id a fork's rollouts are grouped under: `<task>@s<step>`.

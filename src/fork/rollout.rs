@@ -116,12 +116,12 @@ impl ForkPlan<'_> {
             agent_options: self.agent_options,
             seed,
             config: HarnessConfig {
-                steps: s.step.saturating_add(self.steps),
+                steps: s.step().saturating_add(self.steps),
                 record_transitions: self.record_transitions,
-                ..s.config.clone()
+                ..s.config().clone()
             },
-            run_id: Some(rollout_run_id(&s.identity.run_id, s.step, k)),
-            notify: s.identity.notify,
+            run_id: Some(rollout_run_id(&s.identity().run_id, s.step(), k)),
+            notify: s.identity().notify,
             follow_world: false,
         };
         let start = if !self.saved_agent {
@@ -129,7 +129,7 @@ impl ForkPlan<'_> {
         } else {
             // The saved stream was drawn from the source run's seed: keep it for that seed.
             AgentStart::Saved {
-                reseed: (seed != s.identity.seed).then_some(seed),
+                reseed: (seed != s.identity().seed).then_some(seed),
             }
         };
         kind.restore(&request, s, start)
@@ -142,7 +142,7 @@ impl ForkPlan<'_> {
             .open_trace(&self.trace_path(k), self.format, None)
             .map_err(|source| ForkError::Trace { k, source })?;
         harness
-            .record_fork(&self.snapshot.identity.run_id, k)
+            .record_fork(&self.snapshot.identity().run_id, k)
             .map_err(|source| ForkError::Run { k, source })?;
         let summary = harness
             .run_boxed()
@@ -164,15 +164,12 @@ impl ForkPlan<'_> {
 ///
 /// The first failed rollout's error.
 pub fn run_rollouts(kind: &dyn Kind, plan: &ForkPlan<'_>) -> Result<Vec<RolloutResult>, ForkError> {
-    // Fresh agents read nothing of the saved agent: every rollout restores (and checks) a
-    // snapshot without it, taken once.
+    // Fresh agents read nothing of the saved agent: every rollout restores a snapshot
+    // without it.
     let stripped;
     let lighter;
-    let plan = if !plan.saved_agent && plan.snapshot.agent.is_some() {
-        stripped = plan
-            .snapshot
-            .without_agent()
-            .map_err(|e| ForkError::Build(BuildError::Checkpoint(e.to_string())))?;
+    let plan = if !plan.saved_agent && plan.snapshot.agent_id().is_some() {
+        stripped = plan.snapshot.without_agent();
         lighter = ForkPlan {
             snapshot: &stripped,
             ..plan.clone()

@@ -167,35 +167,18 @@ impl Checkpoint {
     /// A message naming the field.
     pub fn validate(&self) -> Result<(), String> {
         let bad = |field: &str, why: String| Err(format!("field `{field}`: {why}"));
-        let window = self.config.window_steps;
-        if window == 0 || window > crate::limits::MAX_WINDOW_STEPS {
-            return bad(
-                "config.window_steps",
-                format!("is {window}; use 1 to {}", crate::limits::MAX_WINDOW_STEPS),
-            );
-        }
-        if self.step > self.config.steps {
-            return bad(
-                "step",
-                format!(
-                    "is {} but the step budget is {}",
-                    self.step, self.config.steps
-                ),
-            );
-        }
+        validate_position(&RunPosition {
+            identity: &self.identity,
+            config: &self.config,
+            step: self.step,
+            episode: self.episode,
+            episode_step: self.episode_step,
+            scheduler: &self.scheduler,
+        })?;
         if self.summary.steps != self.step {
             return bad(
                 "summary.steps",
                 format!("is {} but `step` is {}", self.summary.steps, self.step),
-            );
-        }
-        if self.episode_step > self.step || self.episode > self.step {
-            return bad(
-                "episode_step",
-                format!(
-                    "episode {} step {} cannot follow {} steps",
-                    self.episode, self.episode_step, self.step
-                ),
             );
         }
         // A Parquet trace records its length but no tail; `trace::append` requires the
@@ -205,14 +188,6 @@ impl Checkpoint {
         }
         if !self.summary.total_reward.is_finite() || !self.label_totals.reward.is_finite() {
             return bad("summary.total_reward", "is not finite".into());
-        }
-        if let Err(e) = self.scheduler.check_restored() {
-            return bad("scheduler", e.to_string());
-        }
-        // The run id names the files written beside the trace: a path in it would write
-        // outside the run's folder.
-        if let Err(e) = crate::limits::check_run_id("the run id", &self.identity.run_id) {
-            return bad("identity.run_id", e);
         }
         if self.trace_bytes.is_some() != self.trace_digest.is_some() {
             return bad(
@@ -298,4 +273,59 @@ pub fn seal_of(checkpoint: &serde_json::Value) -> Result<String, String> {
     let mut digest = crate::trace::Digest::default();
     digest.update(&bytes);
     Ok(digest.hex())
+}
+
+/// The parts of a saved run that say where it stands, as a checkpoint or a snapshot holds
+/// them.
+pub(super) struct RunPosition<'a> {
+    pub(super) identity: &'a RunIdentity,
+    pub(super) config: &'a HarnessConfig,
+    pub(super) step: u64,
+    pub(super) episode: u64,
+    pub(super) episode_step: u64,
+    pub(super) scheduler: &'a Scheduler,
+}
+
+/// Checks the fields of a saved run's position that an edited file could put out of range
+/// (the checks a checkpoint and a snapshot share).
+///
+/// # Errors
+///
+/// A message naming the field.
+pub(super) fn validate_position(run: &RunPosition<'_>) -> Result<(), String> {
+    let bad = |field: &str, why: String| Err(format!("field `{field}`: {why}"));
+    let window = run.config.window_steps;
+    if window == 0 || window > crate::limits::MAX_WINDOW_STEPS {
+        return bad(
+            "config.window_steps",
+            format!("is {window}; use 1 to {}", crate::limits::MAX_WINDOW_STEPS),
+        );
+    }
+    if run.step > run.config.steps {
+        return bad(
+            "step",
+            format!(
+                "is {} but the step budget is {}",
+                run.step, run.config.steps
+            ),
+        );
+    }
+    if run.episode_step > run.step || run.episode > run.step {
+        return bad(
+            "episode_step",
+            format!(
+                "episode {} step {} cannot follow {} steps",
+                run.episode, run.episode_step, run.step
+            ),
+        );
+    }
+    if let Err(e) = run.scheduler.check_restored() {
+        return bad("scheduler", e.to_string());
+    }
+    // The run id names the files written beside the trace: a path in it would write
+    // outside the run's folder.
+    if let Err(e) = crate::limits::check_run_id("the run id", &run.identity.run_id) {
+        return bad("identity.run_id", e);
+    }
+    Ok(())
 }

@@ -41,6 +41,4 @@ pub use run::{
     DynHarness, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StepOutcome,
     StopReason, episode_seed,
 };
-pub use snapshot::{
-    AgentStart, DynRestored, SNAPSHOT_VERSION, SavedAgent, Snapshot, SnapshotError,
-};
+pub use snapshot::{AgentStart, DynRestored, SNAPSHOT_VERSION, Snapshot, SnapshotError};

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::agent::{Agent, Window};
 use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
-use crate::env::{Env, EnvError};
+use crate::env::{Env, EnvError, SavedState};
 use crate::regime::{NotifyLevel, RegimeError, RegimeProbe, Scheduler, Shiftable};
 use crate::seed::{self, Stream};
 use crate::session::{Counters, Session, SessionState, StepError};
@@ -302,15 +302,10 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             HarnessError::Checkpoint(format!("the saved {what} does not fit: {e}"))
         };
         checkpoint.validate().map_err(HarnessError::Checkpoint)?;
-        // Start from a new harness, so the per-run transient parts (progress, probes, the
-        // events sink) start as they do in `new`, and put the saved run in place. The
-        // session checks the baseline and every regime against the world's parameter table
-        // as it restores, so a tampered value is refused before the trace is touched, not
-        // many steps into the resumed run.
-        let mut harness = Harness::new(env, agent, checkpoint.identity.seed);
-        harness
-            .session
-            .restore(SessionState {
+        let window: Window<E::Obs, E::Action> =
+            serde_json::from_value(checkpoint.window).map_err(|e| bad("window", e.to_string()))?;
+        let continued = Continued {
+            session: SessionState {
                 identity: checkpoint.identity,
                 counters: Counters {
                     step: checkpoint.step,
@@ -319,32 +314,58 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 },
                 scheduler: checkpoint.scheduler,
                 baseline: checkpoint.baseline,
-                env: checkpoint.env,
+                env: SavedState::json(checkpoint.env),
                 obs: checkpoint.obs,
                 // A checkpoint is never written between an episode end and the next
                 // episode: with auto-reset off the run has stopped there.
                 ended: false,
-            })
-            .map_err(|e| HarnessError::Checkpoint(e.to_string()))?;
+            },
+            config: checkpoint.config,
+            window,
+            summary: checkpoint.summary,
+            label_totals: checkpoint.label_totals,
+            stopped: checkpoint.stopped,
+            events_at: checkpoint.events_at,
+        };
+        let mut harness = Self::continued(env, agent, continued, sink)?;
         if load_agent {
             harness
                 .agent
                 .load_state(checkpoint.agent)
                 .map_err(|e| bad("agent", e))?;
         }
-        let window: Window<E::Obs, E::Action> =
-            serde_json::from_value(checkpoint.window).map_err(|e| bad("window", e.to_string()))?;
-        harness.config = checkpoint.config;
+        Ok(harness)
+    }
+
+    /// A harness over `env` and `agent` (its state already in place) that goes on with
+    /// the saved run `continued`.
+    pub(super) fn continued(
+        env: E,
+        agent: A,
+        continued: Continued<E::Obs, E::Action>,
+        sink: Option<Box<dyn TraceSink>>,
+    ) -> Result<Self, HarnessError> {
+        // Start from a new harness, so the per-run transient parts (progress, probes, the
+        // events sink) start as they do in `new`, and put the saved run in place. The
+        // session checks the baseline and every regime against the world's parameter table
+        // as it restores, so a tampered value is refused before the trace is touched, not
+        // many steps into the resumed run.
+        let mut harness = Harness::new(env, agent, continued.session.identity.seed);
+        harness
+            .session
+            .restore(continued.session)
+            .map_err(|e| HarnessError::Checkpoint(e.to_string()))?;
+        harness.config = continued.config;
         harness
             .session
             .set_record_transitions(harness.config.record_transitions);
-        harness.events_at = checkpoint.events_at;
+        harness.events_at = continued.events_at;
         harness.session.replace_sink(sink);
         harness.state = RunState {
-            window,
-            summary: checkpoint.summary,
-            label_totals: checkpoint.label_totals,
-            stopped: checkpoint.stopped,
+            window: continued.window,
+            summary: continued.summary,
+            label_totals: continued.label_totals,
+            stopped: continued.stopped,
         };
         Ok(harness)
     }
@@ -440,10 +461,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         window: bool,
     ) -> Result<Checkpoint, HarnessError> {
         let ckpt_err = |e: String| HarnessError::Checkpoint(e);
-        let saved = self
-            .session
-            .snapshot()
-            .map_err(|e| ckpt_err(e.to_string()))?;
+        let saved = self.session_state()?;
         Ok(Checkpoint {
             version: CHECKPOINT_VERSION,
             meta,
@@ -463,7 +481,10 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             label_totals: self.state.label_totals.clone(),
             stopped: self.state.stopped,
             scheduler: saved.scheduler,
-            env: saved.env,
+            env: saved
+                .env
+                .into_json()
+                .map_err(|e| ckpt_err(format!("saving the world: {e}")))?,
             agent,
             trace_bytes: None,
             trace_tail: None,
@@ -472,6 +493,29 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             events_digest: None,
             seal: None,
         })
+    }
+
+    /// The session's saved state: with the agent's rollout window and the run's summary,
+    /// what a checkpoint or a snapshot is made of.
+    pub(super) fn session_state(&self) -> Result<SessionState, HarnessError> {
+        self.session
+            .snapshot()
+            .map_err(|e| HarnessError::Checkpoint(e.to_string()))
+    }
+
+    /// The agent's rollout window since its last update.
+    pub(super) fn run_window(&self) -> &Window<E::Obs, E::Action> {
+        &self.state.window
+    }
+
+    /// Whether the run has stopped.
+    pub(super) fn has_stopped(&self) -> bool {
+        self.state.stopped
+    }
+
+    /// The harness config.
+    pub(super) fn config_ref(&self) -> &HarnessConfig {
+        &self.config
     }
 
     /// The events table, once the trace is open.
@@ -892,6 +936,19 @@ pub struct StepOutcome<O> {
     pub final_observation: Option<O>,
     /// The run can take another step (budget left, not stopped).
     pub go_on: bool,
+}
+
+/// A saved run's parts, put in place by [`Harness::continued`].
+pub(super) struct Continued<O, A> {
+    /// The session: world, scheduler, identity, counters, observation.
+    pub(super) session: SessionState,
+    pub(super) config: HarnessConfig,
+    pub(super) window: Window<O, A>,
+    pub(super) summary: RunSummary,
+    pub(super) label_totals: LabelSummary,
+    pub(super) stopped: bool,
+    /// The events table's length recorded with the saved run.
+    pub(super) events_at: Option<u64>,
 }
 
 /// Where a run stands between two calls to [`Harness::advance`].

@@ -1,7 +1,7 @@
 //! Snapshots: everything a run needs to continue except its trace, as plain data.
 //!
-//! A [`Snapshot`] holds the world's saved state ([`Env::save_state`]: the world and its
-//! random streams), the scheduler (its plan position and random stream), the world's
+//! A [`Snapshot`] holds the world's saved state ([`Env::save_state_typed`]: the world and
+//! its random streams), the scheduler (its plan position and random stream), the world's
 //! baseline conditions, the run's identity (its notify level included) and config, the
 //! counters (step, episode, step within the episode), the observation the agent acts on
 //! next and, when the agent can be saved, the agent's state and its rollout window. It is
@@ -10,68 +10,95 @@
 //! exactly where the saved one would have gone on: the same rows after the saved step,
 //! given the same actions.
 //!
-//! A snapshot is versioned ([`SNAPSHOT_VERSION`]) and carries a content hash over its own
-//! canonical JSON, so an edited or truncated snapshot is refused by [`Snapshot::check`]
-//! before anything is restored; restoring then runs the checks a checkpoint gets on resume
-//! ([`Checkpoint::validate`], the world's and the agent's own `load_state`, the baseline
-//! and every regime against the world's parameter table).
+//! In memory a snapshot keeps its parts typed: taking one copies the world's state and the
+//! agent's window without writing JSON, and restoring it in the same process (a fork)
+//! reads them without parsing. Its fields are private, so a snapshot in memory is one the
+//! library made: taken from a run, made from a [validated](Checkpoint::validate)
+//! checkpoint, or read and checked. Written out (serde, [`Snapshot::to_json`],
+//! [`Snapshot::write`]) it is versioned ([`SNAPSHOT_VERSION`]) and sealed by a content hash
+//! over its own canonical JSON; read back ([`Snapshot::from_json`], [`Snapshot::read`],
+//! serde) the hash and the run's position are checked before anything else, so an edited
+//! or truncated snapshot is refused before anything is restored. Restoring runs the checks
+//! a world's and an agent's own `load_state` make, and checks the baseline and every
+//! regime against the world's parameter table.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::agent::{Agent, Window};
-use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint};
-use super::run::{Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StopReason};
-use crate::env::Env;
+use super::checkpoint::{Checkpoint, RunPosition, validate_position};
+use super::run::{
+    Continued, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StopReason,
+};
+use crate::env::{Env, SavedState};
 use crate::regime::{Conditions, Scheduler, Shiftable};
+use crate::session::{Counters, SessionState};
 use crate::trace::{EventRow, RunIdentity};
 
 /// The version written in every snapshot; a snapshot of another version is refused.
 pub const SNAPSHOT_VERSION: u32 = 1;
 
 /// A running world, saved: see the [module docs](self).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug)]
 pub struct Snapshot {
-    /// [`SNAPSHOT_VERSION`].
-    pub version: u32,
-    /// The identity of the run it was taken from.
-    pub identity: RunIdentity,
-    /// That run's harness config.
-    pub config: HarnessConfig,
-    /// Steps done: the restored run's first row has this step index.
-    pub step: u64,
-    /// Episode index.
-    pub episode: u64,
-    /// Step within the episode.
-    pub episode_step: u64,
-    /// The observation the agent acts on next.
-    pub obs: serde_json::Value,
-    /// The world's baseline conditions, which every regime is applied over.
-    pub baseline: Conditions,
-    /// The scheduler, with its plan position and random stream.
-    pub scheduler: Scheduler,
-    /// The world's saved state ([`Env::save_state`]).
-    pub env: serde_json::Value,
-    /// The agent's state and window, when the agent supports checkpoints.
-    pub agent: Option<SavedAgent>,
-    /// [`crate::output::content_hash`] of the snapshot's JSON with this field empty.
-    pub hash: String,
+    identity: RunIdentity,
+    config: HarnessConfig,
+    counters: Counters,
+    obs: serde_json::Value,
+    baseline: Conditions,
+    scheduler: Scheduler,
+    env: SavedState,
+    agent: Option<SavedAgent>,
 }
 
 /// The agent's part of a [`Snapshot`].
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SavedAgent {
+struct SavedAgent {
     /// The agent's id (its trace `algorithm_id`).
-    pub algorithm_id: String,
+    algorithm_id: String,
     /// [`Agent::save_state`].
-    pub state: serde_json::Value,
+    state: serde_json::Value,
     /// The rollout window since its last update.
-    pub window: serde_json::Value,
+    window: SavedState,
+}
+
+/// A snapshot as written: its fields in this order, `hash` last. Hashed with `hash` empty.
+#[derive(Serialize)]
+struct Wire<'a> {
+    version: u32,
+    identity: &'a RunIdentity,
+    config: &'a HarnessConfig,
+    step: u64,
+    episode: u64,
+    episode_step: u64,
+    obs: &'a serde_json::Value,
+    baseline: &'a Conditions,
+    scheduler: &'a Scheduler,
+    env: &'a SavedState,
+    agent: &'a Option<SavedAgent>,
+    hash: &'a str,
+}
+
+/// A snapshot as read, before it is checked.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireOwned {
+    version: u32,
+    identity: RunIdentity,
+    config: HarnessConfig,
+    step: u64,
+    episode: u64,
+    episode_step: u64,
+    obs: serde_json::Value,
+    baseline: Conditions,
+    scheduler: Scheduler,
+    env: SavedState,
+    agent: Option<SavedAgent>,
+    hash: String,
 }
 
 /// Which agent a restored run continues with.
@@ -151,30 +178,6 @@ impl Snapshot {
     ///
     /// The checkpoint fails [`Checkpoint::validate`], or its run had stopped.
     pub fn from_checkpoint(checkpoint: &Checkpoint) -> Result<Self, SnapshotError> {
-        Self::check_source(checkpoint)?;
-        let agent = SavedAgent {
-            algorithm_id: checkpoint.identity.algorithm_id.clone(),
-            state: checkpoint.agent.clone(),
-            window: checkpoint.window.clone(),
-        };
-        Self::seal(Snapshot {
-            version: SNAPSHOT_VERSION,
-            identity: checkpoint.identity.clone(),
-            config: checkpoint.config.clone(),
-            step: checkpoint.step,
-            episode: checkpoint.episode,
-            episode_step: checkpoint.episode_step,
-            obs: checkpoint.obs.clone(),
-            baseline: checkpoint.baseline.clone(),
-            scheduler: checkpoint.scheduler.clone(),
-            env: checkpoint.env.clone(),
-            agent: Some(agent),
-            hash: String::new(),
-        })
-    }
-
-    /// The checks a checkpoint passes before a snapshot is made of it.
-    fn check_source(checkpoint: &Checkpoint) -> Result<(), SnapshotError> {
         checkpoint
             .validate()
             .map_err(|e| SnapshotError::Harness(HarnessError::Checkpoint(e)))?;
@@ -183,128 +186,96 @@ impl Snapshot {
                 step: checkpoint.step,
             }));
         }
-        Ok(())
-    }
-
-    /// The snapshot of the run saved in `checkpoint`, which it takes apart (no saved part
-    /// is copied), with `agent` as its agent part.
-    fn of(checkpoint: Checkpoint, agent: Option<SavedAgent>) -> Result<Self, SnapshotError> {
-        Self::check_source(&checkpoint)?;
-        Self::seal(Snapshot {
-            version: SNAPSHOT_VERSION,
-            identity: checkpoint.identity,
-            config: checkpoint.config,
-            step: checkpoint.step,
-            episode: checkpoint.episode,
-            episode_step: checkpoint.episode_step,
-            obs: checkpoint.obs,
-            baseline: checkpoint.baseline,
-            scheduler: checkpoint.scheduler,
-            env: checkpoint.env,
-            agent,
-            hash: String::new(),
+        Ok(Snapshot {
+            identity: checkpoint.identity.clone(),
+            config: checkpoint.config.clone(),
+            counters: Counters {
+                step: checkpoint.step,
+                episode: checkpoint.episode,
+                episode_step: checkpoint.episode_step,
+            },
+            obs: checkpoint.obs.clone(),
+            baseline: checkpoint.baseline.clone(),
+            scheduler: checkpoint.scheduler.clone(),
+            env: SavedState::json(checkpoint.env.clone()),
+            agent: Some(SavedAgent {
+                algorithm_id: checkpoint.identity.algorithm_id.clone(),
+                state: checkpoint.agent.clone(),
+                window: SavedState::json(checkpoint.window.clone()),
+            }),
         })
     }
 
-    /// `snapshot` with its content hash written in.
-    fn seal(mut snapshot: Snapshot) -> Result<Self, SnapshotError> {
-        snapshot.hash = snapshot.content_hash()?;
-        Ok(snapshot)
+    /// Steps done: the restored run's first row has this step index.
+    pub fn step(&self) -> u64 {
+        self.counters.step
     }
 
-    /// The hash of the snapshot's JSON with `hash` empty. The JSON is canonical: fields in
-    /// declaration order, the maps of the saved parts with sorted keys, floats written so
-    /// they read back to the same bits.
-    fn content_hash(&self) -> Result<String, SnapshotError> {
-        // The snapshot's own fields, borrowed, in its order and with its names: the same
-        // JSON as the snapshot's with `hash` empty, without copying the saved parts.
-        #[derive(Serialize)]
-        struct Unhashed<'a> {
-            version: u32,
-            identity: &'a RunIdentity,
-            config: &'a HarnessConfig,
-            step: u64,
-            episode: u64,
-            episode_step: u64,
-            obs: &'a serde_json::Value,
-            baseline: &'a Conditions,
-            scheduler: &'a Scheduler,
-            env: &'a serde_json::Value,
-            agent: &'a Option<SavedAgent>,
-            hash: &'a str,
-        }
-        let unhashed = Unhashed {
-            version: self.version,
-            identity: &self.identity,
-            config: &self.config,
-            step: self.step,
-            episode: self.episode,
-            episode_step: self.episode_step,
-            obs: &self.obs,
-            baseline: &self.baseline,
-            scheduler: &self.scheduler,
-            env: &self.env,
-            agent: &self.agent,
-            hash: "",
-        };
-        // Streamed into the hash as it is written: the same hash as of the whole text,
-        // without holding the text.
-        let mut hasher = crate::output::ContentHasher::default();
-        serde_json::to_writer(&mut hasher, &unhashed)
-            .map_err(|e| SnapshotError::Format(e.to_string()))?;
-        Ok(hasher.finish())
+    /// The episode index and the step within the episode.
+    pub fn counters(&self) -> Counters {
+        self.counters
     }
 
-    /// This snapshot without its agent part, sealed anew: what a restore with
-    /// [`AgentStart::Fresh`] reads, and cheaper to check, since the agent's rollout window
-    /// is most of a snapshot's size. The snapshot is checked first.
-    ///
-    /// # Errors
-    ///
-    /// As [`Snapshot::check`].
-    pub fn without_agent(&self) -> Result<Snapshot, SnapshotError> {
-        self.check()?;
-        // Field by field, so the agent's window is never copied.
-        Self::seal(Snapshot {
-            version: self.version,
+    /// The identity of the run it was taken from.
+    pub fn identity(&self) -> &RunIdentity {
+        &self.identity
+    }
+
+    /// That run's harness config.
+    pub fn config(&self) -> &HarnessConfig {
+        &self.config
+    }
+
+    /// The saved agent's id, when the snapshot holds the agent (its state and window).
+    pub fn agent_id(&self) -> Option<&str> {
+        self.agent.as_ref().map(|a| a.algorithm_id.as_str())
+    }
+
+    /// This snapshot without its agent part: what a restore with [`AgentStart::Fresh`]
+    /// reads. The saved parts are shared, not copied.
+    pub fn without_agent(&self) -> Snapshot {
+        Snapshot {
             identity: self.identity.clone(),
             config: self.config.clone(),
-            step: self.step,
-            episode: self.episode,
-            episode_step: self.episode_step,
+            counters: self.counters,
             obs: self.obs.clone(),
             baseline: self.baseline.clone(),
             scheduler: self.scheduler.clone(),
             env: self.env.clone(),
             agent: None,
-            hash: String::new(),
-        })
+        }
     }
 
-    /// Checks the version and the content hash.
+    /// The snapshot as written, with `hash` as its hash.
+    fn wire<'a>(&'a self, hash: &'a str) -> Wire<'a> {
+        Wire {
+            version: SNAPSHOT_VERSION,
+            identity: &self.identity,
+            config: &self.config,
+            step: self.counters.step,
+            episode: self.counters.episode,
+            episode_step: self.counters.episode_step,
+            obs: &self.obs,
+            baseline: &self.baseline,
+            scheduler: &self.scheduler,
+            env: &self.env,
+            agent: &self.agent,
+            hash,
+        }
+    }
+
+    /// The content hash: [`crate::output::content_hash`] of the snapshot's JSON with
+    /// `hash` empty. The JSON is canonical: fields in declaration order, the maps of the
+    /// saved parts with sorted keys, floats written so they read back to the same bits.
     ///
     /// # Errors
     ///
-    /// [`SnapshotError::Format`] for another version, [`SnapshotError::Tampered`] when the
-    /// content does not match the hash.
-    pub fn check(&self) -> Result<(), SnapshotError> {
-        if self.version != SNAPSHOT_VERSION {
-            return Err(SnapshotError::Format(format!(
-                "version {} cannot be restored by this perennial (version {SNAPSHOT_VERSION})",
-                self.version
-            )));
-        }
-        let actual = self.content_hash()?;
-        if actual != self.hash {
-            return Err(SnapshotError::Tampered {
-                recorded: self.hash.clone(),
-                actual,
-            });
-        }
-        Ok(())
+    /// A saved part cannot be written as JSON.
+    pub fn content_hash(&self) -> Result<String, SnapshotError> {
+        hash_of(&self.wire(""))
     }
 
-    /// The snapshot as JSON.
+    /// The snapshot as JSON, sealed by its content hash.
     ///
     /// # Errors
     ///
@@ -313,16 +284,63 @@ impl Snapshot {
         serde_json::to_string(self).map_err(|e| SnapshotError::Format(e.to_string()))
     }
 
-    /// Reads a snapshot from JSON and [checks](Snapshot::check) it.
+    /// Reads a snapshot from JSON and checks its version, its content hash and the run's
+    /// position (as [`Checkpoint::validate`] does).
     ///
     /// # Errors
     ///
-    /// The text is not a snapshot, is of another version, or was edited.
+    /// The text is not a snapshot, is of another version, was edited, or holds a position
+    /// out of range.
     pub fn from_json(text: &str) -> Result<Self, SnapshotError> {
-        let snapshot: Snapshot =
+        let wire: WireOwned =
             serde_json::from_str(text).map_err(|e| SnapshotError::Format(e.to_string()))?;
-        snapshot.check()?;
+        Snapshot::checked(wire)
+    }
+
+    /// The snapshot `wire` holds, once its version, hash and position are checked.
+    fn checked(wire: WireOwned) -> Result<Self, SnapshotError> {
+        if wire.version != SNAPSHOT_VERSION {
+            return Err(SnapshotError::Format(format!(
+                "version {} cannot be restored by this perennial (version {SNAPSHOT_VERSION})",
+                wire.version
+            )));
+        }
+        let snapshot = Snapshot {
+            identity: wire.identity,
+            config: wire.config,
+            counters: Counters {
+                step: wire.step,
+                episode: wire.episode,
+                episode_step: wire.episode_step,
+            },
+            obs: wire.obs,
+            baseline: wire.baseline,
+            scheduler: wire.scheduler,
+            env: wire.env,
+            agent: wire.agent,
+        };
+        let actual = snapshot.content_hash()?;
+        if actual != wire.hash {
+            return Err(SnapshotError::Tampered {
+                recorded: wire.hash,
+                actual,
+            });
+        }
+        snapshot.validate()?;
         Ok(snapshot)
+    }
+
+    /// Checks the run's position (the checks a checkpoint's get).
+    fn validate(&self) -> Result<(), SnapshotError> {
+        validate_position(&RunPosition {
+            identity: &self.identity,
+            config: &self.config,
+            step: self.counters.step,
+            episode: self.counters.episode,
+            episode_step: self.counters.episode_step,
+            scheduler: &self.scheduler,
+        })
+        .map_err(|e| SnapshotError::Harness(HarnessError::Checkpoint(e)))
     }
 
     /// Writes the snapshot atomically ([`crate::output::write_atomic`]).
@@ -339,7 +357,7 @@ impl Snapshot {
         })
     }
 
-    /// Reads and checks a snapshot file.
+    /// Reads and checks a snapshot file (as [`Snapshot::from_json`]).
     ///
     /// # Errors
     ///
@@ -351,42 +369,26 @@ impl Snapshot {
         })?;
         Self::from_json(&text)
     }
+}
 
-    /// The checkpoint [`Harness::resume`] would continue from this snapshot, with
-    /// `agent` and `window` as the agent's parts; the run summary starts at the saved step
-    /// with nothing earned yet.
-    fn to_checkpoint(&self, agent: serde_json::Value, window: serde_json::Value) -> Checkpoint {
-        Checkpoint {
-            version: CHECKPOINT_VERSION,
-            meta: serde_json::Value::Null,
-            identity: self.identity.clone(),
-            config: self.config.clone(),
-            step: self.step,
-            episode: self.episode,
-            episode_step: self.episode_step,
-            obs: self.obs.clone(),
-            window,
-            baseline: self.baseline.clone(),
-            summary: RunSummary {
-                steps: self.step,
-                episodes_ended: 0,
-                total_reward: 0.0,
-                labels: BTreeMap::new(),
-                shifts: 0,
-                stop: StopReason::Budget,
-            },
-            label_totals: LabelSummary::default(),
-            stopped: false,
-            scheduler: self.scheduler.clone(),
-            env: self.env.clone(),
-            agent,
-            trace_bytes: None,
-            trace_tail: None,
-            events_at: None,
-            trace_digest: None,
-            events_digest: None,
-            seal: None,
-        }
+/// The content hash of `wire`'s JSON, streamed into the hash as it is written: the same
+/// hash as of the whole text, without holding the text.
+fn hash_of(wire: &Wire<'_>) -> Result<String, SnapshotError> {
+    let mut hasher = crate::output::ContentHasher::default();
+    serde_json::to_writer(&mut hasher, wire).map_err(|e| SnapshotError::Format(e.to_string()))?;
+    Ok(hasher.finish())
+}
+
+impl Serialize for Snapshot {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let hash = self.content_hash().map_err(serde::ser::Error::custom)?;
+        self.wire(&hash).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Snapshot {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Snapshot::checked(WireOwned::deserialize(deserializer)?).map_err(serde::de::Error::custom)
     }
 }
 
@@ -425,20 +427,34 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                     .into(),
             ));
         }
-        let state = self.agent().save_state().ok();
-        // The window is written only when the agent's part keeps it, and moves there:
-        // nothing reads the checkpoint's own.
-        let mut checkpoint = self.checkpoint_parts(
-            serde_json::Value::Null,
-            serde_json::Value::Null,
-            state.is_some(),
-        )?;
-        let agent = state.map(|state| SavedAgent {
-            algorithm_id: self.agent().algorithm_id().to_string(),
-            state,
-            window: std::mem::take(&mut checkpoint.window),
-        });
-        Snapshot::of(checkpoint, agent)
+        let saved = self.session_state()?;
+        if self.has_stopped() {
+            return Err(SnapshotError::Harness(HarnessError::Stopped {
+                step: saved.counters.step,
+            }));
+        }
+        // The window is kept only when the agent's part keeps it, and typed: it is written
+        // as JSON only if the snapshot is.
+        let agent = match self.agent().save_state() {
+            Ok(state) => Some(SavedAgent {
+                algorithm_id: self.agent().algorithm_id().to_string(),
+                state,
+                window: SavedState::typed(self.run_window().clone()),
+            }),
+            Err(_) => None,
+        };
+        let snapshot = Snapshot {
+            identity: saved.identity,
+            config: self.config_ref().clone(),
+            counters: saved.counters,
+            obs: saved.obs,
+            baseline: saved.baseline,
+            scheduler: saved.scheduler,
+            env: saved.env,
+            agent,
+        };
+        snapshot.validate()?;
+        Ok(snapshot)
     }
 
     /// A fresh run that continues `snapshot`: the world, scheduler, counters and next
@@ -448,22 +464,19 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     ///
     /// # Errors
     ///
-    /// The snapshot fails [`Snapshot::check`], or a saved part does not fit `env` or
-    /// `agent` (as in [`Harness::resume`]); [`AgentStart::Saved`] from a snapshot without
-    /// an agent.
+    /// A saved part does not fit `env` or `agent` (as in [`Harness::resume`]);
+    /// [`AgentStart::Saved`] from a snapshot without an agent.
     pub fn restore(
         env: E,
         mut agent: A,
         snapshot: &Snapshot,
         start: AgentStart,
     ) -> Result<Self, SnapshotError> {
-        snapshot.check()?;
         let window = match (start, &snapshot.agent) {
-            (AgentStart::Fresh, _) => serde_json::to_value(Window::<E::Obs, E::Action> {
-                start_step: snapshot.step,
+            (AgentStart::Fresh, _) => Window {
+                start_step: snapshot.counters.step,
                 ..Window::default()
-            })
-            .map_err(|e| SnapshotError::Format(e.to_string()))?,
+            },
             (AgentStart::Saved { .. }, None) => {
                 return Err(SnapshotError::Harness(HarnessError::Checkpoint(format!(
                     "the snapshot holds no agent (agent `{}` of the saved run does not support checkpoints); restore with a fresh agent",
@@ -477,12 +490,38 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 if let Some(seed) = reseed {
                     agent.reseed(seed);
                 }
-                saved.window.clone()
+                saved.window.load().map_err(|e| {
+                    HarnessError::Checkpoint(format!("the saved window does not fit: {e}"))
+                })?
             }
         };
-        let mut checkpoint = snapshot.to_checkpoint(serde_json::Value::Null, window);
-        checkpoint.identity.algorithm_id = agent.algorithm_id().to_string();
-        Ok(Harness::resume_parts(env, agent, checkpoint, None, false)?)
+        let mut identity = snapshot.identity.clone();
+        identity.algorithm_id = agent.algorithm_id().to_string();
+        let continued = Continued {
+            session: SessionState {
+                identity,
+                counters: snapshot.counters,
+                scheduler: snapshot.scheduler.clone(),
+                baseline: snapshot.baseline.clone(),
+                env: snapshot.env.clone(),
+                obs: snapshot.obs.clone(),
+                ended: false,
+            },
+            config: snapshot.config.clone(),
+            window,
+            summary: RunSummary {
+                steps: snapshot.counters.step,
+                episodes_ended: 0,
+                total_reward: 0.0,
+                labels: BTreeMap::new(),
+                shifts: 0,
+                stop: StopReason::Budget,
+            },
+            label_totals: LabelSummary::default(),
+            stopped: false,
+            events_at: None,
+        };
+        Ok(Harness::continued(env, agent, continued, None)?)
     }
 
     /// Records in the events table, at the current step, that this run is rollout `k` of

@@ -19,7 +19,7 @@ use super::resources::{
 };
 use super::systems::{build_schedule, write_observation};
 use super::{MorpheusError, Op, SIGNAL_NAMES};
-use crate::env::{Env, EnvError, EnvSpec, Space, Transition, WorldEvent, check_step};
+use crate::env::{Env, EnvError, EnvSpec, SavedState, Space, Transition, WorldEvent, check_step};
 use crate::regime::{ParamInfo, RegimeError, Shiftable};
 use crate::reward::{BoundSpec, Breakdown, Ceiling, RewardSpec};
 
@@ -580,6 +580,21 @@ impl Env for Morpheus {
 
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), EnvError> {
         let snapshot: MorpheusSnapshot = serde_json::from_value(state)
+            .map_err(|e| EnvError::World(format!("not a saved enterprise world: {e}")))?;
+        *self = Morpheus::restore(self.config.clone(), self.reward.clone(), snapshot)
+            .map_err(|e| EnvError::World(e.to_string()))?;
+        Ok(())
+    }
+
+    fn save_state_typed(&self) -> Result<SavedState, EnvError> {
+        Ok(SavedState::typed(
+            self.snapshot().ok_or(EnvError::NotReset)?,
+        ))
+    }
+
+    fn load_state_typed(&mut self, state: &SavedState) -> Result<(), EnvError> {
+        let snapshot: MorpheusSnapshot = state
+            .load()
             .map_err(|e| EnvError::World(format!("not a saved enterprise world: {e}")))?;
         *self = Morpheus::restore(self.config.clone(), self.reward.clone(), snapshot)
             .map_err(|e| EnvError::World(e.to_string()))?;

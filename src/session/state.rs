@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{RestoreError, Session};
-use crate::env::Env;
+use crate::env::{Env, SavedState};
 use crate::regime::{
     Conditions, RegimeError, Scheduler, Shiftable, apply_over_baseline, validate_conditions,
 };
@@ -35,8 +35,9 @@ pub struct SessionState {
     pub scheduler: Scheduler,
     /// The world's parameters every regime is applied over.
     pub baseline: Conditions,
-    /// The world, as its `save_state` wrote it.
-    pub env: serde_json::Value,
+    /// The world, as its `save_state_typed` saved it (typed in the process that saved
+    /// it, JSON when read from outside).
+    pub env: SavedState,
     /// The observation the next action answers (`null` before the run started).
     pub obs: serde_json::Value,
     /// The last step ended an episode.
@@ -59,7 +60,7 @@ impl<E: Env + Shiftable> Session<E> {
             counters: self.counters,
             scheduler: self.scheduler.clone(),
             baseline: self.baseline.clone(),
-            env: self.env.save_state()?,
+            env: self.env.save_state_typed()?,
             obs,
             ended: self.ended,
         })
@@ -80,7 +81,7 @@ impl<E: Env + Shiftable> Session<E> {
             message,
         };
         self.env
-            .load_state(state.env)
+            .load_state_typed(&state.env)
             .map_err(|e| bad("world", e.to_string()))?;
         let params = self.env.parameters();
         validate_conditions(&params, &state.baseline)
