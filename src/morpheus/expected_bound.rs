@@ -284,7 +284,9 @@ impl<'a> Market<'a> {
 fn supplier_delay_loss(market: &Market<'_>, j: usize, spiked: f64, demand: &[f64]) -> f64 {
     let (cfg, k) = (market.cfg, market.k);
     let p = k.probability(k.supplier_delay_rate);
-    let skus: Vec<usize> = (0..cfg.skus).filter(|i| i % cfg.suppliers.max(1) == j).collect();
+    let skus: Vec<usize> = (0..cfg.skus)
+        .filter(|i| i % cfg.suppliers.max(1) == j)
+        .collect();
     if p <= 0.0 || skus.is_empty() {
         return 0.0;
     }
@@ -345,11 +347,14 @@ fn supplier_delay_loss(market: &Market<'_>, j: usize, spiked: f64, demand: &[f64
         }
     }
     let yard = cfg.detention_rate * k.cost_multiplier
-        / cfg.reorder_quantities.iter().copied().max().unwrap_or(1).max(1) as f64;
-    let hold = skus
-        .iter()
-        .map(|&i| market.holding(i))
-        .fold(yard, f64::min);
+        / cfg
+            .reorder_quantities
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
+    let hold = skus.iter().map(|&i| market.holding(i)).fold(yard, f64::min);
     let flow: f64 = skus.iter().map(|&i| demand[i]).sum();
     let mut total = 0.0;
     let mut lost = vec![0.0; span];
@@ -362,7 +367,9 @@ fn supplier_delay_loss(market: &Market<'_>, j: usize, spiked: f64, demand: &[f64
                 .map(|a| {
                     let hour = (start + a) % 24;
                     let kept = (1.0 - p).powi(a as i32);
-                    kept * (0..skus.len()).map(|n| loss[n][hour][t - a - 1]).sum::<f64>()
+                    kept * (0..skus.len())
+                        .map(|n| loss[n][hour][t - a - 1])
+                        .sum::<f64>()
                 })
                 .sum();
         }
