@@ -71,10 +71,10 @@
 //!    less the units still in their free yard hours, at most `detention_free_hours` times
 //!    the units sold per hour (units bought and never sold cost their price, far more).
 //!    The draw at `t₀` is independent of `Y`, so for each hour of the day the delays meet
-//!    the time-average stock, and the loss per hour is at least `(1/24) Σ_start min_y (r·y
-//!    + p·E_T max(0, G(T) − ρ(T)·y)) − r·detention_free_hours·d_j`, `d_j` the mean demand
-//!    of `j`'s SKUs (a convex piecewise-linear minimum, taken at its breakpoints `y =
-//!    G(T)/ρ(T)`). Delays longer than 96 hours count as 96 (receipts are blocked at least
+//!    the time-average stock, and the loss per hour is at least
+//!    `(1/24) Σ_start min_y (r·y + p·E_T max(0, G(T) − ρ(T)·y)) − r·detention_free_hours·d_j`,
+//!    `d_j` the mean demand of `j`'s SKUs (a convex piecewise-linear minimum, taken at its
+//!    breakpoints `y = G(T)/ρ(T)`). Delays longer than 96 hours count as 96 (receipts are blocked at least
 //!    that long), to bound the work. The supplier terms add up (their SKUs are disjoint),
 //!    and are subtracted from `Σ V_i`, the expected order value they are losses against.
 //!
