@@ -1,7 +1,8 @@
 //! The enterprise world's expected-reward bound through the command line: the trace's
 //! `bound` column holds the library's value for the regime in force, no agent's interval
-//! mean exceeds it beyond its sampling error, and `eval --floor` measures the gap against
-//! it, separating the oracle from random (a slice of `scripts/bound_table.py`).
+//! mean exceeds it beyond its sampling error, the oracle earns at least 70% of it (but in
+//! the regimes of `SHORT`), and `eval --floor` measures the gap against it, separating the
+//! oracle from random (a slice of `scripts/bound_table.py`).
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,15 @@ use common::{path, run, temp};
 
 /// Six regimes of 2,000 hours: one interval each.
 const HOURS: u64 = 12_000;
+
+/// The regimes whose seed-0 interval leaves the oracle under 70% of the bound (the bound
+/// has no term for the yard queue or the lot sizes there; BENCHMARKS.md has the figures
+/// over five seeds). Everywhere else it earns at least 70%.
+const SHORT: &[(&str, &str)] = &[
+    ("worlds/warehouse.toml", "dock_meltdown"),
+    ("worlds/logistics.toml", "system_failures"),
+    ("worlds/logistics.toml", "lean_market"),
+];
 
 fn trace(world: &str, agent: &str, seed: u64) -> PathBuf {
     let name = world
@@ -118,6 +128,19 @@ fn every_agent_stays_below_the_bound_and_the_gap_separates_the_oracle_from_rando
             .find(|g| g.0 == "oracle" && g.1 == "baseline")
             .unwrap();
         assert!(baseline.3 > 0.85, "{world}: the oracle earns {baseline:?}");
+        for g in gaps.iter().filter(|g| g.0 == "oracle") {
+            let least = if SHORT.contains(&(world, g.1.as_str())) {
+                0.6
+            } else {
+                0.7
+            };
+            assert!(
+                g.3 >= least,
+                "{world} {}: the oracle earns {:.3} of the bound",
+                g.1,
+                g.3
+            );
+        }
     }
 }
 

@@ -5,8 +5,9 @@
 //! a *fluid relaxation* of the long-run average of the default reward (the hour's profit,
 //! [`default_reward_spec`](super::default_reward_spec)): it keeps what no policy can
 //! escape (the demand the market offers, the margin a unit can earn, the shipping and the
-//! late risk an order meets even when it ships the hour it is placed, the capacities) and
-//! drops every other constraint, so it bounds every policy from above.
+//! late risk an order meets even when it ships the hour it is placed, the capacities, the
+//! waiting or the stock that supplier delays force) and drops every other constraint, so
+//! it bounds every policy from above.
 //!
 //! # Derivation
 //!
@@ -48,22 +49,50 @@
 //!    `max_k (p_i − c_i − σ_k)` (a fractional knapsack; each `f_i(u)/u` is below that
 //!    margin).
 //!
-//! Both terms of the minimum bound every policy, so the bound is valid; it is tight where
-//! the oracle's stock costs little (the shipped worlds' `baseline` and `peak_season`), and
-//! leaves out the safety stock and the lot sizes that the stochastic demand and the
-//! reorder buckets force a real policy to hold. Over a finite interval a policy can exceed
-//! it by what it sells from stock bought before the interval; the validity test allows
-//! for that.
+//! 5. **Supplier delays.** A delay drawn for supplier `j` at hour `t₀` with duration `T`
+//!    (uniform on `1..=H_s`, `H_s = supplier_delay_hours`, fired with probability `p` per
+//!    hour) holds every purchase order of `j`'s SKUs until `t₀ + T`: nothing of theirs
+//!    reaches the yard in `t₀ .. t₀ + T`, however early it was ordered or expedited. An
+//!    order of one of those SKUs placed at `t₀ + a` is then served from `Y`, the units of
+//!    `j`'s SKUs on hand or in the yard at the end of hour `t₀ − 1`, or waits at least `T
+//!    − a` hours. Waiting `w` hours turns the order's best value `f(u)` into `v(u, w) =
+//!    max(0, max_k (u·(p_i − c_i − σ_k) − π_k(w)·L))` (`π_k(w)` is step 2's late
+//!    probability with the slack cut by `w`; `v = 0` once the order would be cancelled,
+//!    `w ≥ s + cancel_after_hours`), a loss `g(u, w) = f(u) − v(u, w) ≥ 0`. Each order is
+//!    counted for the last delay of its supplier drawn at or before its hour only (the
+//!    next draw at `t₀ + b` comes with probability `1 − (1 − p)^b`), so no order is
+//!    counted twice. Whichever orders `Y` covers, a unit saves at most `ρ(T) = max_u g(u,
+//!    T)/u`, so the window loses at least `max(0, G(T) − ρ(T)·Y)` in expectation (Jensen),
+//!    with `G(T) = Σ_a (1 − p)^a Σ_i E g(U_i(t₀ + a), T − a)` over the daily profile and
+//!    the spike share (`v` is nondecreasing in `u`, so goodwill below 1 only lowers the
+//!    value too). Keeping `Y` costs at least `r = min(min_i h_i, detention_rate /
+//!    max(reorder_quantities))` per unit and hour, `h_i` the holding cost of a unit on hand
+//!    (a trailer pays detention whatever it holds once it is `detention_free_hours` old),
+//!    less the units still in their free yard hours, at most `detention_free_hours` times
+//!    the units sold per hour (units bought and never sold cost their price, far more).
+//!    The draw at `t₀` is independent of `Y`, so for each hour of the day the delays meet
+//!    the time-average stock, and the loss per hour is at least
+//!    `(1/24) Σ_start min_y (r·y + p·E_T max(0, G(T) − ρ(T)·y)) − r·detention_free_hours·d_j`,
+//!    `d_j` the mean demand of `j`'s SKUs (a convex piecewise-linear minimum, taken at its
+//!    breakpoints `y = G(T)/ρ(T)`). Delays longer than 96 hours count as 96 (receipts are blocked at least
+//!    that long), to bound the work. The supplier terms add up (their SKUs are disjoint),
+//!    and are subtracted from `Σ V_i`, the expected order value they are losses against.
+//!
+//! Both terms of the minimum (`Σ V_i` less the delay losses, and `K`) bound every policy,
+//! so the bound is valid. It leaves out the safety stock and the lot sizes that the
+//! stochastic demand and the reorder buckets force a real policy to hold. Over a finite
+//! interval a policy can exceed it by what it sells from stock bought before the
+//! interval; the validity test allows for that.
 //!
 //! # What it leaves out, and why
 //!
-//! Where the oracle earns less than 70% of the bound (the shipped worlds' supplier,
-//! service, dock and lean regimes), the difference is the holding of the stock it keeps
-//! (7 to 12 per hour of the warehouse's `supplier_crisis`, `lean_market` and
-//! `service_crunch`), detention (about 9 per hour in `dock_meltdown`) and, in the async
-//! worlds, the hours after a shift; its late and shipping costs are close to what
-//! step 2 charges. None of these is in the bound, because none is yet proved
-//! unavoidable:
+//! Where the oracle earns least against the bound, the difference is detention in the
+//! dock regimes (about 8 per hour of the warehouse's `dock_meltdown`: trailers queue while
+//! doors are down), the holding of its safety and cycle stock in `service_crunch` and
+//! `lean_market` (4 to 10 per hour) with late penalties beyond step 2's in
+//! `service_crunch`, and, in the async worlds, the hours after a shift (a shift into
+//! `supplier_crisis` triples the lead time of the stock still to come). None of these is
+//! in the bound, because none is yet proved unavoidable:
 //!
 //! - **Safety stock.** A newsvendor argument needs the stock that can arrive by an hour
 //!   to be fixed some hours before it, while the demand in between is still unknown. An
@@ -97,8 +126,13 @@ use super::conditions::MorpheusConditions;
 use super::config::MorpheusConfig;
 
 /// Above this demand rate per SKU and hour the exact sum over order sizes is replaced by
-/// its linear upper bound `margin·min(λ, cap)` (off by the per-order late risk only).
+/// its linear upper bound `margin·min(λ, cap)` (off by the per-order late risk only), and
+/// the delay term counts no loss.
 const EXACT_RATE: f64 = 1000.0;
+
+/// The longest supplier delay the delay term looks at: a longer delay blocks receipts for
+/// at least this many hours, which is all the term uses.
+const LONGEST_DELAY: u64 = 96;
 
 /// The long-run average profit per hour no policy can exceed under `k` (see the module
 /// docs for the derivation). Finite and at least 0 for every valid configuration.
@@ -114,64 +148,244 @@ const EXACT_RATE: f64 = 1000.0;
 /// assert!(base > 0.0 && expected_bound(&cfg, &busy) > base);
 /// ```
 pub fn expected_bound(cfg: &MorpheusConfig, k: &MorpheusConditions) -> f64 {
-    let carriers = carrier_terms(cfg, k);
-    let late_fee = cfg.late_penalty * k.late_penalty * k.cost_multiplier;
+    let market = Market::new(cfg, k);
     let spiked = spiked_share(k.probability(k.demand_spike_rate), cfg.demand_spike_hours);
     let cap = cfg.max_units_per_sku_hour;
     let mut value = 0.0;
     let mut skus = Vec::with_capacity(cfg.skus);
+    let mut demand = Vec::with_capacity(cfg.skus);
     for i in 0..cfg.skus {
-        let list = cfg.sku_price(i);
-        let unit = list * k.price - list * cfg.unit_cost_ratio * k.cost_multiplier;
-        let order = |u: f64| {
-            carriers
-                .iter()
-                .map(|&(ship, late)| u * (unit - ship) - late * late_fee)
-                .fold(0.0, f64::max)
-        };
-        let margin = carriers
+        let unit = market.unit(i);
+        let order = |u: f64| market.order(unit, u, 0.0);
+        let margin = market
+            .carriers
             .iter()
-            .map(|&(ship, _)| unit - ship)
+            .map(|c| unit - c.ship)
             .fold(0.0, f64::max);
-        let (mut v, mut units) = (0.0, 0.0);
+        let (mut v, mut units, mut offered) = (0.0, 0.0, 0.0);
         for hour in 0..24 {
-            let daily = 1.0 + cfg.daily_amplitude * (TAU * (hour as f64 - 6.0) / 24.0).sin();
-            let rate = cfg.sku_demand(i) * k.demand_rate * daily;
+            let rate = market.rate(i, hour);
             for (share, factor) in [(1.0 - spiked, 1.0), (spiked, cfg.demand_spike_factor)] {
                 if share > 0.0 {
                     let (ev, eu) = order_value(rate * factor, cap, margin, &order);
                     v += share * ev / 24.0;
                     units += share * eu / 24.0;
+                    offered += share * (rate * factor).min(cap as f64) / 24.0;
                 }
             }
         }
         value += v;
         skus.push((margin, units));
+        demand.push(offered);
     }
     let ship = cfg.pick_capacity.min(cfg.carrier_capacity) as f64;
     let doors = cfg.docks as f64 * (cfg.dock_unload_rate * k.dock_capacity).floor();
     let q_max = cfg.reorder_quantities.iter().copied().max().unwrap_or(0) as f64;
     let buying = q_max * k.op_budget.min(24.0) / 24.0;
-    value.min(knapsack(&mut skus, ship.min(doors).min(buying)))
+    let delays = (0..cfg.suppliers)
+        .map(|j| supplier_delay_loss(&market, j, spiked, &demand))
+        .sum::<f64>();
+    (value - delays)
+        .min(knapsack(&mut skus, ship.min(doors).min(buying)))
+        .max(0.0)
 }
 
-/// Per carrier: shipping cost per unit and the late probability of an order shipped the
-/// hour it is placed.
-fn carrier_terms(cfg: &MorpheusConfig, k: &MorpheusConditions) -> Vec<(f64, f64)> {
-    let slack = (cfg.promise_hours as f64 * k.promise).round();
-    let spread = cfg.carrier_delay_max_hours as f64;
-    (0..cfg.carriers)
-        .map(|c| {
-            let transit = cfg.carrier_transit(c) as f64;
-            let on_time = (cfg.carrier_on_time(c) * k.carrier_reliability).min(1.0);
-            let late = if transit > slack {
-                1.0
+/// A carrier as an order meets it: shipping cost per unit, transit hours and on-time
+/// probability under the conditions in force.
+struct Carrier {
+    ship: f64,
+    transit: f64,
+    on_time: f64,
+}
+
+/// What the market pays and what delivering costs under one configuration: the terms of
+/// steps 1 and 2 of the derivation.
+struct Market<'a> {
+    cfg: &'a MorpheusConfig,
+    k: &'a MorpheusConditions,
+    carriers: Vec<Carrier>,
+    /// `s`: hours from an order's placement to its due time.
+    slack: f64,
+    /// `D` (at least 1): the longest carrier delay.
+    spread: f64,
+    /// `L`: the penalty per late order.
+    late_fee: f64,
+}
+
+impl<'a> Market<'a> {
+    fn new(cfg: &'a MorpheusConfig, k: &'a MorpheusConditions) -> Self {
+        let carriers = (0..cfg.carriers)
+            .map(|c| Carrier {
+                ship: cfg.carrier_cost(c) * k.cost_multiplier,
+                transit: cfg.carrier_transit(c) as f64,
+                on_time: (cfg.carrier_on_time(c) * k.carrier_reliability).min(1.0),
+            })
+            .collect();
+        Market {
+            cfg,
+            k,
+            carriers,
+            slack: (cfg.promise_hours as f64 * k.promise).round(),
+            spread: cfg.carrier_delay_max_hours.max(1) as f64,
+            late_fee: cfg.late_penalty * k.late_penalty * k.cost_multiplier,
+        }
+    }
+
+    /// `p_i − c_i`: what a unit of SKU `i` sells for less what it costs to buy.
+    fn unit(&self, i: usize) -> f64 {
+        let list = self.cfg.sku_price(i);
+        list * self.k.price - list * self.cfg.unit_cost_ratio * self.k.cost_multiplier
+    }
+
+    /// `h_i`: the holding cost of a unit of SKU `i` on hand for an hour.
+    fn holding(&self, i: usize) -> f64 {
+        let k = self.k;
+        self.cfg.sku_price(i)
+            * self.cfg.unit_cost_ratio
+            * self.cfg.holding_rate
+            * k.holding_cost
+            * k.cost_multiplier
+    }
+
+    /// The mean order size of SKU `i` at `hour` of the day, outside spikes, goodwill 1.
+    fn rate(&self, i: usize, hour: u64) -> f64 {
+        let daily = 1.0 + self.cfg.daily_amplitude * (TAU * (hour as f64 - 6.0) / 24.0).sin();
+        self.cfg.sku_demand(i) * self.k.demand_rate * daily
+    }
+
+    /// The probability that an order shipped on `c` `wait` hours after it was placed is
+    /// late.
+    fn late(&self, c: &Carrier, wait: f64) -> f64 {
+        let room = self.slack - wait - c.transit;
+        if room < 0.0 {
+            1.0
+        } else {
+            (1.0 - c.on_time) * (self.spread - room.min(self.spread)) / self.spread
+        }
+    }
+
+    /// `v(u, w)`: the most an order of `u` units earning `unit` per unit can make when it
+    /// ships `wait` hours after it was placed (0 once it would have been cancelled, or
+    /// when shipping it loses money). `v(u, 0)` is step 2's `f(u)`.
+    fn order(&self, unit: f64, u: f64, wait: f64) -> f64 {
+        if wait >= self.slack + self.cfg.cancel_after_hours as f64 {
+            return 0.0;
+        }
+        self.carriers
+            .iter()
+            .map(|c| u * (unit - c.ship) - self.late(c, wait) * self.late_fee)
+            .fold(0.0, f64::max)
+    }
+}
+
+/// Step 5: the least expected loss per hour that supplier `j`'s delays cost any policy
+/// (its SKUs' orders waiting out a delay, or the stock held against it); see the module
+/// docs. `spiked` is the share of spiked hours, `demand[i]` SKU `i`'s mean units per hour.
+fn supplier_delay_loss(market: &Market<'_>, j: usize, spiked: f64, demand: &[f64]) -> f64 {
+    let (cfg, k) = (market.cfg, market.k);
+    let p = k.probability(k.supplier_delay_rate);
+    let skus: Vec<usize> = (0..cfg.skus)
+        .filter(|i| i % cfg.suppliers.max(1) == j)
+        .collect();
+    if p <= 0.0 || skus.is_empty() {
+        return 0.0;
+    }
+    let longest = cfg.supplier_delay_hours.max(1);
+    let span = longest.min(LONGEST_DELAY) as usize;
+    // P(the window is t hours long), t = 1..=span: a delay of T >= span counts as span.
+    let window: Vec<f64> = (1..=span)
+        .map(|t| {
+            if t < span {
+                1.0 / longest as f64
             } else {
-                (1.0 - on_time) * (spread - (slack - transit).min(spread)) / spread
-            };
-            (cfg.carrier_cost(c) * k.cost_multiplier, late)
+                (longest - span as u64 + 1) as f64 / longest as f64
+            }
         })
-        .collect()
+        .collect();
+    let cap = cfg.max_units_per_sku_hour;
+    // loss[i][hour][w - 1]: E g(U, w) for SKU i's order placed at `hour` of the day.
+    let mut loss = vec![vec![vec![0.0; span]; 24]; skus.len()];
+    // rho[w - 1]: the most a unit covering one of these orders can save, max g(u, w) / u.
+    let mut rho = vec![0.0f64; span];
+    for (n, &i) in skus.iter().enumerate() {
+        let unit = market.unit(i);
+        let g = |u: f64, w: f64| (market.order(unit, u, 0.0) - market.order(unit, u, w)).max(0.0);
+        // Orders above `sizes` units save at most `f(u)/u <= margin` per unit, and at most
+        // `L/u` before they would be cancelled (they lose at most the late fee then).
+        let sizes = cap.min(EXACT_RATE as u64);
+        let margin = market
+            .carriers
+            .iter()
+            .map(|c| unit - c.ship)
+            .fold(0.0, f64::max);
+        for (w, r) in rho.iter_mut().enumerate() {
+            let wait = (w + 1) as f64;
+            if cap > sizes {
+                let cancelled = wait >= market.slack + cfg.cancel_after_hours as f64;
+                *r = r.max(if cancelled {
+                    margin
+                } else {
+                    market.late_fee / sizes as f64
+                });
+            }
+            for u in 1..=sizes {
+                *r = r.max(g(u as f64, wait) / u as f64);
+            }
+        }
+        for (hour, row) in loss[n].iter_mut().enumerate() {
+            let rate = market.rate(i, hour as u64);
+            for (share, factor) in [(1.0 - spiked, 1.0), (spiked, cfg.demand_spike_factor)] {
+                if share <= 0.0 {
+                    continue;
+                }
+                for (u, mass) in poisson_masses(rate * factor, cap) {
+                    for (w, cell) in row.iter_mut().enumerate() {
+                        *cell += share * mass * g(u, (w + 1) as f64);
+                    }
+                }
+            }
+        }
+    }
+    let yard = cfg.detention_rate * k.cost_multiplier
+        / cfg
+            .reorder_quantities
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
+    let hold = skus.iter().map(|&i| market.holding(i)).fold(yard, f64::min);
+    let flow: f64 = skus.iter().map(|&i| demand[i]).sum();
+    let mut total = 0.0;
+    let mut lost = vec![0.0; span];
+    for start in 0..24 {
+        // lost[t - 1]: the expected loss of the orders a window of t hours opening at
+        // `start` counts, each attributed to the last delay drawn before it.
+        for (t, cell) in lost.iter_mut().enumerate() {
+            let t = t + 1;
+            *cell = (0..t)
+                .map(|a| {
+                    let hour = (start + a) % 24;
+                    let kept = (1.0 - p).powi(a as i32);
+                    kept * (0..skus.len())
+                        .map(|n| loss[n][hour][t - a - 1])
+                        .sum::<f64>()
+                })
+                .sum();
+        }
+        let cost = |y: f64| {
+            hold * y
+                + p * (0..span)
+                    .map(|t| window[t] * (lost[t] - y * rho[t]).max(0.0))
+                    .sum::<f64>()
+        };
+        let best = (0..span)
+            .filter(|&t| rho[t] > 0.0)
+            .map(|t| cost(lost[t] / rho[t]))
+            .fold(cost(0.0), f64::min);
+        total += best / 24.0;
+    }
+    (total - hold * cfg.detention_free_hours as f64 * flow).max(0.0)
 }
 
 /// The stationary share of hours with a spike in force, for a per-hour probability `q` and
@@ -180,6 +394,29 @@ fn spiked_share(q: f64, hours: u64) -> f64 {
     let h = hours as f64;
     let calm: f64 = (0..hours).map(|j| 1.0 - q * (h - j as f64) / h).product();
     (1.0 - calm).clamp(0.0, 1.0)
+}
+
+/// `(u, P(min(X, cap) = u))` for `u >= 1` and `X ~ Poisson(rate)`, leaving out mass more
+/// than 40 standard deviations above the mean (below `1e-300`); nothing above
+/// [`EXACT_RATE`].
+fn poisson_masses(rate: f64, cap: u64) -> Vec<(f64, f64)> {
+    if rate <= 0.0 || rate > EXACT_RATE || cap == 0 {
+        return Vec::new();
+    }
+    let last = (rate + 40.0 * rate.sqrt() + 40.0) as u64;
+    let ln_rate = rate.ln();
+    let (mut ln_p, mut below) = (-rate, (-rate).exp());
+    let mut out = Vec::new();
+    for u in 1..cap.min(last + 1) {
+        ln_p += ln_rate - (u as f64).ln();
+        let p = ln_p.exp();
+        below += p;
+        out.push((u as f64, p));
+    }
+    if cap <= last {
+        out.push((cap as f64, (1.0 - below).max(0.0)));
+    }
+    out
 }
 
 /// `(E f(min(X, cap)), E[min(X, cap)·1{f > 0}])` for `X ~ Poisson(rate)` and the
@@ -277,8 +514,12 @@ mod tests {
     }
 
     #[test]
-    fn the_warehouse_baseline_bound_is_the_margin_on_expected_demand() {
+    fn without_supplier_delays_the_warehouse_baseline_bound_is_the_margin_on_expected_demand() {
         let (cfg, k) = shipped("warehouse", "baseline");
+        let k = MorpheusConditions {
+            supplier_delay_rate: 0.0,
+            ..k
+        };
         // Demand 11.25 units an hour, 2.6% more for spikes; a margin of 30% of the price
         // less 0.3 shipping on the slow carrier, which is never late at a 24-hour promise.
         let spikes = spiked_share(0.002, 12);
@@ -290,6 +531,38 @@ mod tests {
             "{got} vs {expected}"
         );
         assert!((got - 43.855).abs() < 0.01, "{got}");
+    }
+
+    #[test]
+    fn supplier_delays_cost_what_waiting_them_out_or_stocking_against_them_costs() {
+        let (cfg, base) = shipped("warehouse", "baseline");
+        let (_, crisis) = shipped("warehouse", "supplier_crisis");
+        let fluid = expected_bound(
+            &cfg,
+            &MorpheusConditions {
+                supplier_delay_rate: 0.0,
+                ..base.clone()
+            },
+        );
+        let (b, c) = (expected_bound(&cfg, &base), expected_bound(&cfg, &crisis));
+        // The baseline's rare delays cost a little; the crisis's five times as many, a lot
+        // more (the loss is not linear in the rate: stock held for one delay serves the next).
+        assert!(b < fluid && b > fluid - 0.5, "{b} vs {fluid}");
+        assert!(c < b - 1.0 && c > 0.8 * fluid, "{c} vs {b}");
+        // Stock is what the term trades against: free stock leaves only the free yard hours.
+        let free = MorpheusConditions {
+            holding_cost: 0.0,
+            ..crisis.clone()
+        };
+        assert!(expected_bound(&cfg, &free) > c);
+        // Every delay blocks receipts for at least 96 hours: the term stays finite and the
+        // bound positive however long delays may last.
+        let long = MorpheusConfig {
+            supplier_delay_hours: 100_000,
+            ..cfg.clone()
+        };
+        let slow = expected_bound(&long, &crisis);
+        assert!(slow.is_finite() && slow > 0.0 && slow < c, "{slow}");
     }
 
     #[test]
