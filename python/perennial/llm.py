@@ -10,7 +10,8 @@ module only carries calls and replies across.
   method per tool, typed and documented for ``transformers.utils.get_json_schema``.
 - ``tools(world, form)``: the schemas, as OpenAI strict function tools or MCP ``Tool``
   objects; ``call(env, name, arguments)`` and ``request(env, request)``: the reply
-  envelope ``{status, success, data, error}``; ``render(env, format)``: the hour as text
+  envelope ``{status, success, data, error}``; ``call_text(env, text)``: a call a model
+  wrote as text, where text holding no call is malformed (400); ``render(env, format)``: the hour as text
   or JSON; for any other loop (the OpenAI client, the Agents SDK, a hand-written ReAct).
 - ``RllmEnv``: the rLLM environment shape (``reset() -> (obs, info)``,
   ``step(tool_calls) -> (obs, reward, done, info)``, ``from_dict``,
@@ -43,9 +44,11 @@ __all__ = [
     "Transcript",
     "action_call",
     "call",
+    "call_text",
     "counts",
     "render",
     "request",
+    "text_call",
     "tool_env",
     "tools",
 ]
@@ -176,6 +179,49 @@ def request(env: Any, request: Any) -> dict:
     reply = json.loads(state.desk.request(run, _arguments_text(request)))
     state.at = run.counters()
     return reply
+
+
+def text_call(text: Any) -> Optional[dict]:
+    """The call a model wrote as text (a model decoding freely, without a native tool-call
+    format): the first JSON object in ``text``, bare or among other words or in a code
+    fence, that has a string ``"name"`` (its arguments under ``"arguments"`` or
+    ``"parameters"``, missing meaning none) or MORPHEUS's string ``"path"`` and
+    ``"method"``. Returns ``{"name", "arguments"}`` or the request object, else None."""
+    if not isinstance(text, str):
+        return None
+    decoder = json.JSONDecoder()
+    at = text.find("{")
+    # A model's reply is short; a text with more openings than this is not looked through.
+    for _ in range(256):
+        if at == -1:
+            break
+        try:
+            found, _ = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            found = None
+        if isinstance(found, dict):
+            if isinstance(found.get("name"), str):
+                arguments = found.get("arguments", found.get("parameters"))
+                return {"name": found["name"], "arguments": {} if arguments is None else arguments}
+            if isinstance(found.get("path"), str) and isinstance(found.get("method"), str):
+                return found
+        at = text.find("{", at + 1)
+    return None
+
+
+def call_text(env: Any, text: Any) -> dict:
+    """Answers a call a model wrote as text (``text_call`` finds it) as ``call`` or
+    ``request`` answer it. Text that holds no call (prose, a truncated object, an object
+    naming no tool) is a malformed call: the desk refuses it with 400 and counts it in
+    ``malformed_calls``, as it refuses a request that is not an object; a well-formed call
+    naming a tool the world does not have is invalid (404)."""
+    found = text_call(text)
+    if found is None:
+        # The desk's request path refuses anything but a request object as malformed.
+        return request(env, json.dumps(text if isinstance(text, str) else repr(text)))
+    if "name" in found:
+        return call(env, found["name"], found["arguments"])
+    return request(env, found)
 
 
 def counts(env: Any) -> dict:

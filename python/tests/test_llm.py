@@ -129,6 +129,34 @@ def test_the_reply_table(tmp_path):
     assert llm.request(env, "garbage")["status"] == 400
 
 
+def test_a_call_written_as_text_is_answered_and_text_holding_no_call_is_malformed():
+    env = perennial.make("warehouse.toml", seed=3)
+    env.reset()
+    assert llm.text_call('Sure: {"name": "wait", "arguments": {"hours": 1}} and done') == {"name": "wait", "arguments": {"hours": 1}}
+    assert llm.call_text(env, '```json\n{"name": "query_ledger", "arguments": {}}\n```')["status"] == 200
+    assert llm.call_text(env, '{"path": "/ledger", "method": "GET"}')["status"] == 200
+    hour = env.unwrapped._run.counters()[0]
+    no_call = [
+        "I will reorder SKU 3 now.",
+        'reorder(sku=2, quantity=20)',
+        '{"name": "reorder", "arguments": {"sku": 2, "quantity": ',
+        '{"tool": "reorder", "arguments": {"sku": 2}}',
+        "",
+        "{" * 10_000,
+    ]
+    for text in no_call:
+        reply = llm.call_text(env, text)
+        assert reply["status"] == 400 and not reply["success"], (text, reply)
+    # A well-formed call naming no tool of the world is invalid, not malformed.
+    assert llm.call_text(env, '{"name": "teleport", "arguments": {}}')["status"] == 404
+    assert llm.call_text(env, '{"name": "reorder", "arguments": {"sku": 0}}')["status"] == 422
+    assert env.unwrapped._run.counters()[0] == hour
+    assert llm.counts(env)["malformed_calls"] == len(no_call)
+    assert llm.counts(env)["invalid_calls"] == 2
+    assert llm.call_text(env, '{"name": "wait", "arguments": "{\\"hours\\": 2}"}')["status"] == 200
+    assert env.unwrapped._run.counters()[0] == hour + 2
+
+
 def test_an_outage_refuses_operations_with_503_and_queries_still_answer():
     env = perennial.make("warehouse.toml", seed=5)
     env.reset()
