@@ -500,3 +500,29 @@ fn cli_writes_episodes_and_summarizes_them() {
             .contains("--chunk-steps")
     );
 }
+
+#[test]
+fn a_task_id_with_a_colon_is_refused_with_exit_2() {
+    let dir = scratch("colon");
+    let trace = dir.join("run.jsonl");
+    write_run(&trace, "run", "ware:house", &[&[1.0, 2.0]]);
+    let out = dir.join("episodes.jsonl");
+    let err = export(&[&trace], &out, &ExportOptions::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("ware:house") && msg.contains("first `:`"),
+        "{msg}"
+    );
+    let code = perennial::cli::run_with_args(
+        &perennial::registry::Registry::builtin(),
+        [
+            "perennial",
+            "episodes",
+            trace.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, std::process::ExitCode::from(2));
+    assert!(!out.exists(), "nothing is written for a refused export");
+}
