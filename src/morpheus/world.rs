@@ -624,6 +624,10 @@ impl Env for Morpheus {
         sim.world.resource_mut::<PendingAction>().0 = op;
         *sim.world.resource_mut::<CallNotes>() = self.calls.take();
         sim.schedule.run(&mut sim.world);
+        // bevy_ecs alone never clears the record of despawned entities' components (an
+        // app would, after each update): without this a persistent world grows by every
+        // order, trailer and shipment it has ever despawned. No system reads change ticks.
+        sim.world.clear_trackers();
         sim.tracker.record(&self.config, &self.conditions, hour);
         sim.episode_step += 1;
         let truncated = self.config.horizon.is_some_and(|h| sim.episode_step >= h);
