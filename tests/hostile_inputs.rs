@@ -265,7 +265,7 @@ fn cases() -> Vec<Case> {
             what: "world file: negative hours in an oracle table",
             file: Some((
                 "oracle-hours.toml",
-                warehouse.replace("target_hours = 15.0", "target_hours = -15.0"),
+                warehouse.replace("target_hours = 18.0", "target_hours = -18.0"),
             )),
             args: &["check", "{file}"],
             code: 2,
