@@ -127,8 +127,8 @@ fn a_bad_oracle_table_is_a_load_error_naming_the_line_and_field() {
     );
 
     let text = warehouse.replace(
-        "[agent.oracle.dock_meltdown]\nreorder_hours = 24.0\ntarget_hours = 72.0\ncarrier = 2",
-        "[agent.oracle.dock_meltdown]\nreorder_hours = 24.0\ntarget_hours = 72.0\ncarrier = 3",
+        "[agent.oracle.dock_meltdown]\nreorder_hours = 30.0\ntarget_hours = 48.0\ncarrier = 2",
+        "[agent.oracle.dock_meltdown]\nreorder_hours = 30.0\ntarget_hours = 48.0\ncarrier = 3",
     );
     let (line, field, message) = load_error("carrier.toml", &text);
     let expected = text
@@ -143,7 +143,7 @@ fn a_bad_oracle_table_is_a_load_error_naming_the_line_and_field() {
     assert_eq!(field.as_deref(), Some("agent.oracle.dock_meltdown.carrier"));
     assert!(message.contains("3 carriers"), "{message}");
 
-    let text = warehouse.replace("reorder_hours = 10.0", "reorder_hours = -10.0");
+    let text = warehouse.replace("reorder_hours = 12.0", "reorder_hours = -10.0");
     let (line, field, _) = load_error("negative.toml", &text);
     assert_eq!(line, Some(line_of(&text, "reorder_hours = -10.0")));
     assert_eq!(

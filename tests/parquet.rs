@@ -262,6 +262,13 @@ fn a_torn_part_is_reported_and_the_complete_parts_are_read() {
     let bytes = std::fs::read(last).unwrap();
     std::fs::write(last, &bytes[..bytes.len() / 2]).unwrap();
     std::fs::write(trace.join(".part-00003.parquet.tmp"), b"PAR1 half").unwrap();
+    // A half-written part is what a killed run leaves: its manifest never says `completed`
+    // (eval refuses a completed run's trace that lacks rows).
+    let manifest = trace.with_file_name("torn.manifest.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    doc["exit_status"] = serde_json::Value::from("interrupted");
+    std::fs::write(&manifest, doc.to_string()).unwrap();
     let mut reader = TraceReader::open(&[&trace]);
     let read: Vec<TraceRow> = (&mut reader).collect::<Result<_, _>>().unwrap();
     assert_eq!(read.len(), 2000);

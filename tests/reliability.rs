@@ -346,7 +346,7 @@ fn a_second_sigterm_stops_a_run_stuck_in_a_long_step() {
             "--trace",
             s(&trace),
         ],
-        || d.join("stuck.manifest.json").exists(),
+        || d.join("t.manifest.json").exists(),
     );
     std::thread::sleep(std::time::Duration::from_millis(500));
     let pid = child.id() as libc::pid_t;
