@@ -240,7 +240,9 @@ def plan(words, env, options, scratch):
             return None, env, f"no file {words[1]}"
         return None, env, None
     elif words[:2] == ["pip", "install"]:
-        missing = [w for w in words[2:] if w.startswith(".") and not (ROOT / w).exists()]
+        # A path may carry extras, `./python[local-llm]`: the path is what precedes them.
+        paths = [w.split("[", 1)[0] for w in words[2:] if w.startswith(".")]
+        missing = [p for p in paths if not (ROOT / p).exists()]
         return None, env, (f"no path {missing[0]}" if missing else None)
     else:
         return None, env, f"no rule for the command {words[0]!r} (add one to scripts/check_docs.py)"

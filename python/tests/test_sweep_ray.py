@@ -36,11 +36,12 @@ def _sweep_file(folder: Path, agents: str = '"random", "actor-critic"') -> Path:
 
 
 def _traces(out: Path) -> dict:
-    # The run manifests beside the traces hold wall-clock times; compare the traces only.
+    # The run manifests beside the traces hold wall-clock times, and their lock files the
+    # pid that held them; compare the traces only.
     return {
         p.name: p.read_bytes()
         for p in sorted((out / "traces").iterdir())
-        if not p.name.endswith(".manifest.json")
+        if not p.name.endswith((".manifest.json", ".lock"))
     }
 
 
