@@ -236,3 +236,35 @@ fn a_world_without_checkpoints_cannot_be_snapshotted() {
     let err = run.snapshot().unwrap_err();
     assert!(err.to_string().contains("checkpoint"), "{err}");
 }
+
+/// Random edits of any field of a written snapshot (a changed value, null, a key removed)
+/// are refused when it is read: nothing edited is ever restored.
+#[test]
+fn random_edits_of_any_snapshot_field_are_refused() {
+    use proptest::prelude::*;
+    let json = warehouse_snapshot(50).to_json().unwrap();
+    let original: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let unedited = serde_json::to_string(&original).unwrap();
+    assert!(
+        Snapshot::from_json(&unedited).is_ok(),
+        "the snapshot read back as written"
+    );
+    let mut paths = Vec::new();
+    common::leaves(&original, &mut Vec::new(), &mut paths);
+    let config = ProptestConfig {
+        cases: 96,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(pick in 0..paths.len(), kind in 0u8..3)| {
+        let mut edited = original.clone();
+        common::mutate(&mut edited, &paths[pick], kind);
+        let text = serde_json::to_string(&edited).unwrap();
+        prop_assume!(text != unedited);
+        prop_assert!(
+            Snapshot::from_json(&text).is_err(),
+            "an edit of {:?} was accepted",
+            &paths[pick]
+        );
+    });
+}

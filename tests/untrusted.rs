@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{Scratch, cli, path, text};
+use common::{Scratch, cli, leaves, mutate, path, text};
 use perennial::harness::seal_of;
 
 const CARTPOLE: &str = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\n\n[[regimes]]\nlabel = \"b\"\nconditions = { gravity = 12.0 }\n\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"b\"]\nevery = 30\n\n[harness]\nauto_reset = true\n";
@@ -578,56 +578,6 @@ fn temp_files_of_killed_checkpoint_writers_are_removed_by_the_next_holder() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!stale.exists());
     assert_eq!(std::fs::read(&trace).unwrap(), whole);
-}
-
-/// The paths of every leaf of a JSON value (object keys and array indices).
-fn leaves(v: &serde_json::Value, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    match v {
-        serde_json::Value::Object(m) if !m.is_empty() => {
-            for (k, child) in m {
-                at.push(k.clone());
-                leaves(child, at, out);
-                at.pop();
-            }
-        }
-        serde_json::Value::Array(a) if !a.is_empty() => {
-            for (i, child) in a.iter().enumerate() {
-                at.push(i.to_string());
-                leaves(child, at, out);
-                at.pop();
-            }
-        }
-        _ => out.push(at.clone()),
-    }
-}
-
-fn leaf_mut<'a>(v: &'a mut serde_json::Value, at: &[String]) -> &'a mut serde_json::Value {
-    at.iter().fold(v, |v, k| match v {
-        serde_json::Value::Array(a) => &mut a[k.parse::<usize>().unwrap()],
-        other => &mut other[k.as_str()],
-    })
-}
-
-/// The edit `kind` of a leaf: a changed value of its type, null, or (for an object member)
-/// the key removed.
-fn mutate(v: &mut serde_json::Value, at: &[String], kind: u8) {
-    use serde_json::Value;
-    if kind == 2
-        && let Some((key, parent)) = at.split_last()
-        && let Value::Object(m) = leaf_mut(v, parent)
-    {
-        m.remove(key);
-        return;
-    }
-    let leaf = leaf_mut(v, at);
-    *leaf = match (kind, &*leaf) {
-        (1, _) => Value::Null,
-        (_, Value::Bool(b)) => Value::Bool(!b),
-        (_, Value::Number(n)) if n.is_u64() => (n.as_u64().unwrap() ^ 1).into(),
-        (_, Value::Number(n)) => (n.as_f64().unwrap() * 1.5 + 1.0).into(),
-        (_, Value::String(t)) => format!("{t}x").into(),
-        _ => 0.into(),
-    };
 }
 
 #[test]

@@ -291,3 +291,53 @@ pub fn auto_reset_config(steps: u64) -> HarnessConfig {
         ..HarnessConfig::default()
     }
 }
+
+/// The paths of every leaf of a JSON value (object keys and array indices).
+pub fn leaves(v: &serde_json::Value, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match v {
+        serde_json::Value::Object(m) if !m.is_empty() => {
+            for (k, child) in m {
+                at.push(k.clone());
+                leaves(child, at, out);
+                at.pop();
+            }
+        }
+        serde_json::Value::Array(a) if !a.is_empty() => {
+            for (i, child) in a.iter().enumerate() {
+                at.push(i.to_string());
+                leaves(child, at, out);
+                at.pop();
+            }
+        }
+        _ => out.push(at.clone()),
+    }
+}
+
+pub fn leaf_mut<'a>(v: &'a mut serde_json::Value, at: &[String]) -> &'a mut serde_json::Value {
+    at.iter().fold(v, |v, k| match v {
+        serde_json::Value::Array(a) => &mut a[k.parse::<usize>().unwrap()],
+        other => &mut other[k.as_str()],
+    })
+}
+
+/// The edit `kind` of a leaf: a changed value of its type, null, or (for an object member)
+/// the key removed.
+pub fn mutate(v: &mut serde_json::Value, at: &[String], kind: u8) {
+    use serde_json::Value;
+    if kind == 2
+        && let Some((key, parent)) = at.split_last()
+        && let Value::Object(m) = leaf_mut(v, parent)
+    {
+        m.remove(key);
+        return;
+    }
+    let leaf = leaf_mut(v, at);
+    *leaf = match (kind, &*leaf) {
+        (1, _) => Value::Null,
+        (_, Value::Bool(b)) => Value::Bool(!b),
+        (_, Value::Number(n)) if n.is_u64() => (n.as_u64().unwrap() ^ 1).into(),
+        (_, Value::Number(n)) => (n.as_f64().unwrap() * 1.5 + 1.0).into(),
+        (_, Value::String(t)) => format!("{t}x").into(),
+        _ => 0.into(),
+    };
+}
