@@ -233,7 +233,7 @@ fn run_ids_that_escape_or_hide_are_refused() {
 /// Starts `perennial ARGS` in the repository (stderr piped) and waits, up to a minute, until
 /// `ready` holds.
 fn spawn_until(args: &[&str], ready: impl Fn() -> bool) -> std::process::Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_perennial"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_perennial"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(std::process::Stdio::null())
@@ -242,10 +242,12 @@ fn spawn_until(args: &[&str], ready: impl Fn() -> bool) -> std::process::Child {
         .unwrap();
     let started = std::time::Instant::now();
     while !ready() {
-        assert!(
-            started.elapsed().as_secs() < 60,
-            "the run did not get going: {args:?}"
-        );
+        if started.elapsed().as_secs() >= 60 {
+            // A failed test leaves no run behind.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run did not get going: {args:?}");
+        }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     child
