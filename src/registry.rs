@@ -298,6 +298,14 @@ pub trait Kind: Send + Sync {
     ) -> Result<Box<dyn DynRestored>, BuildError>;
 }
 
+/// The scheduler of `request`'s world file, on the run seed's scheduler stream.
+fn scheduler_of(request: &RunRequest<'_>) -> Result<crate::regime::Scheduler, BuildError> {
+    request
+        .world
+        .scheduler(seed::derive(request.seed, Stream::Scheduler, 0))
+        .map_err(|e| BuildError::World(WorldFileError::whole(&request.world.path, e.to_string())))
+}
+
 /// A [`WorldKind`] with its agents: generic ones and the kind's own.
 struct Entry<K: WorldKind> {
     kind: K,
@@ -432,12 +440,7 @@ impl<K: WorldKind> Kind for Entry<K> {
 
     fn harness(&self, request: &RunRequest<'_>) -> Result<Box<dyn DynHarness>, BuildError> {
         let (env, agent, probe) = self.parts(request)?;
-        let scheduler = request
-            .world
-            .scheduler(seed::derive(request.seed, Stream::Scheduler, 0))
-            .map_err(|e| {
-                BuildError::World(WorldFileError::whole(&request.world.path, e.to_string()))
-            })?;
+        let scheduler = scheduler_of(request)?;
         let mut harness = Harness::new(env, agent, request.seed)
             .scheduler(scheduler)
             .config(request.config.clone())
@@ -461,12 +464,7 @@ impl<K: WorldKind> Kind for Entry<K> {
         let mut harness = Harness::resume(env, agent, checkpoint, None)
             .map_err(|e| BuildError::Checkpoint(e.to_string()))?;
         if let Some(baseline) = baseline {
-            let scheduler = request
-                .world
-                .scheduler(seed::derive(request.seed, Stream::Scheduler, 0))
-                .map_err(|e| {
-                    BuildError::World(WorldFileError::whole(&request.world.path, e.to_string()))
-                })?;
+            let scheduler = scheduler_of(request)?;
             harness = harness
                 .follow_world(scheduler, baseline)
                 .map_err(|e| BuildError::Checkpoint(e.to_string()))?;

@@ -959,18 +959,25 @@ struct RunState<O, A> {
     stopped: bool,
 }
 
+impl RunSummary {
+    /// The summary of a run that starts (or continues) at step `steps`: nothing counted yet.
+    pub(crate) fn at(steps: u64) -> Self {
+        RunSummary {
+            steps,
+            episodes_ended: 0,
+            total_reward: 0.0,
+            labels: BTreeMap::new(),
+            shifts: 0,
+            stop: StopReason::Budget,
+        }
+    }
+}
+
 impl<O, A> Default for RunState<O, A> {
     fn default() -> Self {
         RunState {
             window: Window::default(),
-            summary: RunSummary {
-                steps: 0,
-                episodes_ended: 0,
-                total_reward: 0.0,
-                labels: BTreeMap::new(),
-                shifts: 0,
-                stop: StopReason::Budget,
-            },
+            summary: RunSummary::at(0),
             label_totals: LabelSummary::default(),
             stopped: false,
         }

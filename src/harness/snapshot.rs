@@ -22,7 +22,6 @@
 //! a world's and an agent's own `load_state` make, and checks the baseline and every
 //! regime against the world's parameter table.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
@@ -30,9 +29,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::agent::{Agent, Window};
 use super::checkpoint::{Checkpoint, RunPosition, validate_position};
-use super::run::{
-    Continued, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StopReason,
-};
+use super::run::{Continued, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary};
 use crate::env::{Env, SavedState};
 use crate::regime::{Conditions, Scheduler, Shiftable};
 use crate::session::{Counters, SessionState};
@@ -509,14 +506,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             },
             config: snapshot.config.clone(),
             window,
-            summary: RunSummary {
-                steps: snapshot.counters.step,
-                episodes_ended: 0,
-                total_reward: 0.0,
-                labels: BTreeMap::new(),
-                shifts: 0,
-                stop: StopReason::Budget,
-            },
+            summary: RunSummary::at(snapshot.counters.step),
             label_totals: LabelSummary::default(),
             stopped: false,
             events_at: None,
