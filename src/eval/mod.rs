@@ -250,6 +250,7 @@ mod compare;
 mod complete;
 mod error;
 mod l2;
+mod options;
 mod order;
 mod pass1;
 mod plot;
@@ -274,6 +275,7 @@ pub use compare::{
 };
 pub use error::EvalError;
 pub use l2::theil_sen_slope;
+pub use options::EvalOptions;
 pub use plot::{plot_svg, profile_plot_svg, profile_svg, svg};
 pub use reference::Regret;
 pub use reliability::{
@@ -286,42 +288,6 @@ pub use report::{
 
 use pass1::Pass1;
 use run::RunScan;
-
-/// How to evaluate. Build with `Default` and struct update syntax.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EvalOptions {
-    /// The smoothing window W (100). At least 1.
-    pub window: usize,
-    /// Count episode-end payouts in x_t (off: x_t = reward - sum(payout)).
-    pub include_payout: bool,
-    /// Bootstrap resamples for the cross-run CIs (2000).
-    pub bootstrap_resamples: usize,
-    /// Seed of the bootstrap's ChaCha8 generator (0).
-    pub bootstrap_seed: u64,
-    /// Reference traces: each run is paired with the reference run of its task and seed
-    /// (none).
-    pub references: Vec<PathBuf>,
-    /// Floor traces, paired the same way, for `normalized_regret` and normalized scores
-    /// (none).
-    pub floors: Vec<PathBuf>,
-    /// The γ of the aggregate optimality gap (1.0, rliable's default, meant for normalized
-    /// scores).
-    pub gamma: f64,
-}
-
-impl Default for EvalOptions {
-    fn default() -> Self {
-        EvalOptions {
-            window: 100,
-            include_payout: false,
-            bootstrap_resamples: 2000,
-            bootstrap_seed: 0,
-            references: Vec::new(),
-            floors: Vec::new(),
-            gamma: 1.0,
-        }
-    }
-}
 
 /// Evaluates the runs in `paths` (JSON Lines, CSV or Parquet, by extension; formats can be
 /// mixed), read in the order given.

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::Array;
 
-use super::EvalOptions;
+use super::options::EvalOptions;
 use super::error::EvalError;
 use super::run::{Ceiling, RunScan, Span};
 use super::spill::Spill;

@@ -16,6 +16,7 @@
 //! serves one MCP session on stdin and stdout instead. Worlds and
 //! snapshots are ids the server holds, never paths. `docs/serving.md` is the user's page.
 
+mod error;
 mod mcp;
 mod openenv;
 mod run;
@@ -23,9 +24,8 @@ mod sessions;
 mod stdio;
 mod worlds;
 
-use std::fmt;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +37,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+pub use error::ServeError;
 pub use stdio::serve_stdio;
 pub use worlds::Worlds;
 
@@ -75,62 +76,6 @@ impl Default for ServeOptions {
             idle_timeout: Duration::from_secs(600),
             worlds: Vec::new(),
             runs: None,
-        }
-    }
-}
-
-/// Why a server could not start.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ServeError {
-    /// A world file named with `--worlds` cannot be served.
-    World {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        message: String,
-    },
-    /// The address cannot be bound.
-    Bind {
-        /// The address asked for.
-        address: String,
-        /// The system's error.
-        source: std::io::Error,
-    },
-    /// A setting is out of range.
-    Option(String),
-    /// The runtime failed.
-    Io(std::io::Error),
-}
-
-impl ServeError {
-    fn world(path: &Path, message: String) -> Self {
-        ServeError::World {
-            path: path.to_path_buf(),
-            message,
-        }
-    }
-}
-
-impl fmt::Display for ServeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ServeError::World { path, message } => write!(f, "{}: {message}", path.display()),
-            ServeError::Bind { address, source } => write!(
-                f,
-                "cannot listen on {address}: {source}; choose another --port, or --port 0 for a free one"
-            ),
-            ServeError::Option(m) => f.write_str(m),
-            ServeError::Io(e) => write!(f, "the server failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ServeError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ServeError::Bind { source, .. } | ServeError::Io(source) => Some(source),
-            _ => None,
         }
     }
 }

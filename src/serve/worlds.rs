@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::ServeError;
+use super::error::ServeError;
 use crate::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use crate::registry::Registry;
 use crate::seed::{self, Stream};
