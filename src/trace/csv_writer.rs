@@ -1,7 +1,8 @@
 //! The CSV trace writer: maps flattened into `c.<name>` and `p.<name>` columns.
 
+use super::line::LineFormat;
 use super::row::{BOUND, COLUMNS, RowRecord, RunIdentity};
-use super::{LineFormat, TraceColumns};
+use super::sink::TraceColumns;
 
 /// Renders rows as CSV records (the header is written by [`header`] when the file is new).
 pub(crate) struct CsvWriter {

@@ -944,7 +944,7 @@ impl EventReader {
         let path = path.as_ref().to_path_buf();
         let mut problems = Vec::new();
         let source = match TraceFormat::from_path(&path) {
-            TraceFormat::Parquet => match super::parquet_reader::list_parts(&path) {
+            TraceFormat::Parquet => match super::parquet_layout::list_parts(&path) {
                 Ok(p) => Source::Parquet {
                     parts: p.parts.into(),
                     batch: None,

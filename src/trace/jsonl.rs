@@ -1,7 +1,8 @@
 //! The JSON Lines trace writer: one object per line, columns in DESIGN order.
 
+use super::line::LineFormat;
 use super::row::{RowRecord, RunIdentity};
-use super::{LineFormat, TraceColumns};
+use super::sink::TraceColumns;
 
 /// Renders rows as JSON Lines.
 ///

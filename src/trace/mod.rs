@@ -60,134 +60,39 @@ mod error;
 mod events;
 mod jsonl;
 pub mod l2logger;
+mod line;
 mod manifest;
+mod parquet_layout;
 mod parquet_pages;
 mod parquet_reader;
 mod parquet_writer;
 mod reader;
 mod row;
+mod sink;
 
 pub use l2logger::{ExportedRun, L2LoggerOptions, export_l2logger};
 pub use manifest::{
     Manifest, TRACE_SCHEMA_VERSION, WorldFileRecord, content_hash, manifest_summaries,
     manifest_warnings, utc_now,
 };
+pub use parquet_layout::{ACTION_KEY, MANIFEST_KEY};
 pub use parquet_reader::parquet_manifest;
 pub(crate) use parquet_reader::{Columns, ParquetSource, Projection};
-pub use parquet_writer::{
-    ACTION_KEY, MANIFEST_KEY, PART_BYTES, PART_SECONDS, part_interval, schema as parquet_schema,
-};
+pub use parquet_writer::{PART_BYTES, PART_SECONDS, part_interval, schema as parquet_schema};
 
 pub use error::{TornTail, TraceError};
 pub use events::{
     EPISODE_END, EVENT_COLUMNS, EventReader, EventRow, EventWriter, FAILURE, FORK, REGIME_SHIFT,
     events_path, find_events, is_events_table,
 };
+pub use line::tail_hash;
+use line::{LineSink, RowBuffer};
 pub use reader::{Located, RowRef, Terms, TraceFormat, TraceReader};
 pub use row::{BOUND, COLUMNS, RowRecord, RunIdentity, TraceRow};
+pub use sink::{TraceColumns, TraceSink};
 
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// Where trace rows go.
-///
-/// A sink is `Send` so a run (a [`crate::session::Session`]) can move between threads: the
-/// server keeps each session's run behind a lock that any of its worker threads takes.
-pub trait TraceSink: Send {
-    /// Appends one row.
-    ///
-    /// # Errors
-    ///
-    /// An I/O error of the underlying file.
-    fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError>;
-
-    /// Makes every row written so far durable in the file (whole rows only).
-    ///
-    /// # Errors
-    ///
-    /// An I/O error of the underlying file.
-    fn flush(&mut self) -> Result<(), TraceError>;
-
-    /// Flushes and makes the file durable (fsync), returning the position a checkpoint
-    /// records (the file's length in bytes; a Parquet trace's rows in finished parts).
-    /// Sinks without a file return `None`, and a checkpoint then records no trace position.
-    ///
-    /// # Errors
-    ///
-    /// An I/O error of the underlying file.
-    fn sync(&mut self) -> Result<Option<u64>, TraceError> {
-        self.flush()?;
-        Ok(None)
-    }
-
-    /// A hash of the last complete line in the file ([`tail_hash`]), called after
-    /// [`TraceSink::sync`]: what a checkpoint records so a resume can tell the trace it
-    /// wrote from one replaced or rewritten since. Sinks without a file return `None`.
-    ///
-    /// # Errors
-    ///
-    /// An I/O error reading the file back.
-    fn tail(&mut self) -> Result<Option<String>, TraceError> {
-        Ok(None)
-    }
-
-    /// The digest of everything in the file up to the position [`TraceSink::sync`] just
-    /// returned (see [`recorded_digest`]), called after it: what a checkpoint records so a
-    /// resume can prove the trace holds the very rows it wrote. Sinks without a file
-    /// return `None`.
-    fn digest(&self) -> Option<String> {
-        None
-    }
-
-    /// Writes out everything still buffered; called once, when the run ends. The default
-    /// flushes.
-    ///
-    /// # Errors
-    ///
-    /// An I/O error of the underlying file.
-    fn close(&mut self) -> Result<(), TraceError> {
-        self.flush()
-    }
-
-    /// Hands the sink the run manifest (JSON) to store in its files' metadata, for formats
-    /// that have file metadata (Parquet); the default ignores it.
-    fn attach_manifest(&mut self, _json: &str) {}
-
-    /// How often a flush cuts a Parquet part ([`PART_SECONDS`] by default; zero: at every
-    /// flush, waiting until the part is on disk). JSON Lines and CSV hand their rows to the
-    /// file at every flush and ignore it.
-    fn set_part_interval(&mut self, _every: std::time::Duration) {}
-}
-
-/// The columns a trace carries besides the fixed ones: the env's reward component and
-/// payout names and whether the `obs` and `action` columns are written. The harness builds
-/// it from its env's spec and its config ([`TraceColumns::for_env`]), so rows always match.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TraceColumns {
-    /// Per-step reward component names, in the env's order.
-    pub components: Vec<String>,
-    /// Episode-end payout names, in the env's order.
-    pub payouts: Vec<String>,
-    /// Write the `obs` and `action` columns.
-    pub record_transitions: bool,
-    /// Write the [`BOUND`](row::BOUND) column: the env declares an expected bound.
-    pub bound: bool,
-}
-
-impl TraceColumns {
-    /// The columns of a trace of `env`: its spec's component and payout names, and the
-    /// `bound` column when it declares an expected bound.
-    pub fn for_env<E: crate::env::Env + ?Sized>(env: &E, record_transitions: bool) -> Self {
-        let spec = env.spec();
-        TraceColumns {
-            components: spec.components.clone(),
-            payouts: spec.payouts.clone(),
-            record_transitions,
-            bound: env.expected_bound().is_some(),
-        }
-    }
-}
 
 /// Creates a trace file for `format`, with the run's identity and columns.
 ///
@@ -221,17 +126,17 @@ pub(crate) fn path_queue<P: AsRef<Path>>(paths: &[P]) -> std::vec::IntoIter<Path
 
 /// The number of finished parts of the Parquet trace `dir`; 0 when it cannot be listed.
 pub(crate) fn parquet_parts(dir: &Path) -> usize {
-    parquet_reader::list_parts(dir).map_or(0, |p| p.parts.len())
+    parquet_layout::list_parts(dir).map_or(0, |p| p.parts.len())
 }
 
 /// The rows in the finished parts of the Parquet trace `dir`, from their footers; 0 when
 /// it cannot be read yet.
 pub(crate) fn parquet_rows(dir: &Path) -> u64 {
-    parquet_reader::list_parts(dir)
+    parquet_layout::list_parts(dir)
         .map(|p| {
             p.parts
                 .iter()
-                .filter_map(|part| parquet_reader::part_rows(part).ok())
+                .filter_map(|part| parquet_layout::part_rows(part).ok())
                 .sum()
         })
         .unwrap_or(0)
@@ -522,46 +427,6 @@ pub fn verify_tail(
     Ok(())
 }
 
-/// A hash (FNV-1a, 64 bits, hex) of the last line of `file` that ends at byte `len`
-/// (its newline included); of nothing when `len` is 0.
-///
-/// # Errors
-///
-/// An I/O error, or a last line longer than
-/// [`MAX_TRACE_LINE_BYTES`](crate::limits::MAX_TRACE_LINE_BYTES).
-pub fn tail_hash(file: &File, path: &Path, len: u64) -> Result<String, TraceError> {
-    use std::os::unix::fs::FileExt;
-    let limit = crate::limits::MAX_TRACE_LINE_BYTES as u64;
-    // The line starts after the last newline before its own final byte.
-    let end = len.saturating_sub(1);
-    let mut start = 0;
-    let mut pos = end;
-    let mut chunk = vec![0u8; 1 << 16];
-    while pos > 0 {
-        let from = pos.saturating_sub(chunk.len() as u64);
-        let n = (pos - from) as usize;
-        file.read_exact_at(&mut chunk[..n], from)
-            .map_err(|e| TraceError::io(path, e))?;
-        if let Some(i) = chunk[..n].iter().rposition(|b| *b == b'\n') {
-            start = from + i as u64 + 1;
-            break;
-        }
-        pos = from;
-        if end - pos > limit {
-            return Err(TraceError::io(
-                path,
-                std::io::Error::other(format!(
-                    "the line ending at byte {len} is longer than {limit} bytes"
-                )),
-            ));
-        }
-    }
-    let mut line = vec![0u8; (len - start) as usize];
-    file.read_exact_at(&mut line, start)
-        .map_err(|e| TraceError::io(path, e))?;
-    Ok(crate::output::content_hash(&line))
-}
-
 fn open_sink(
     out: RowBuffer,
     format: TraceFormat,
@@ -592,132 +457,6 @@ fn open_sink(
             ));
         }
     })
-}
-
-/// How a line format (JSON Lines, CSV) renders one row as one whole line.
-trait LineFormat {
-    /// Appends `row` and its line end to `buf`.
-    ///
-    /// # Errors
-    ///
-    /// The row cannot be rendered.
-    fn encode(&mut self, row: &RowRecord<'_>, buf: &mut Vec<u8>) -> std::io::Result<()>;
-}
-
-/// A trace of whole lines: `format` renders each row, `out` hands whole lines to the file.
-struct LineSink<F> {
-    format: F,
-    out: RowBuffer,
-}
-
-impl<F> LineSink<F> {
-    /// Appends one line rendered by `render`, naming the file if it fails.
-    fn write_line(
-        &mut self,
-        render: impl FnOnce(&mut F, &mut Vec<u8>) -> std::io::Result<()>,
-    ) -> Result<(), TraceError> {
-        render(&mut self.format, &mut self.out.buf)
-            .map_err(|e| TraceError::io(&self.out.path, e))?;
-        self.out.row_done()
-    }
-}
-
-impl<F: LineFormat + Send> TraceSink for LineSink<F> {
-    fn write_row(&mut self, row: &RowRecord<'_>) -> Result<(), TraceError> {
-        self.write_line(|format, buf| format.encode(row, buf))
-    }
-
-    fn flush(&mut self) -> Result<(), TraceError> {
-        self.out.flush()
-    }
-
-    fn sync(&mut self) -> Result<Option<u64>, TraceError> {
-        self.out.sync().map(Some)
-    }
-
-    fn tail(&mut self) -> Result<Option<String>, TraceError> {
-        self.out.tail()
-    }
-
-    fn digest(&self) -> Option<String> {
-        Some(self.out.digest.hex())
-    }
-}
-
-/// Whole-row output buffering shared by the writers: rows are appended to a buffer and the
-/// buffer goes to the file only as whole rows.
-struct RowBuffer {
-    out: File,
-    buf: Vec<u8>,
-    path: std::path::PathBuf,
-    /// Bytes handed to the file so far (its length once flushed).
-    written: u64,
-    /// The digest of those bytes.
-    digest: Digest,
-}
-
-const FLUSH_BYTES: usize = 1 << 16;
-
-impl RowBuffer {
-    fn new(out: File, path: &Path, written: u64, digest: Digest) -> Self {
-        RowBuffer {
-            out,
-            buf: Vec::with_capacity(FLUSH_BYTES * 2),
-            path: path.to_path_buf(),
-            written,
-            digest,
-        }
-    }
-
-    /// Called after each complete row.
-    fn row_done(&mut self) -> Result<(), TraceError> {
-        if self.buf.len() >= FLUSH_BYTES {
-            self.drain()?;
-        }
-        Ok(())
-    }
-
-    fn drain(&mut self) -> Result<(), TraceError> {
-        if let Err(e) = self.out.write_all(&self.buf) {
-            // Part of the buffer may have reached the file (a full disk): cut it back to
-            // its last whole row, so the trace ends with a complete row, not a torn one.
-            // The rows not written are dropped, so nothing tries to write them again.
-            let _ = self.out.set_len(self.written);
-            let _ = std::io::Seek::seek(&mut self.out, std::io::SeekFrom::Start(self.written));
-            self.buf.clear();
-            return Err(TraceError::io(&self.path, e));
-        }
-        self.written += self.buf.len() as u64;
-        self.digest.update(&self.buf);
-        self.buf.clear();
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), TraceError> {
-        self.drain()?;
-        self.out.flush().map_err(|e| TraceError::io(&self.path, e))
-    }
-
-    fn sync(&mut self) -> Result<u64, TraceError> {
-        self.flush()?;
-        self.out
-            .sync_data()
-            .map_err(|e| TraceError::io(&self.path, e))?;
-        Ok(self.written)
-    }
-
-    fn tail(&mut self) -> Result<Option<String>, TraceError> {
-        self.flush()?;
-        tail_hash(&self.out, &self.path, self.written).map(Some)
-    }
-}
-
-impl Drop for RowBuffer {
-    fn drop(&mut self) {
-        // Best effort: an error here has nowhere to go, and every row written before the
-        // last explicit flush is already in the file.
-        let _ = self.drain();
-    }
 }
 
 #[cfg(test)]

@@ -22,62 +22,12 @@ use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchR
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
 use super::error::{TornTail, TraceError};
-use super::parquet_writer::{ACTION_KEY, MANIFEST_KEY};
+use super::parquet_layout::{ACTION_KEY, MANIFEST_KEY, list_parts, not_parquet, part_number};
 use super::reader::{Located, RowRef, Terms};
 use super::row::{BOUND, COLUMNS, TraceRow};
 use crate::regime::{NotifyLevel, Origin};
 
 const BATCH_ROWS: usize = 1 << 16;
-
-/// The part files of a trace directory, in part order, and any temp files a killed writer
-/// left behind.
-pub(crate) struct Parts {
-    pub(crate) parts: Vec<PathBuf>,
-    pub(crate) temps: Vec<PathBuf>,
-}
-
-/// Lists the `*.parquet` files of `dir` (ordered by the number in `part-N`, then by name)
-/// and the hidden `.part-*.tmp` files.
-pub(crate) fn list_parts(dir: &Path) -> Result<Parts, TraceError> {
-    let mut parts = Vec::new();
-    let mut temps = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| TraceError::io(dir, e))? {
-        let path = entry.map_err(|e| TraceError::io(dir, e))?.path();
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if name.starts_with(".part-") && name.ends_with(".tmp") {
-            temps.push(path);
-        } else if !name.starts_with(['.', '_']) && name.ends_with(".parquet") && path.is_file() {
-            parts.push(path);
-        }
-    }
-    let key = |p: &PathBuf| {
-        let name = p
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let number = name
-            .strip_prefix("part-")
-            .and_then(|r| r.strip_suffix(".parquet"))
-            .and_then(|n| n.parse::<u64>().ok());
-        (number.is_none(), number, name)
-    };
-    parts.sort_by_key(key);
-    temps.sort();
-    Ok(Parts { parts, temps })
-}
-
-/// The number `N` of a part named `part-N.parquet`.
-fn part_number(path: &Path) -> Option<u64> {
-    path.file_name()?
-        .to_str()?
-        .strip_prefix("part-")?
-        .strip_suffix(".parquet")?
-        .parse()
-        .ok()
-}
 
 /// Refuses a directory of numbered parts (as perennial writes them, `part-00000.parquet`
 /// on, one number after another) whose numbers do not start at 0 or skip one: a part was
@@ -129,13 +79,6 @@ fn ends_with_magic(path: &Path) -> bool {
         .is_ok_and(|()| &tail == b"PAR1")
 }
 
-/// The number of rows in a part, from its footer.
-pub(crate) fn part_rows(path: &Path) -> Result<u64, TraceError> {
-    let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
-    let reader = SerializedFileReader::new(file).map_err(|e| not_parquet(path, &e))?;
-    Ok(reader.metadata().file_metadata().num_rows().max(0) as u64)
-}
-
 /// The run manifest stored in a Parquet trace's metadata, if any: the first part's.
 pub fn parquet_manifest(path: &Path) -> Result<Option<String>, TraceError> {
     let first = if path.is_dir() {
@@ -154,16 +97,6 @@ pub fn parquet_manifest(path: &Path) -> Result<Option<String>, TraceError> {
         .key_value_metadata()
         .and_then(|kv| kv.iter().find(|kv| kv.key == MANIFEST_KEY))
         .and_then(|kv| kv.value.clone()))
-}
-
-fn not_parquet(path: &Path, e: &dyn std::fmt::Display) -> TraceError {
-    TraceError::parse(
-        path,
-        0,
-        format!(
-            "not a readable Parquet file ({e}); a Parquet trace is a directory of part files written by `perennial run --format parquet`"
-        ),
-    )
 }
 
 /// A string column, plain or dictionary-encoded.

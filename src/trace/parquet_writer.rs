@@ -68,6 +68,8 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnPath, SchemaDescriptor};
 
+pub(crate) use super::parquet_layout::part_name;
+use super::parquet_layout::{ACTION_KEY, MANIFEST_KEY, list_parts, part_rows};
 use super::parquet_pages::{Chunk, ChunkEncoder, Runs, push_run, zstd_level};
 use super::row::{BOUND, RowRecord, RunIdentity};
 use super::{TraceColumns, TraceError, TraceSink};
@@ -140,13 +142,6 @@ impl PartCadence {
         self.last = Instant::now();
     }
 }
-
-/// The key under which each part's file metadata holds the run manifest (JSON).
-pub const MANIFEST_KEY: &str = "perennial.manifest";
-
-/// The key under which each part's file metadata says how `action` reads back: `scalar`
-/// (one number per row) or `array`.
-pub const ACTION_KEY: &str = "perennial.action";
 
 const ORIGINS: [&str; 4] = ["initial", "scheduled", "stochastic", "manual"];
 
@@ -860,11 +855,6 @@ impl ParquetWriter {
     }
 }
 
-/// The file name of part `index`.
-pub(crate) fn part_name(index: usize) -> String {
-    format!("part-{index:05}.parquet")
-}
-
 /// Moves the finished part `tmp` (written through `file`) into place as `target`. A part
 /// cut at a window's flush is renamed as it is: its bytes are in the page cache, so a
 /// killed run keeps it whole, as a JSON Lines trace keeps the lines of its last flush
@@ -1037,7 +1027,7 @@ fn kept_parts(
         if held >= rows {
             break;
         }
-        let n = super::parquet_reader::part_rows(path)?;
+        let n = part_rows(path)?;
         counts.push(n);
         held += n;
     }
@@ -1059,7 +1049,7 @@ fn kept_parts(
 ///
 /// As [`cut_back`], without touching anything.
 pub(crate) fn check_rows(dir: &Path, rows: u64, what: &str) -> Result<(), TraceError> {
-    let parts = super::parquet_reader::list_parts(dir)?;
+    let parts = list_parts(dir)?;
     kept_parts(dir, &parts.parts, rows, what).map(|_| ())
 }
 
@@ -1071,7 +1061,7 @@ pub(crate) fn check_rows(dir: &Path, rows: u64, what: &str) -> Result<(), TraceE
 /// A part cannot be read, the parts hold fewer rows, or `rows` falls inside a part (no
 /// checkpoint of perennial's does: each one ends a part).
 pub(crate) fn parts_digest(dir: &Path, rows: u64, what: &str) -> Result<String, TraceError> {
-    let parts = super::parquet_reader::list_parts(dir)?;
+    let parts = list_parts(dir)?;
     let kept = kept_parts(dir, &parts.parts, rows, what)?;
     if kept.iter().sum::<u64>() != rows {
         return Err(TraceError::io(
@@ -1102,7 +1092,7 @@ pub(crate) fn cut_back(
     what: &str,
 ) -> Result<(usize, super::Digest), TraceError> {
     crate::output::check_output_dir(dir)?;
-    let parts = super::parquet_reader::list_parts(dir)?;
+    let parts = list_parts(dir)?;
     let kept = kept_parts(dir, &parts.parts, rows, what)?;
     for tmp in &parts.temps {
         std::fs::remove_file(tmp).map_err(|e| TraceError::io(tmp, e))?;
