@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::run::{HarnessConfig, LabelSummary, RunSummary};
+use super::config::{HarnessConfig, LabelSummary, RunSummary};
 use crate::regime::{Conditions, Scheduler};
 use crate::trace::{RunIdentity, TraceFormat};
 

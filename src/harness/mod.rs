@@ -29,6 +29,7 @@
 
 mod agent;
 mod checkpoint;
+mod config;
 mod finite;
 mod run;
 mod snapshot;
@@ -36,9 +37,7 @@ mod snapshot;
 pub use crate::trace::RunIdentity;
 pub use agent::{Agent, Window};
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan, seal_of};
+pub use config::{HarnessConfig, LabelSummary, RunSummary, StopReason};
 pub use finite::to_finite_value;
-pub use run::{
-    DynHarness, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary, StepOutcome,
-    StopReason, episode_seed,
-};
+pub use run::{DynHarness, Harness, HarnessError, StepOutcome, episode_seed};
 pub use snapshot::{AgentStart, DynRestored, SNAPSHOT_VERSION, Snapshot, SnapshotError};

@@ -29,7 +29,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::agent::{Agent, Window};
 use super::checkpoint::{Checkpoint, RunPosition, validate_position};
-use super::run::{Continued, Harness, HarnessConfig, HarnessError, LabelSummary, RunSummary};
+use super::config::{HarnessConfig, LabelSummary, RunSummary};
+use super::run::{Continued, Harness, HarnessError};
 use crate::env::{Env, SavedState};
 use crate::regime::{Conditions, Scheduler, Shiftable};
 use crate::session::{Counters, SessionState};
