@@ -23,13 +23,13 @@
 //! assert!(env.step_vec(2).is_err(), "Discrete(2) has no action 2");
 //! ```
 
-use std::path::Path;
-
 use crate::env::{Env, EnvError, EnvSpec, Observation, SavedState, Transition, WorldEvent};
 use crate::regime::{Conditions, ParamInfo, RegimeError, Shiftable, apply_conditions};
-use crate::registry::{BuildError, Registry};
 use crate::reward::Ceiling;
-use crate::world_file::{WorldFile, WorldFileError};
+
+/// Builds a world from a world file: defined in [`crate::registry`], which builds every
+/// world, and re-exported here beside the trait it returns.
+pub use crate::registry::{build, make};
 
 /// A world driven without knowing its Rust type (object-safe).
 ///
@@ -224,30 +224,4 @@ impl Shiftable for Box<dyn DynEnv> {
     fn set(&mut self, name: &str, value: f64) -> Result<(), RegimeError> {
         self.as_mut().set_parameter(name, value)
     }
-}
-
-/// Loads the world file at `path` with `registry` and builds its world, type-erased.
-///
-/// # Errors
-///
-/// The file is not a valid world file for `registry` (the message names file, line and
-/// field), or its world cannot be built.
-pub fn make(path: &Path, registry: &Registry) -> Result<Box<dyn DynEnv>, BuildError> {
-    let world = WorldFile::load_with(path, registry)?;
-    build(&world, registry)
-}
-
-/// Builds a loaded world file's world, type-erased.
-///
-/// # Errors
-///
-/// The file's kind is not in `registry`, or its world cannot be built.
-pub fn build(world: &WorldFile, registry: &Registry) -> Result<Box<dyn DynEnv>, BuildError> {
-    let kind = registry.kind(world.kind()).ok_or_else(|| {
-        BuildError::World(WorldFileError::whole(
-            &world.path,
-            format!("unknown world kind `{}`", world.kind()),
-        ))
-    })?;
-    kind.build_env(world)
 }

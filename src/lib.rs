@@ -8,6 +8,7 @@ pub mod agents;
 pub mod cartpole;
 #[cfg(feature = "cli")]
 pub mod cli;
+mod config;
 pub mod dyn_env;
 pub mod env;
 pub mod episodes;

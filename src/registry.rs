@@ -31,6 +31,7 @@ use serde::de::DeserializeOwned;
 
 use crate::agents::{self, AgentBuilder, AgentCtx, AgentError};
 use crate::cartpole::{CartPole, CartPoleParams};
+use crate::config::typed_table;
 use crate::dyn_env::DynEnv;
 use crate::env::Env;
 use crate::harness::{
@@ -40,7 +41,7 @@ use crate::morpheus::{self, Morpheus, MorpheusConfig};
 use crate::regime::{NotifyLevel, ParamInfo, RegimeProbe, Shiftable, validate_conditions};
 use crate::reward::RewardSpec;
 use crate::seed::{self, Stream};
-use crate::world_file::{WorldFile, WorldFileError, typed_table};
+use crate::world_file::{WorldFile, WorldFileError};
 
 /// A `[world.params]` value a kind rejects: the field (relative to `world.params`) and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -629,4 +630,30 @@ impl WorldKind for MorpheusKind {
     fn default_reward(&self) -> Option<RewardSpec> {
         Some(morpheus::default_reward_spec())
     }
+}
+
+/// Loads the world file at `path` with `registry` and builds its world, type-erased.
+///
+/// # Errors
+///
+/// The file is not a valid world file for `registry` (the message names file, line and
+/// field), or its world cannot be built.
+pub fn make(path: &std::path::Path, registry: &Registry) -> Result<Box<dyn DynEnv>, BuildError> {
+    let world = WorldFile::load_with(path, registry)?;
+    build(&world, registry)
+}
+
+/// Builds a loaded world file's world, type-erased.
+///
+/// # Errors
+///
+/// The file's kind is not in `registry`, or its world cannot be built.
+pub fn build(world: &WorldFile, registry: &Registry) -> Result<Box<dyn DynEnv>, BuildError> {
+    let kind = registry.kind(world.kind()).ok_or_else(|| {
+        BuildError::World(WorldFileError::whole(
+            &world.path,
+            format!("unknown world kind `{}`", world.kind()),
+        ))
+    })?;
+    kind.build_env(world)
 }

@@ -63,10 +63,10 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use toml::Spanned;
 
 use crate::agents::AgentError;
+use crate::config::serde_field;
 use crate::regime::{
     NotifyLevel, ParamInfo, Plan, Regime, RegimeError, Scheduler, validate_conditions,
 };
@@ -219,39 +219,6 @@ struct ShiftDef {
 #[serde(deny_unknown_fields)]
 struct RewardDef {
     terms: Vec<Spanned<Term>>,
-}
-
-/// The field a serde error message names between backticks (`unknown field `x``,
-/// `missing field `x``); `None` for a syntax error, whose backticks quote a token.
-pub(crate) fn serde_field(message: &str) -> Option<&str> {
-    message
-        .contains(" field `")
-        .then(|| message.split('`').nth(1))
-        .flatten()
-}
-
-/// A TOML table (`[world.params]`, an agent's options) as the typed struct `T`, or the
-/// error with the key to blame: the one serde names between backticks (an unknown field),
-/// else the first key that fails on its own (a value of the wrong type or range names
-/// none), else `None`.
-pub(crate) fn typed_table<T: DeserializeOwned>(
-    table: &toml::Table,
-) -> Result<T, (Option<String>, String)> {
-    table.clone().try_into().map_err(|e: toml::de::Error| {
-        let message = e.message().trim().to_string();
-        let key = message
-            .split('`')
-            .nth(1)
-            .filter(|k| table.contains_key(*k))
-            .map(str::to_string)
-            .or_else(|| {
-                table.iter().find_map(|(k, v)| {
-                    let alone = toml::Table::from_iter([(k.clone(), v.clone())]);
-                    alone.try_into::<T>().is_err().then(|| k.clone())
-                })
-            });
-        (key, message)
-    })
 }
 
 /// Reads at most [`MAX_WORLD_FILE_BYTES`](crate::limits::MAX_WORLD_FILE_BYTES), so

@@ -72,11 +72,11 @@ use std::fmt;
 use serde::de::DeserializeOwned;
 
 use crate::cartpole::CartPole;
+use crate::config::typed_table;
 use crate::env::{Env, EnvSpec, Space};
 use crate::harness::Agent;
 use crate::morpheus::Morpheus;
 use crate::regime::{Regime, RegimeProbe};
-use crate::world_file::typed_table;
 
 /// What an agent builder receives.
 #[derive(Debug)]

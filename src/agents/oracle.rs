@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::base_stock::{BaseStockAgent, BaseStockParams};
 use super::{AgentCtx, AgentError};
+use crate::config::typed_table;
 use crate::harness::Agent;
 use crate::morpheus::{Morpheus, MorpheusConfig};
 use crate::regime::RegimeProbe;
-use crate::world_file::typed_table;
 
 /// Settings of [`Oracle`]: a base-stock policy per regime label.
 ///

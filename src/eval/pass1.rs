@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::Array;
 
-use super::options::EvalOptions;
 use super::error::EvalError;
+use super::options::EvalOptions;
 use super::run::{Ceiling, RunScan, Span};
 use super::spill::Spill;
 use crate::trace::{Columns, Located, ParquetSource, Projection, TraceReader};
