@@ -36,10 +36,10 @@ use parquet::basic::Compression;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use serde::{Deserialize, Serialize};
 
-use super::parquet_pages::zstd_level;
-use super::parquet_writer::{
-    PartCadence, PartThread, check_rows, cut_back, part_name, place_part, sync_parts,
-};
+use super::parquet::layout::part_name;
+use super::parquet::pages::zstd_level;
+use super::parquet::resume::{check_rows, cut_back};
+use super::parquet::thread::{PartCadence, PartThread, place_part, sync_parts};
 use super::{TraceError, TraceFormat};
 use crate::env::WorldEvent;
 use crate::regime::{Origin, Scheduler};
@@ -944,7 +944,7 @@ impl EventReader {
         let path = path.as_ref().to_path_buf();
         let mut problems = Vec::new();
         let source = match TraceFormat::from_path(&path) {
-            TraceFormat::Parquet => match super::parquet_layout::list_parts(&path) {
+            TraceFormat::Parquet => match super::parquet::layout::list_parts(&path) {
                 Ok(p) => Source::Parquet {
                     parts: p.parts.into(),
                     batch: None,

@@ -62,10 +62,7 @@ mod jsonl;
 pub mod l2logger;
 mod line;
 mod manifest;
-mod parquet_layout;
-mod parquet_pages;
-mod parquet_reader;
-mod parquet_writer;
+mod parquet;
 mod reader;
 mod row;
 mod sink;
@@ -75,10 +72,12 @@ pub use manifest::{
     Manifest, TRACE_SCHEMA_VERSION, WorldFileRecord, content_hash, manifest_summaries,
     manifest_warnings, utc_now,
 };
-pub use parquet_layout::{ACTION_KEY, MANIFEST_KEY};
-pub use parquet_reader::parquet_manifest;
-pub(crate) use parquet_reader::{Columns, ParquetSource, Projection};
-pub use parquet_writer::{PART_BYTES, PART_SECONDS, part_interval, schema as parquet_schema};
+pub use parquet::layout::{ACTION_KEY, MANIFEST_KEY};
+pub use parquet::reader::parquet_manifest;
+pub(crate) use parquet::reader::{Columns, ParquetSource, Projection};
+pub use parquet::schema::schema as parquet_schema;
+pub use parquet::thread::{PART_SECONDS, part_interval};
+pub use parquet::writer::PART_BYTES;
 
 pub use error::{TornTail, TraceError};
 pub use events::{
@@ -107,7 +106,7 @@ pub fn create(
 ) -> Result<Box<dyn TraceSink>, TraceError> {
     if format == TraceFormat::Parquet {
         let next = fresh_parquet_dir(path)?;
-        return Ok(Box::new(parquet_writer::ParquetWriter::new(
+        return Ok(Box::new(parquet::writer::ParquetWriter::new(
             path, identity, columns, next, 0,
         )?));
     }
@@ -126,17 +125,17 @@ pub(crate) fn path_queue<P: AsRef<Path>>(paths: &[P]) -> std::vec::IntoIter<Path
 
 /// The number of finished parts of the Parquet trace `dir`; 0 when it cannot be listed.
 pub(crate) fn parquet_parts(dir: &Path) -> usize {
-    parquet_layout::list_parts(dir).map_or(0, |p| p.parts.len())
+    parquet::layout::list_parts(dir).map_or(0, |p| p.parts.len())
 }
 
 /// The rows in the finished parts of the Parquet trace `dir`, from their footers; 0 when
 /// it cannot be read yet.
 pub(crate) fn parquet_rows(dir: &Path) -> u64 {
-    parquet_layout::list_parts(dir)
+    parquet::layout::list_parts(dir)
         .map(|p| {
             p.parts
                 .iter()
-                .filter_map(|part| parquet_layout::part_rows(part).ok())
+                .filter_map(|part| parquet::layout::part_rows(part).ok())
                 .sum()
         })
         .unwrap_or(0)
@@ -200,7 +199,7 @@ fn fresh_parquet_dir(dir: &Path) -> Result<usize, TraceError> {
             ));
         }
     }
-    parquet_writer::cut_back(dir, 0, "trace").map(|(next, _)| next)
+    parquet::resume::cut_back(dir, 0, "trace").map(|(next, _)| next)
 }
 
 /// Reopens a trace to continue a run from a checkpoint: the file is cut back to
@@ -226,9 +225,9 @@ pub fn append(
     tail: Option<&str>,
 ) -> Result<Box<dyn TraceSink>, TraceError> {
     if format == TraceFormat::Parquet {
-        let (next, digest) = parquet_writer::cut_back(path, at_byte, "trace")?;
+        let (next, digest) = parquet::resume::cut_back(path, at_byte, "trace")?;
         let mut writer =
-            parquet_writer::ParquetWriter::new(path, identity, columns, next, at_byte)?;
+            parquet::writer::ParquetWriter::new(path, identity, columns, next, at_byte)?;
         writer.continue_digest(digest, next);
         return Ok(Box::new(writer));
     }
@@ -273,7 +272,7 @@ pub fn recorded_digest(path: &Path, format: TraceFormat, at: u64) -> Result<Stri
         return Ok(Digest::default().hex());
     }
     if format == TraceFormat::Parquet {
-        return parquet_writer::parts_digest(path, at, "table");
+        return parquet::resume::parts_digest(path, at, "table");
     }
     let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
     let len = file.metadata().map_err(|e| TraceError::io(path, e))?.len();

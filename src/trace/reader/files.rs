@@ -11,7 +11,7 @@ use super::csv_rows::{csv_fields, parse_csv};
 use super::scan;
 use super::serde_path::{parse_jsonl, parse_jsonl_ref};
 use crate::trace::error::{TornTail, TraceError};
-use crate::trace::parquet_reader::{ParquetSource, Projection};
+use crate::trace::parquet::reader::{ParquetSource, Projection};
 use crate::trace::row::COLUMNS;
 use crate::trace::row::TraceRow;
 

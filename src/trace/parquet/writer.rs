@@ -51,29 +51,26 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arrow_array::builder::{ListBuilder, PrimitiveBuilder};
 use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::{ArrayRef, ArrowPrimitiveType};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_writer::{ArrowRowGroupWriterFactory, compute_leaves};
-use parquet::arrow::{ArrowSchemaConverter, ArrowWriter, add_encoded_arrow_schema_to_metadata};
-use parquet::basic::{Compression, Encoding};
+use parquet::arrow::{ArrowSchemaConverter, add_encoded_arrow_schema_to_metadata};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::{ColumnPath, SchemaDescriptor};
+use parquet::schema::types::SchemaDescriptor;
 
-pub(crate) use super::parquet_layout::part_name;
-use super::parquet_layout::{ACTION_KEY, MANIFEST_KEY, list_parts, part_rows};
-use super::parquet_pages::{Chunk, ChunkEncoder, Runs, push_run, zstd_level};
-use super::row::{BOUND, RowRecord, RunIdentity};
-use super::{TraceColumns, TraceError, TraceSink};
-use crate::regime::Origin;
+use super::layout::{ACTION_KEY, MANIFEST_KEY, part_name};
+use super::pages::{Chunk, ChunkEncoder, Runs, push_run};
+use super::schema::{ORIGINS, origin_key, properties, schema, with_notify};
+use super::thread::{PartCadence, PartThread, place_part, sync_parts};
+use crate::trace::digest::Digest;
+use crate::trace::row::{RowRecord, RunIdentity};
+use crate::trace::{TraceColumns, TraceError, TraceSink};
 
 /// Raw column bytes buffered before a part is cut (bounds the writer's memory: two sets of
 /// buffers of this size take turns).
@@ -82,156 +79,6 @@ pub const PART_BYTES: usize = 32 << 20;
 /// Rows of a run's first part at most: its buffers are the only ones the stepping thread
 /// maps fresh (the part thread grows every other set before it is filled).
 const FIRST_PART_ROWS: usize = 1 << 16;
-
-/// A flush cuts a part when this long has passed since the last one, by default
-/// (`--part-seconds`; see [`PartCadence`]).
-pub const PART_SECONDS: u64 = 1;
-
-/// `secs` as the interval between two parts (`--part-seconds`, the sweep's
-/// `part_seconds`): a finite number of seconds, 0 or more. `what` names the option in
-/// the message.
-///
-/// # Errors
-///
-/// A negative, NaN or infinite (or too large) value.
-pub fn part_interval(secs: f64, what: &str) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(secs).map_err(|_| {
-        if secs >= 0.0 && secs.is_finite() {
-            format!(
-                "{what} is {secs:e} seconds, more than a run can last; give at most a few hours"
-            )
-        } else {
-            format!(
-                "{what} is {secs}; give a number of seconds, 0 or more (0: a part at every window)"
-            )
-        }
-    })
-}
-
-/// When a flush (a window boundary) cuts a part: once [`PartCadence::every`] has passed
-/// since the last part. Zero cuts a part at every flush that has rows and waits until it is
-/// on disk, so a killed run keeps every row a JSON Lines run would have kept.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PartCadence {
-    pub(crate) every: Duration,
-    last: Instant,
-}
-
-impl Default for PartCadence {
-    fn default() -> Self {
-        PartCadence {
-            every: Duration::from_secs(PART_SECONDS),
-            last: Instant::now(),
-        }
-    }
-}
-
-impl PartCadence {
-    /// A part is due at this flush.
-    pub(crate) fn due(&self) -> bool {
-        self.every.is_zero() || self.last.elapsed() >= self.every
-    }
-
-    /// A flush waits until the part it cut is on disk.
-    pub(crate) fn waits(&self) -> bool {
-        self.every.is_zero()
-    }
-
-    /// A part was cut now.
-    pub(crate) fn cut(&mut self) {
-        self.last = Instant::now();
-    }
-}
-
-const ORIGINS: [&str; 4] = ["initial", "scheduled", "stochastic", "manual"];
-
-fn origin_key(o: Origin) -> u32 {
-    match o {
-        Origin::Initial => 0,
-        Origin::Scheduled => 1,
-        Origin::Stochastic => 2,
-        Origin::Manual => 3,
-    }
-}
-
-fn dict_type() -> DataType {
-    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
-}
-
-/// `schema` with a `notify` column after `task` when the run's level is not `none`.
-fn with_notify(schema: Schema, identity: &RunIdentity) -> Schema {
-    if identity.notify.is_none() {
-        return schema;
-    }
-    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-    fields.insert(4, Field::new("notify", dict_type(), false));
-    Schema::new(fields)
-}
-
-/// The Arrow schema of a trace with these columns.
-pub fn schema(columns: &TraceColumns) -> Schema {
-    let (components, payouts) = (&columns.components, &columns.payouts);
-    let mut fields = vec![
-        Field::new("run_id", dict_type(), false),
-        Field::new("seed", DataType::UInt64, false),
-        Field::new("algorithm_id", dict_type(), false),
-        Field::new("task", dict_type(), false),
-        Field::new("step", DataType::UInt64, false),
-        Field::new("episode", DataType::UInt64, false),
-        Field::new("episode_step", DataType::UInt64, false),
-        Field::new("reward", DataType::Float64, false),
-    ];
-    fields.extend(
-        components
-            .iter()
-            .map(|c| Field::new(format!("c.{c}"), DataType::Float64, false)),
-    );
-    fields.extend(
-        payouts
-            .iter()
-            .map(|p| Field::new(format!("p.{p}"), DataType::Float64, true)),
-    );
-    fields.extend([
-        Field::new("regime", dict_type(), false),
-        Field::new("regime_origin", dict_type(), false),
-        Field::new("terminated", DataType::Boolean, false),
-        Field::new("truncated", DataType::Boolean, false),
-        Field::new("ceiling", DataType::Float64, true),
-    ]);
-    if columns.bound {
-        fields.push(Field::new(BOUND, DataType::Float64, true));
-    }
-    if columns.record_transitions {
-        fields.push(Field::new(
-            "obs",
-            DataType::List(Arc::new(Field::new("item", DataType::Float32, true))),
-            false,
-        ));
-        fields.push(Field::new(
-            "action",
-            DataType::List(Arc::new(Field::new("item", DataType::Float64, true))),
-            false,
-        ));
-    }
-    Schema::new(fields)
-}
-
-/// The writer properties of a part: its file metadata, and for the columns Parquet's own
-/// writers encode (`obs` and `action`, and every column of a part that `--resume` cuts
-/// back) zstd, dictionaries for the strings and the (often repeating) rewards, delta
-/// encoding for the counters.
-fn properties(metadata: Vec<KeyValue>) -> WriterProperties {
-    let mut b = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(zstd_level()))
-        .set_key_value_metadata(Some(metadata));
-    for counter in ["step", "episode", "episode_step"] {
-        let path = ColumnPath::from(counter);
-        b = b
-            .set_column_dictionary_enabled(path.clone(), false)
-            .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
-    }
-    b.build()
-}
 
 /// Rows waiting for the next part, one buffer per column.
 #[derive(Default)]
@@ -560,120 +407,6 @@ impl PartLayout {
     }
 }
 
-/// Writes parts on a thread of their own, one at a time and in the order handed over. The
-/// caller hands over a buffer while the previous one may still be on its way to disk; it
-/// waits only when it has filled the next before that one is done.
-pub(crate) struct PartThread<B: Send + 'static> {
-    jobs: Option<SyncSender<B>>,
-    done: Receiver<(B, Result<u64, TraceError>)>,
-    thread: Option<JoinHandle<()>>,
-    dir: PathBuf,
-    busy: bool,
-}
-
-impl<B: Send + 'static> PartThread<B> {
-    /// Starts the thread; `write` writes one buffer as a part, returns its rows and leaves
-    /// the buffer empty for reuse.
-    ///
-    /// # Errors
-    ///
-    /// The thread cannot be started.
-    pub(crate) fn spawn(
-        dir: &Path,
-        mut write: impl FnMut(&mut B) -> Result<u64, TraceError> + Send + 'static,
-    ) -> Result<Self, TraceError> {
-        let (jobs, incoming) = sync_channel::<B>(1);
-        let (finished, done) = channel();
-        let thread = std::thread::Builder::new()
-            .name("perennial-parts".into())
-            .spawn(move || {
-                for mut buffer in incoming {
-                    let result = write(&mut buffer);
-                    if finished.send((buffer, result)).is_err() {
-                        break;
-                    }
-                }
-            })
-            .map_err(|e| TraceError::io(dir, e))?;
-        Ok(PartThread {
-            jobs: Some(jobs),
-            done,
-            thread: Some(thread),
-            dir: dir.to_path_buf(),
-            busy: false,
-        })
-    }
-
-    fn stopped(&self) -> TraceError {
-        TraceError::io(
-            &self.dir,
-            std::io::Error::other("the thread writing Parquet parts stopped unexpectedly"),
-        )
-    }
-
-    /// Waits for the part in flight, if any: its emptied buffer and the rows it wrote.
-    ///
-    /// # Errors
-    ///
-    /// The part could not be written.
-    pub(crate) fn wait(&mut self) -> Result<Option<(B, u64)>, TraceError> {
-        if !self.busy {
-            return Ok(None);
-        }
-        self.busy = false;
-        let (buffer, rows) = self.done.recv().map_err(|_| self.stopped())?;
-        Ok(Some((buffer, rows?)))
-    }
-
-    /// As [`PartThread::wait`], without waiting: `None` while the part is still in flight.
-    ///
-    /// # Errors
-    ///
-    /// The part could not be written.
-    pub(crate) fn poll(&mut self) -> Result<Option<(B, u64)>, TraceError> {
-        if !self.busy {
-            return Ok(None);
-        }
-        match self.done.try_recv() {
-            Ok((buffer, rows)) => {
-                self.busy = false;
-                Ok(Some((buffer, rows?)))
-            }
-            Err(std::sync::mpsc::TryRecvError::Empty) => Ok(None),
-            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                self.busy = false;
-                Err(self.stopped())
-            }
-        }
-    }
-
-    /// Hands `buffer` over; call [`PartThread::wait`] first, since one part is in flight
-    /// at a time.
-    ///
-    /// # Errors
-    ///
-    /// The thread has stopped.
-    pub(crate) fn send(&mut self, buffer: B) -> Result<(), TraceError> {
-        debug_assert!(!self.busy, "one part in flight at a time");
-        let jobs = self.jobs.as_ref().ok_or_else(|| self.stopped())?;
-        jobs.send(buffer).map_err(|_| self.stopped())?;
-        self.busy = true;
-        Ok(())
-    }
-}
-
-impl<B: Send + 'static> Drop for PartThread<B> {
-    fn drop(&mut self) {
-        // The part in flight is finished before the thread ends: it is complete on disk or
-        // was never renamed into place.
-        let _ = self.wait();
-        self.jobs = None;
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 /// Writes a trace as a directory of Parquet part files.
 pub(crate) struct ParquetWriter {
     dir: PathBuf,
@@ -698,8 +431,8 @@ pub(crate) struct ParquetWriter {
     action_kind: Option<&'static str>,
     /// Parts were handed over without an fsync since the last durable one.
     unsynced: bool,
-    /// The digest of the finished parts before `hashed` ([`super::Digest::add_parts`]).
-    digest: super::Digest,
+    /// The digest of the finished parts before `hashed` ([`Digest::add_parts`]).
+    digest: Digest,
     hashed: usize,
 }
 
@@ -769,13 +502,13 @@ impl ParquetWriter {
             manifest: None,
             action_kind: None,
             unsynced: false,
-            digest: super::Digest::default(),
+            digest: Digest::default(),
             hashed: next_part,
         })
     }
 
     /// Goes on from `digest`, the digest of the `parts` parts a resumed run kept.
-    pub(crate) fn continue_digest(&mut self, digest: super::Digest, parts: usize) {
+    pub(crate) fn continue_digest(&mut self, digest: Digest, parts: usize) {
         self.digest = digest;
         self.hashed = parts;
     }
@@ -853,52 +586,6 @@ impl ParquetWriter {
         self.cut_part(true)?;
         self.collect(true)
     }
-}
-
-/// Moves the finished part `tmp` (written through `file`) into place as `target`. A part
-/// cut at a window's flush is renamed as it is: its bytes are in the page cache, so a
-/// killed run keeps it whole, as a JSON Lines trace keeps the lines of its last flush
-/// (which are not fsynced either). A `durable` part (a checkpoint's sync, the end of the
-/// run) is fsynced, after every part in `unsynced`, and the directory after its rename, so
-/// what a checkpoint records survives a power loss too.
-///
-/// # Errors
-///
-/// An fsync or the rename failed.
-pub(crate) fn place_part(
-    dir: &Path,
-    file: File,
-    tmp: &Path,
-    target: &Path,
-    durable: bool,
-    unsynced: &mut Vec<PathBuf>,
-) -> Result<(), TraceError> {
-    if durable {
-        file.sync_all().map_err(|e| TraceError::io(tmp, e))?;
-    }
-    drop(file);
-    std::fs::rename(tmp, target).map_err(|e| TraceError::io(target, e))?;
-    if durable {
-        sync_parts(dir, unsynced)
-    } else {
-        unsynced.push(target.to_path_buf());
-        Ok(())
-    }
-}
-
-/// Fsyncs the parts in `unsynced` (renamed without one) and then the directory.
-///
-/// # Errors
-///
-/// A part cannot be opened or synced.
-pub(crate) fn sync_parts(dir: &Path, unsynced: &mut Vec<PathBuf>) -> Result<(), TraceError> {
-    for part in unsynced.drain(..) {
-        File::open(&part)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| TraceError::io(&part, e))?;
-    }
-    crate::output::sync_folder(dir);
-    Ok(())
 }
 
 impl TraceSink for ParquetWriter {
@@ -1006,155 +693,6 @@ impl Drop for ParquetWriter {
         // already complete on disk.
         let _ = self.finish_parts();
     }
-}
-
-/// The row counts of the first parts of a Parquet table (in order) that hold its first
-/// `rows` rows, read from their footers; the parts after them are not read.
-///
-/// # Errors
-///
-/// A part cannot be read, or the parts hold fewer than `rows` rows: the table is not the
-/// one the checkpoint being resumed recorded. `what` names the table in the message.
-fn kept_parts(
-    dir: &Path,
-    parts: &[PathBuf],
-    rows: u64,
-    what: &str,
-) -> Result<Vec<u64>, TraceError> {
-    let mut counts = Vec::new();
-    let mut held = 0;
-    for path in parts {
-        if held >= rows {
-            break;
-        }
-        let n = part_rows(path)?;
-        counts.push(n);
-        held += n;
-    }
-    if held < rows {
-        return Err(TraceError::io(
-            dir,
-            std::io::Error::other(format!(
-                "the {what} holds {held} rows in finished parts but the checkpoint recorded {rows}; it is not this checkpoint's (it was replaced or shortened since), and it was left untouched"
-            )),
-        ));
-    }
-    Ok(counts)
-}
-
-/// Checks, reading only, that the Parquet table `dir` holds at least the `rows` rows a
-/// checkpoint recorded; `what` names it in the message (`trace`, `events table`).
-///
-/// # Errors
-///
-/// As [`cut_back`], without touching anything.
-pub(crate) fn check_rows(dir: &Path, rows: u64, what: &str) -> Result<(), TraceError> {
-    let parts = list_parts(dir)?;
-    kept_parts(dir, &parts.parts, rows, what).map(|_| ())
-}
-
-/// The digest of the parts of the Parquet table `dir` that hold exactly its first `rows`
-/// rows, reading only: what a checkpoint that recorded `rows` recorded with them.
-///
-/// # Errors
-///
-/// A part cannot be read, the parts hold fewer rows, or `rows` falls inside a part (no
-/// checkpoint of perennial's does: each one ends a part).
-pub(crate) fn parts_digest(dir: &Path, rows: u64, what: &str) -> Result<String, TraceError> {
-    let parts = list_parts(dir)?;
-    let kept = kept_parts(dir, &parts.parts, rows, what)?;
-    if kept.iter().sum::<u64>() != rows {
-        return Err(TraceError::io(
-            dir,
-            std::io::Error::other(format!(
-                "the checkpoint recorded {rows} rows of the {what}, which end inside a part; it is not this table's checkpoint (it was edited, or the parts were replaced since), and it was left untouched"
-            )),
-        ));
-    }
-    let mut digest = super::Digest::default();
-    digest.add_parts(&parts.parts[..kept.len()])?;
-    Ok(digest.hex())
-}
-
-/// Prepares `dir` for a run continued from a checkpoint that recorded `rows` rows: parts
-/// wholly after that row are removed, the part holding it is rewritten with only the rows
-/// before it, leftover temp files are removed. Returns the next part index. The parts are
-/// counted before anything is removed, so a table that is not the checkpoint's is left as
-/// it was; `what` names it in the message.
-///
-/// # Errors
-///
-/// The directory or a part cannot be read or rewritten, or it holds fewer rows than the
-/// checkpoint recorded. Returns the digest of the kept parts with the next part index.
-pub(crate) fn cut_back(
-    dir: &Path,
-    rows: u64,
-    what: &str,
-) -> Result<(usize, super::Digest), TraceError> {
-    crate::output::check_output_dir(dir)?;
-    let parts = list_parts(dir)?;
-    let kept = kept_parts(dir, &parts.parts, rows, what)?;
-    for tmp in &parts.temps {
-        std::fs::remove_file(tmp).map_err(|e| TraceError::io(tmp, e))?;
-    }
-    let mut start = 0u64;
-    for (i, path) in parts.parts.iter().enumerate() {
-        let Some(&n) = kept.get(i) else {
-            std::fs::remove_file(path).map_err(|e| TraceError::io(path, e))?;
-            continue;
-        };
-        if start + n > rows {
-            rewrite_prefix(path, (rows - start) as usize)?;
-        }
-        start += n.min(rows - start);
-    }
-    crate::output::sync_folder(dir);
-    let mut digest = super::Digest::default();
-    digest.add_parts(&parts.parts[..kept.len()])?;
-    Ok((kept.len(), digest))
-}
-
-/// Rewrites the part at `path` keeping its first `keep` rows (temp file, fsync, rename).
-fn rewrite_prefix(path: &Path, keep: usize) -> Result<(), TraceError> {
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    let err =
-        |e: &dyn std::fmt::Display| TraceError::io(path, std::io::Error::other(e.to_string()));
-    let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| err(&e))?;
-    let metadata = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|kv| !kv.key.starts_with("ARROW:"))
-        .collect();
-    let schema = builder.schema().clone();
-    let reader = builder.build().map_err(|e| err(&e))?;
-    let tmp = path.with_file_name(format!(
-        ".{}.tmp",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default()
-    ));
-    let mut out = File::create(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
-    let mut writer =
-        ArrowWriter::try_new(&mut out, schema, Some(properties(metadata))).map_err(|e| err(&e))?;
-    let mut left = keep;
-    for batch in reader {
-        let batch = batch.map_err(|e| err(&e))?;
-        let take = left.min(batch.num_rows());
-        if take > 0 {
-            writer.write(&batch.slice(0, take)).map_err(|e| err(&e))?;
-        }
-        left -= take;
-    }
-    writer.close().map_err(|e| err(&e))?;
-    out.sync_all().map_err(|e| TraceError::io(&tmp, e))?;
-    drop(out);
-    std::fs::rename(&tmp, path).map_err(|e| TraceError::io(path, e))?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -21,11 +21,11 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
-use super::error::{TornTail, TraceError};
-use super::parquet_layout::{ACTION_KEY, MANIFEST_KEY, list_parts, not_parquet, part_number};
-use super::reader::{Located, RowRef, Terms};
-use super::row::{BOUND, COLUMNS, TraceRow};
+use super::layout::{ACTION_KEY, MANIFEST_KEY, list_parts, not_parquet, part_number};
 use crate::regime::{NotifyLevel, Origin};
+use crate::trace::error::{TornTail, TraceError};
+use crate::trace::reader::{Located, RowRef, Terms};
+use crate::trace::row::{BOUND, COLUMNS, TraceRow};
 
 const BATCH_ROWS: usize = 1 << 16;
 

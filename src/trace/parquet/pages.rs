@@ -35,7 +35,7 @@ pub(super) const PAGE_ROWS: usize = 1 << 16;
 /// constant or delta-packed already, and level 3 saved about 1% of their bytes.
 pub(super) const ZSTD_LEVEL: i32 = 1;
 
-pub(super) fn zstd_level() -> ZstdLevel {
+pub(crate) fn zstd_level() -> ZstdLevel {
     ZstdLevel::try_new(ZSTD_LEVEL).unwrap_or_default()
 }
 

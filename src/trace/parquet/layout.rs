@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
-use super::error::TraceError;
+use crate::trace::error::TraceError;
 
 /// The key under which each part's file metadata holds the run manifest (JSON).
 pub const MANIFEST_KEY: &str = "perennial.manifest";
