@@ -72,9 +72,10 @@ pub use manifest::{
     Manifest, TRACE_SCHEMA_VERSION, WorldFileRecord, content_hash, manifest_summaries,
     manifest_warnings, utc_now,
 };
+pub(crate) use parquet::batch::{Columns, Projection};
 pub use parquet::layout::{ACTION_KEY, MANIFEST_KEY};
+pub(crate) use parquet::reader::ParquetSource;
 pub use parquet::reader::parquet_manifest;
-pub(crate) use parquet::reader::{Columns, ParquetSource, Projection};
 pub use parquet::schema::schema as parquet_schema;
 pub use parquet::thread::{PART_SECONDS, part_interval};
 pub use parquet::writer::PART_BYTES;

@@ -4,8 +4,9 @@
 //! Leaf modules, bottom to top: [`layout`] (part names, metadata keys, listing the parts),
 //! [`pages`] (the column chunks the part thread encodes itself), [`schema`], [`thread`]
 //! (when parts are cut and the thread that writes them), [`resume`] (a table cut back to a
-//! checkpoint), [`writer`] and [`reader`].
+//! checkpoint), [`writer`]; [`batch`] (a part's rows as typed columns) and [`reader`].
 
+pub(crate) mod batch;
 pub(crate) mod layout;
 pub(crate) mod pages;
 pub(crate) mod reader;

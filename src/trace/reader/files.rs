@@ -11,7 +11,8 @@ use super::csv_rows::{csv_fields, parse_csv};
 use super::scan;
 use super::serde_path::{parse_jsonl, parse_jsonl_ref};
 use crate::trace::error::{TornTail, TraceError};
-use crate::trace::parquet::reader::{ParquetSource, Projection};
+use crate::trace::parquet::batch::Projection;
+use crate::trace::parquet::reader::ParquetSource;
 use crate::trace::row::COLUMNS;
 use crate::trace::row::TraceRow;
 
