@@ -93,8 +93,8 @@
 //!    a trailer waiting in the yard is also stock held against a delay, and the two terms
 //!    would count its detention twice.) In the warehouse's `dock_meltdown` (doors of 4
 //!    units, 12 operations a day) lots of 20 cost nothing but bring only 10 units an hour,
-//!    so some lots must be larger; elsewhere the doors unload every lot in the free hours
-//!    and the term is 0.
+//!    so some lots must be larger; in the other shipped regimes lots the doors unload
+//!    within the free hours suffice, and the term is 0.
 //!
 //! The bound is the lower of the two. Both bound every policy, so it is valid. It leaves out the safety stock and the lot sizes that the
 //! stochastic demand and the reorder buckets force a real policy to hold. Over a finite
