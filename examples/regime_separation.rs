@@ -159,6 +159,7 @@ fn grid(config: &MorpheusConfig) -> Vec<BaseStockParams> {
                         target_hours: reorder * ratio,
                         carrier: Some(carrier),
                         repair_at,
+                        ..BaseStockParams::default()
                     });
                 }
             }

@@ -1,7 +1,7 @@
 //! The enterprise world's expected-reward bound through the command line: the trace's
 //! `bound` column holds the library's value for the regime in force, no agent's interval
 //! mean exceeds it beyond its sampling error, the oracle earns at least 70% of it (but in
-//! the regimes of `SHORT`), and `eval --floor` measures the gap against it, separating the
+//! the regime of `SHORT`), and `eval --floor` measures the gap against it, separating the
 //! oracle from random (a slice of `scripts/bound_table.py`).
 
 use std::path::{Path, PathBuf};
@@ -16,14 +16,10 @@ use common::{path, run, temp};
 /// Six regimes of 2,000 hours: one interval each.
 const HOURS: u64 = 12_000;
 
-/// The regimes whose seed-0 interval leaves the oracle under 70% of the bound (the bound
-/// has no term for the yard queue or the lot sizes there; BENCHMARKS.md has the figures
-/// over five seeds). Everywhere else it earns at least 70%.
-const SHORT: &[(&str, &str)] = &[
-    ("worlds/warehouse.toml", "dock_meltdown"),
-    ("worlds/logistics.toml", "system_failures"),
-    ("worlds/logistics.toml", "lean_market"),
-];
+/// The one regime whose seed-0 interval leaves the oracle under 70% of the bound: 0.688
+/// in the one interval of `system_failures` this run has, 0.724 over five seeds of 20,000
+/// hours (BENCHMARKS.md). Everywhere else it earns at least 70% here.
+const SHORT: &[(&str, &str)] = &[("worlds/logistics.toml", "system_failures")];
 
 fn trace(world: &str, agent: &str, seed: u64) -> PathBuf {
     let name = world
@@ -130,7 +126,7 @@ fn every_agent_stays_below_the_bound_and_the_gap_separates_the_oracle_from_rando
         assert!(baseline.3 > 0.85, "{world}: the oracle earns {baseline:?}");
         for g in gaps.iter().filter(|g| g.0 == "oracle") {
             let least = if SHORT.contains(&(world, g.1.as_str())) {
-                0.6
+                0.65
             } else {
                 0.7
             };

@@ -114,3 +114,15 @@ fn warehouse_oracle_killed_mid_regime_resumes_to_the_same_trace() {
     // the resumed oracle must pick up the regime it was playing without starting over.
     killed_and_resumed_matches_uninterrupted("worlds/warehouse.toml", "oracle", 150_000, 7_000);
 }
+
+#[test]
+fn warehouse_async_oracle_killed_mid_regime_resumes_to_the_same_trace() {
+    // The async file's supplier_crisis settings pause each SKU after a reorder, so the
+    // oracle's policy carries hours since each reorder through the checkpoint.
+    killed_and_resumed_matches_uninterrupted(
+        "worlds/warehouse-async.toml",
+        "oracle",
+        150_000,
+        7_000,
+    );
+}

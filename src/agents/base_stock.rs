@@ -21,6 +21,20 @@ pub struct BaseStockParams {
     pub carrier: Option<u32>,
     /// Repair broken dock doors once at least this many are broken; 0 never repairs (1).
     pub repair_at: u32,
+    /// Also repair a broken door, however few are broken, once the yard holds at least
+    /// this many trailers per door; 0 never does (0). Detention is charged per trailer,
+    /// so a queue is dearer than a repair.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub repair_yard: f64,
+    /// Hours after reordering a SKU before it is reordered again; 0 has no pause (0). A
+    /// stale reading does not yet show the order just placed, and would order it twice.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cooldown_hours: f64,
+}
+
+/// Leaves a setting that is off out of what is saved, so saved settings read as before.
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Default for BaseStockParams {
@@ -30,6 +44,8 @@ impl Default for BaseStockParams {
             target_hours: 96.0,
             carrier: None,
             repair_at: 1,
+            repair_yard: 0.0,
+            cooldown_hours: 0.0,
         }
     }
 }
@@ -65,6 +81,9 @@ pub struct BaseStockAgent {
     demand: Vec<f64>,
     #[serde(default)]
     started: bool,
+    /// Hours since each SKU was last reordered, kept only while `cooldown_hours` is set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    since: Vec<f64>,
 }
 
 impl BaseStockAgent {
@@ -79,6 +98,7 @@ impl BaseStockAgent {
             stock_scale: config.stock_scale,
             demand: (0..config.skus).map(|i| config.sku_demand(i)).collect(),
             started: false,
+            since: Vec::new(),
         }
     }
 
@@ -91,11 +111,16 @@ impl BaseStockAgent {
     pub fn set_params(&mut self, params: BaseStockParams) {
         self.params = params;
         self.started = false;
+        self.since.clear();
     }
 
     /// The action for `obs` under the settings in force.
     pub(super) fn choose(&mut self, obs: &[f32]) -> usize {
         let (s, b) = (self.skus, self.buckets.len());
+        if self.params.cooldown_hours > 0.0 {
+            self.since.resize(s, f64::INFINITY);
+            self.since.iter_mut().for_each(|h| *h += 1.0);
+        }
         let at = |i: usize| obs.get(i).map_or(0.0, |&v| f64::from(v));
         // The world's choice of carrier is not observed, so it is re-sent once a day: the
         // cosine of the hour of day is 1 only at midnight.
@@ -111,8 +136,10 @@ impl BaseStockAgent {
         }
         self.started = true;
         let broken = || (0..self.docks).filter(|&d| at(4 * s + d) < 0.5);
-        if self.params.repair_at > 0
-            && broken().count() >= self.params.repair_at as usize
+        let queued = self.params.repair_yard > 0.0
+            && at(4 * s + self.docks + self.carriers) >= self.params.repair_yard;
+        if (queued
+            || self.params.repair_at > 0 && broken().count() >= self.params.repair_at as usize)
             && let Some(d) = broken().next()
         {
             return self.index(Op::RepairDock { dock: d as u32 });
@@ -125,7 +152,14 @@ impl BaseStockAgent {
         for i in 0..s {
             let position = (at(i) + at(2 * s + i) - at(3 * s + i)) * self.stock_scale;
             let cover = position / self.demand[i].max(1e-9);
-            if cover < self.params.reorder_hours && worst.is_none_or(|(_, c, _)| cover < c) {
+            let paused = self
+                .since
+                .get(i)
+                .is_some_and(|&h| h <= self.params.cooldown_hours);
+            if !paused
+                && cover < self.params.reorder_hours
+                && worst.is_none_or(|(_, c, _)| cover < c)
+            {
                 worst = Some((i, cover, position));
             }
         }
@@ -140,6 +174,9 @@ impl BaseStockAgent {
                 dx.total_cmp(&dy)
             })
             .unwrap_or(0);
+        if let Some(h) = self.since.get_mut(sku) {
+            *h = 0.0;
+        }
         self.index(Op::Reorder {
             sku: sku as u32,
             bucket: bucket as u32,
@@ -307,4 +344,81 @@ impl Agent<Morpheus> for AdaptiveBaseStock {
         policy.buckets,
         policy.demand.len(),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An observation of `config` with every shelf and pipeline empty, every door and
+    /// carrier up, the yard holding `trailers` trailers, at 6 am, with a valid reading.
+    fn empty_shelves(config: &MorpheusConfig, trailers: f64) -> Vec<f32> {
+        let (s, d, c) = (config.skus, config.docks, config.carriers);
+        let base = 4 * s + d + c;
+        let mut obs = vec![0.0; base + 8];
+        obs[4 * s..base].fill(1.0);
+        obs[base] = (trailers / d as f64) as f32;
+        obs[base + 3] = 1.0;
+        obs[base + 7] = 1.0;
+        obs
+    }
+
+    fn op(config: &MorpheusConfig, action: usize) -> Op {
+        ActionLayout::of(config).decode(action).unwrap()
+    }
+
+    #[test]
+    fn a_sku_just_reordered_waits_out_the_cooldown_before_it_is_reordered() {
+        let config = MorpheusConfig::default();
+        let obs = empty_shelves(&config, 0.0);
+        let skus_ordered = |cooldown_hours: f64| {
+            let mut agent = BaseStockAgent::new(
+                &config,
+                BaseStockParams {
+                    repair_at: 0,
+                    cooldown_hours,
+                    ..BaseStockParams::default()
+                },
+            );
+            (0..config.skus + 2)
+                .map(|_| match op(&config, agent.choose(&obs)) {
+                    Op::Reorder { sku, .. } => Some(sku),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        // A reading that does not show the orders asks for the same SKU every hour...
+        assert!(skus_ordered(0.0).iter().all(|&s| s == Some(0)));
+        // ...unless each SKU, once ordered, waits: then every SKU is ordered once, and
+        // after the cooldown the first again.
+        let paced = skus_ordered(config.skus as f64);
+        let once: Vec<Option<u32>> = (0..config.skus as u32).map(Some).collect();
+        assert_eq!(paced[..config.skus], once[..]);
+        assert_eq!(paced[config.skus..], [None, Some(0)]);
+    }
+
+    #[test]
+    fn a_full_yard_gets_a_broken_door_repaired_before_the_broken_count_does() {
+        let config = MorpheusConfig::default();
+        let params = BaseStockParams {
+            repair_at: 2,
+            repair_yard: 1.0,
+            ..BaseStockParams::default()
+        };
+        let first_act = |trailers: f64| {
+            let mut obs = empty_shelves(&config, trailers);
+            obs[4 * config.skus + 1] = 0.0;
+            let mut agent = BaseStockAgent::new(&config, params.clone());
+            op(&config, agent.choose(&obs))
+        };
+        assert_eq!(
+            first_act(config.docks as f64),
+            Op::RepairDock { dock: 1 },
+            "a trailer per door"
+        );
+        assert!(matches!(
+            first_act(config.docks as f64 - 1.0),
+            Op::Reorder { .. }
+        ));
+    }
 }
