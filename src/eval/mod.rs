@@ -252,6 +252,7 @@ mod error;
 mod l2;
 mod order;
 mod pass1;
+mod plasticity;
 mod plot;
 mod record;
 mod reference;
@@ -274,6 +275,7 @@ pub use compare::{
 };
 pub use error::EvalError;
 pub use l2::theil_sen_slope;
+pub use plasticity::{PlasticityPath, PlasticitySpan, plasticity_paths, plasticity_text};
 pub use plot::{plot_svg, profile_plot_svg, profile_svg, svg};
 pub use reference::Regret;
 pub use reliability::{

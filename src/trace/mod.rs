@@ -80,8 +80,8 @@ pub use parquet_writer::{
 
 pub use error::{TornTail, TraceError};
 pub use events::{
-    EPISODE_END, EVENT_COLUMNS, EventReader, EventRow, EventWriter, FAILURE, FORK, REGIME_SHIFT,
-    events_path, find_events, is_events_table,
+    EPISODE_END, EVENT_COLUMNS, EventReader, EventRow, EventWriter, FAILURE, FORK, PLASTICITY,
+    Plasticity, REGIME_SHIFT, events_path, find_events, is_events_table,
 };
 pub use reader::{Located, RowRef, Terms, TraceFormat, TraceReader};
 pub use row::{BOUND, COLUMNS, RowRecord, RunIdentity, TraceRow};
