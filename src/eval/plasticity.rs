@@ -99,7 +99,13 @@ pub fn plasticity_text(paths: &[PlasticityPath]) -> String {
         let _ = writeln!(
             out,
             "    {:>5}  {:16} {:>7}  {:>16}  {:>14}  {:>11}  {:>9}",
-            "#", "regime", "windows", "dormant_fraction", "effective_rank", "weight_norm", "grad_norm"
+            "#",
+            "regime",
+            "windows",
+            "dormant_fraction",
+            "effective_rank",
+            "weight_norm",
+            "grad_norm"
         );
         let n = p.intervals.len();
         for (k, s) in p.intervals.iter().enumerate() {
@@ -125,7 +131,13 @@ pub fn plasticity_text(paths: &[PlasticityPath]) -> String {
         let _ = writeln!(
             out,
             "    {:>5}  {:16} {:>7}  {:>16.4}  {:>14.2}  {:>11.3}  {:>9.4}",
-            "end", "(last update)", 1, e.dormant_fraction, e.effective_rank, e.weight_norm, e.grad_norm
+            "end",
+            "(last update)",
+            1,
+            e.dormant_fraction,
+            e.effective_rank,
+            e.weight_norm,
+            e.grad_norm
         );
     }
     out

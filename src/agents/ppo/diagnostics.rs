@@ -82,44 +82,120 @@ pub(super) fn effective_rank(acts: &[f32], n: usize, delta: f64) -> f64 {
     width as f64
 }
 
-/// The eigenvalues of the symmetric `n × n` matrix `a` (destroyed), by cyclic Jacobi
-/// sweeps until the off-diagonal mass is negligible (at most 50 sweeps).
+/// The eigenvalues of the symmetric `n × n` matrix `a` (destroyed, row-major): a
+/// Householder reduction to tridiagonal form, then QL iterations with implicit shifts
+/// (about `4n³/3` operations for the reduction, against Jacobi's `~6n³` per sweep).
 fn symmetric_eigenvalues(a: &mut [f64], n: usize) -> Vec<f64> {
-    let scale: f64 = a.iter().map(|v| v * v).sum::<f64>().sqrt();
-    for _ in 0..50 {
-        let off: f64 = (0..n)
-            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
-            .map(|(i, j)| a[i * n + j] * a[i * n + j])
-            .sum::<f64>()
-            .sqrt();
-        if off <= 1e-9 * scale || scale == 0.0 {
-            break;
+    let (mut d, mut e) = tridiagonalize(a, n);
+    tridiagonal_eigenvalues(&mut d, &mut e);
+    d
+}
+
+/// Householder reduction of the symmetric `a` to a tridiagonal matrix: its diagonal `d`
+/// and its off-diagonal `e` (`e[i]` joins rows `i` and `i + 1`; `e[n - 1]` is 0).
+fn tridiagonalize(a: &mut [f64], n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut e = vec![0.0; n];
+    for i in (1..n).rev() {
+        let l = i - 1;
+        if l == 0 {
+            e[i] = a[i * n + l];
+            continue;
         }
-        for p in 0..n {
-            for q in p + 1..n {
-                let apq = a[p * n + q];
-                if apq.abs() <= 1e-300 {
-                    continue;
-                }
-                let theta = (a[q * n + q] - a[p * n + p]) / (2.0 * apq);
-                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
-                let t = if theta == 0.0 { 1.0 } else { t };
-                let c = 1.0 / (t * t + 1.0).sqrt();
-                let s = t * c;
-                for k in 0..n {
-                    let (akp, akq) = (a[k * n + p], a[k * n + q]);
-                    a[k * n + p] = c * akp - s * akq;
-                    a[k * n + q] = s * akp + c * akq;
-                }
-                for k in 0..n {
-                    let (apk, aqk) = (a[p * n + k], a[q * n + k]);
-                    a[p * n + k] = c * apk - s * aqk;
-                    a[q * n + k] = s * apk + c * aqk;
-                }
+        let scale: f64 = (0..=l).map(|k| a[i * n + k].abs()).sum();
+        if scale == 0.0 {
+            e[i] = a[i * n + l];
+            continue;
+        }
+        let mut h = 0.0;
+        for k in 0..=l {
+            a[i * n + k] /= scale;
+            h += a[i * n + k] * a[i * n + k];
+        }
+        let f = a[i * n + l];
+        let g = if f >= 0.0 { -h.sqrt() } else { h.sqrt() };
+        e[i] = scale * g;
+        h -= f * g;
+        a[i * n + l] = f - g;
+        // p = A u / h, then K = uᵀp / 2h, q = p − K u; A ← A − q uᵀ − u qᵀ (lower triangle).
+        let mut f = 0.0;
+        for j in 0..=l {
+            let mut g = 0.0;
+            for k in 0..=j {
+                g += a[j * n + k] * a[i * n + k];
+            }
+            for k in j + 1..=l {
+                g += a[k * n + j] * a[i * n + k];
+            }
+            e[j] = g / h;
+            f += e[j] * a[i * n + j];
+        }
+        let hh = f / (h + h);
+        for j in 0..=l {
+            let f = a[i * n + j];
+            let g = e[j] - hh * f;
+            e[j] = g;
+            for k in 0..=j {
+                a[j * n + k] -= f * e[k] + g * a[i * n + k];
             }
         }
     }
-    (0..n).map(|i| a[i * n + i]).collect()
+    let d = (0..n).map(|i| a[i * n + i]).collect();
+    e.rotate_left(1.min(n));
+    if let Some(last) = e.last_mut() {
+        *last = 0.0;
+    }
+    (d, e)
+}
+
+/// Overwrites `d` with the eigenvalues of the symmetric tridiagonal matrix with diagonal `d`
+/// and off-diagonal `e` (destroyed), by QL iterations with implicit Wilkinson shifts.
+fn tridiagonal_eigenvalues(d: &mut [f64], e: &mut [f64]) {
+    let n = d.len();
+    for l in 0..n {
+        for _ in 0..64 {
+            let mut m = l;
+            while m + 1 < n {
+                let dd = d[m].abs() + d[m + 1].abs();
+                if e[m].abs() <= f64::EPSILON * dd {
+                    break;
+                }
+                m += 1;
+            }
+            if m == l {
+                break;
+            }
+            let mut g = (d[l + 1] - d[l]) / (2.0 * e[l]);
+            let mut r = g.hypot(1.0);
+            g = d[m] - d[l] + e[l] / (g + r.copysign(g));
+            let (mut s, mut c, mut p) = (1.0, 1.0, 0.0);
+            let mut deflated = false;
+            for i in (l..m).rev() {
+                let f = s * e[i];
+                let b = c * e[i];
+                r = f.hypot(g);
+                e[i + 1] = r;
+                if r == 0.0 {
+                    d[i + 1] -= p;
+                    e[m] = 0.0;
+                    deflated = true;
+                    break;
+                }
+                s = f / r;
+                c = g / r;
+                g = d[i + 1] - p;
+                r = (d[i] - g) * s + 2.0 * c * b;
+                p = s * r;
+                d[i + 1] = g + p;
+                g = c * r - b;
+            }
+            if deflated {
+                continue;
+            }
+            d[l] -= p;
+            e[l] = g;
+            e[m] = 0.0;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -146,13 +222,75 @@ mod tests {
         assert_eq!(effective_rank(&[0.0; 12], 4, 0.01), 0.0);
     }
 
+    /// A slow reference: cyclic Jacobi sweeps until the off-diagonal mass is negligible.
+    fn jacobi_eigenvalues(a: &mut [f64], n: usize) -> Vec<f64> {
+        let scale: f64 = a.iter().map(|v| v * v).sum::<f64>().sqrt();
+        for _ in 0..50 {
+            let off: f64 = (0..n)
+                .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+                .map(|(i, j)| a[i * n + j] * a[i * n + j])
+                .sum::<f64>()
+                .sqrt();
+            if off <= 1e-9 * scale || scale == 0.0 {
+                break;
+            }
+            for p in 0..n {
+                for q in p + 1..n {
+                    let apq = a[p * n + q];
+                    if apq.abs() <= 1e-300 {
+                        continue;
+                    }
+                    let theta = (a[q * n + q] - a[p * n + p]) / (2.0 * apq);
+                    let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                    let t = if theta == 0.0 { 1.0 } else { t };
+                    let c = 1.0 / (t * t + 1.0).sqrt();
+                    let s = t * c;
+                    for k in 0..n {
+                        let (akp, akq) = (a[k * n + p], a[k * n + q]);
+                        a[k * n + p] = c * akp - s * akq;
+                        a[k * n + q] = s * akp + c * akq;
+                    }
+                    for k in 0..n {
+                        let (apk, aqk) = (a[p * n + k], a[q * n + k]);
+                        a[p * n + k] = c * apk - s * aqk;
+                        a[q * n + k] = s * apk + c * aqk;
+                    }
+                }
+            }
+        }
+        (0..n).map(|i| a[i * n + i]).collect()
+    }
+
     #[test]
-    fn jacobi_finds_the_eigenvalues_of_a_known_matrix() {
+    fn the_eigenvalues_are_those_of_known_matrices_and_of_the_jacobi_reference() {
         // [[2, 1], [1, 2]] has eigenvalues 1 and 3.
-        let mut a = [2.0, 1.0, 1.0, 2.0];
-        let mut l = symmetric_eigenvalues(&mut a, 2);
+        let mut l = symmetric_eigenvalues(&mut [2.0, 1.0, 1.0, 2.0], 2);
         l.sort_by(f64::total_cmp);
-        assert!((l[0] - 1.0).abs() < 1e-12 && (l[1] - 3.0).abs() < 1e-12, "{l:?}");
+        assert!(
+            (l[0] - 1.0).abs() < 1e-12 && (l[1] - 3.0).abs() < 1e-12,
+            "{l:?}"
+        );
+        assert_eq!(symmetric_eigenvalues(&mut [5.0], 1), [5.0]);
+        // A Gram matrix of pseudo-random rows, 12 x 12.
+        let n = 12;
+        let rows: Vec<f64> = (0..40 * n)
+            .map(|i| ((i * 7919 % 1000) as f64 / 500.0 - 1.0) * if i % 5 == 0 { 3.0 } else { 1.0 })
+            .collect();
+        let mut gram = vec![0.0; n * n];
+        for r in rows.chunks_exact(n) {
+            for i in 0..n {
+                for j in 0..n {
+                    gram[i * n + j] += r[i] * r[j];
+                }
+            }
+        }
+        let mut fast = symmetric_eigenvalues(&mut gram.clone(), n);
+        let mut slow = jacobi_eigenvalues(&mut gram, n);
+        fast.sort_by(f64::total_cmp);
+        slow.sort_by(f64::total_cmp);
+        for (f, s) in fast.iter().zip(&slow) {
+            assert!((f - s).abs() < 1e-7 * slow[n - 1], "{fast:?} {slow:?}");
+        }
     }
 
     #[test]
@@ -160,8 +298,14 @@ mod tests {
         // Two rows of a three-unit layer: unit 2 is always 0, unit 1 is tiny.
         let acts = [1.0, 0.001, 0.0, -1.0, 0.001, 0.0];
         // Layer mean of |a| = (1 + 0.001 + 0) / 3; unit 1 scores 0.003, unit 2 scores 0.
-        assert_eq!(dormant_fraction([&acts[..]].into_iter(), 2, 0.025), 2.0 / 3.0);
+        assert_eq!(
+            dormant_fraction([&acts[..]].into_iter(), 2, 0.025),
+            2.0 / 3.0
+        );
         assert_eq!(dormant_fraction([&acts[..]].into_iter(), 2, 0.0), 1.0 / 3.0);
-        assert_eq!(dormant_fraction([&[0.0f32; 4][..]].into_iter(), 2, 0.025), 1.0);
+        assert_eq!(
+            dormant_fraction([&[0.0f32; 4][..]].into_iter(), 2, 0.025),
+            1.0
+        );
     }
 }

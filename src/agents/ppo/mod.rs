@@ -677,7 +677,11 @@ impl Ppo {
             diagnostics::effective_rank(last, n, self.params.rank_delta)
         });
         self.scratch.cache = cache;
-        let weights = self.policy.params.iter().map(|&w| f64::from(w) * f64::from(w));
+        let weights = self
+            .policy
+            .params
+            .iter()
+            .map(|&w| f64::from(w) * f64::from(w));
         Plasticity {
             dormant_fraction: dormant,
             effective_rank: rank,

@@ -87,7 +87,10 @@ impl PpoParams {
                 return Err(format!("{name} is {v}; give a finite number >= 0"));
             }
         }
-        for (name, v) in [("dormant_tau", self.dormant_tau), ("rank_delta", self.rank_delta)] {
+        for (name, v) in [
+            ("dormant_tau", self.dormant_tau),
+            ("rank_delta", self.rank_delta),
+        ] {
             if !(0.0..1.0).contains(&v) {
                 return Err(format!("{name} is {v}; give a number in [0, 1)"));
             }
