@@ -24,6 +24,14 @@
 //! the start of the update with the refreshed normaliser, so every update starts at ratio 1.
 //! Nothing about a window ends an episode or touches the world.
 //!
+//! # Plasticity diagnostics
+//!
+//! With `diagnostics` on (the default), the end of every update runs the policy network
+//! once more over the window's inputs and keeps its [`Plasticity`]: the τ-dormant fraction
+//! of its hidden units, the effective rank of its last hidden layer, its weight norm, and
+//! the mean gradient norm of the update; [`Agent::plasticity`] hands them to the harness,
+//! which writes them to the events table. They draw no randomness and change no weight.
+//!
 //! # Determinism and checkpoints
 //!
 //! All randomness (action sampling, minibatch order, reservoir choices, perturbations) comes
