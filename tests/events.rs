@@ -351,3 +351,55 @@ fn a_sweep_writes_parquet_traces_and_events() {
         "{m}"
     );
 }
+
+#[test]
+fn a_ppo_run_writes_its_plasticity_after_every_window_and_eval_shows_the_path() {
+    let trace = temp("plasticity.jsonl");
+    let mut args = cartpole_args("1100", "jsonl", &trace);
+    args.extend(["--agent", "ppo", "--window-steps", "256", "--run-id", "pl"]);
+    run(&args);
+    let diagnostics: Vec<(u64, perennial::trace::Plasticity)> = events(&trace)
+        .iter()
+        .filter(|e| e.event == "plasticity")
+        .map(|e| (e.step, e.plasticity_values().expect("four numbers")))
+        .collect();
+    let steps: Vec<u64> = diagnostics.iter().map(|(s, _)| *s).collect();
+    // Four full windows, then the last, partial one at the run's end.
+    assert_eq!(steps, [255, 511, 767, 1023, 1099]);
+    for (_, p) in &diagnostics {
+        assert!((0.0..=1.0).contains(&p.dormant_fraction), "{p:?}");
+        assert!((1.0..=64.0).contains(&p.effective_rank), "{p:?}");
+        assert!(p.weight_norm > 0.0 && p.grad_norm > 0.0, "{p:?}");
+    }
+
+    let text = String::from_utf8(run(&["eval", path(&trace)]).stdout).unwrap();
+    assert!(text.contains("plasticity of the policy network"), "{text}");
+    let out = run(&["eval", path(&trace), "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let path_of_run = &report["plasticity"][0];
+    assert_eq!(path_of_run["run_id"], "pl");
+    let end = diagnostics.last().unwrap().1;
+    assert_eq!(path_of_run["end"]["effective_rank"], end.effective_rank);
+    assert_eq!(path_of_run["end"]["weight_norm"], end.weight_norm);
+    let windows: u64 = path_of_run["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["windows"].as_u64().unwrap())
+        .sum();
+    assert_eq!(windows, 5);
+}
+
+#[test]
+fn an_agent_without_a_network_writes_no_plasticity_and_eval_shows_none() {
+    let trace = temp("no-plasticity.jsonl");
+    let mut args = cartpole_args("600", "jsonl", &trace);
+    args.extend(["--agent", "random"]);
+    run(&args);
+    assert!(events(&trace).iter().all(|e| e.event != "plasticity"));
+    let report: serde_json::Value =
+        serde_json::from_slice(&run(&["eval", path(&trace), "--json"]).stdout).unwrap();
+    assert!(report.get("plasticity").is_none());
+    let text = String::from_utf8(run(&["eval", path(&trace)]).stdout).unwrap();
+    assert!(!text.contains("plasticity"), "{text}");
+}

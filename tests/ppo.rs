@@ -148,6 +148,16 @@ fn agent_resumes_byte_for_byte<A: Agent<CartPole>>(name: &str, make: impl Fn() -
         a == b,
         "{name}: the resumed trace differs from the uninterrupted one"
     );
+    let events = |p: &str| std::fs::read(dir.join(p)).expect("the events table is written");
+    let whole_events = events("whole.events.jsonl");
+    assert!(
+        whole_events == events("cut.events.jsonl"),
+        "{name}: the resumed events table differs from the uninterrupted one"
+    );
+    assert!(
+        String::from_utf8_lossy(&whole_events).contains("\"plasticity\""),
+        "{name}: no plasticity diagnostics"
+    );
 }
 
 #[test]

@@ -278,6 +278,10 @@ impl<E: Env<Action = usize>> Agent<E> for WarmStart<E> {
         self.taught = 0;
     }
 
+    fn plasticity(&self) -> Option<crate::trace::Plasticity> {
+        Agent::<E>::plasticity(&self.ppo)
+    }
+
     fn reseed(&mut self, seed: u64) {
         self.teacher.reseed(seed);
         Agent::<E>::reseed(&mut self.ppo, seed);

@@ -97,8 +97,11 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
             .map_err(EvalError::InvalidOptions)?;
     }
     let mut report = evaluate(&args.traces, &options)?;
+    // The events tables are read for the plasticity diagnostics too; a missing table is
+    // a warning only when the events were asked for.
+    let (rows, problems) = read_events(&args.traces, &report.runs);
+    let plasticity = super::plasticity_paths(&report.runs, &rows);
     let events = if args.events {
-        let (rows, problems) = read_events(&args.traces, &report.runs);
         report.warnings.extend(problems);
         Some(rows)
     } else {
@@ -118,12 +121,17 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
             let rows = serde_json::to_value(rows).expect("events are strings and numbers");
             map.insert("events".into(), rows);
         }
+        if let (false, Some(map)) = (plasticity.is_empty(), value.as_object_mut()) {
+            let paths = serde_json::to_value(&plasticity).expect("plasticity paths are numbers");
+            map.insert("plasticity".into(), paths);
+        }
         let mut json = serde_json::to_string_pretty(&value)
             .expect("a report is made of string-keyed maps, strings and numbers");
         json.push('\n');
         Ok(json)
     } else {
         let mut text = report.to_text();
+        text.push_str(&super::plasticity_text(&plasticity));
         if let Some(rows) = events {
             text.push_str(&events_text(&rows));
         }

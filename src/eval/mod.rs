@@ -253,6 +253,7 @@ mod l2;
 mod options;
 mod order;
 mod pass1;
+mod plasticity;
 mod plot;
 mod record;
 mod reference;
@@ -276,6 +277,7 @@ pub use compare::{
 pub use error::EvalError;
 pub use l2::theil_sen_slope;
 pub use options::EvalOptions;
+pub use plasticity::{PlasticityPath, PlasticitySpan, plasticity_paths, plasticity_text};
 pub use plot::{plot_svg, profile_plot_svg, profile_svg, svg};
 pub use reference::Regret;
 pub use reliability::{

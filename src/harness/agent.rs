@@ -2,6 +2,7 @@
 
 use crate::env::Env;
 use crate::regime::Notification;
+use crate::trace::Plasticity;
 
 /// An agent the harness drives.
 ///
@@ -36,6 +37,14 @@ pub trait Agent<E: Env + ?Sized> {
     /// Learns from the last rollout window. The default does nothing.
     fn update(&mut self, window: &Window<E::Obs, E::Action>) {
         let _ = window;
+    }
+
+    /// A neural agent's diagnostics of its network after the last [`Agent::update`], which
+    /// the harness writes to the events table as a `plasticity` event of the window's last
+    /// step. The default (an agent without a network, or one that does not measure them)
+    /// is `None`, and its events table is unchanged.
+    fn plasticity(&self) -> Option<Plasticity> {
+        None
     }
 
     /// Replaces the agent's random stream with the one of the run seeded with `seed`
@@ -196,6 +205,10 @@ impl<E: Env + ?Sized, A: Agent<E> + ?Sized> Agent<E> for Box<A> {
 
     fn update(&mut self, window: &Window<E::Obs, E::Action>) {
         (**self).update(window)
+    }
+
+    fn plasticity(&self) -> Option<Plasticity> {
+        (**self).plasticity()
     }
 
     fn reseed(&mut self, seed: u64) {

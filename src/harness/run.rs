@@ -10,7 +10,7 @@ use crate::env::{Env, EnvError, SavedState};
 use crate::regime::{NotifyLevel, RegimeError, RegimeProbe, Scheduler, Shiftable};
 use crate::seed::{self, Stream};
 use crate::session::{Counters, Session, SessionState, StepError};
-use crate::trace::{EventWriter, RunIdentity, TraceError, TraceSink};
+use crate::trace::{EventRow, EventWriter, RunIdentity, TraceError, TraceSink};
 
 /// A run that could not go on. Every row before the failing step is in the trace.
 #[derive(Debug)]
@@ -614,6 +614,10 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     pub fn finish(mut self) -> Result<RunSummary, HarnessError> {
         if !self.state.window.is_empty() {
             self.agent.update(&self.state.window);
+            let w = &self.state.window;
+            let step = w.start_step + w.len() as u64 - 1;
+            self.record_plasticity(step)
+                .map_err(|source| HarnessError::TraceAt { step, source })?;
         }
         self.close_label();
         if let Some(p) = self.progress.as_mut() {
@@ -630,6 +634,19 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
 
     fn flush_trace(&mut self) -> Result<(), TraceError> {
         self.session.flush()
+    }
+
+    /// Writes the agent's diagnostics of the update just made (if it has any) to the events
+    /// table, as an event of the window's last step `step`.
+    fn record_plasticity(&mut self, step: u64) -> Result<(), TraceError> {
+        let Some(p) = self.agent.plasticity() else {
+            return Ok(());
+        };
+        let run_id = self.session.identity().run_id.clone();
+        match self.session.events_mut() {
+            Some(events) => events.write(EventRow::plasticity(&run_id, step, &p)),
+            None => Ok(()),
+        }
     }
 
     fn close_label(&mut self) {
@@ -807,6 +824,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         }
         if w.len() >= self.config.window_steps.max(1) {
             self.agent.update(&self.state.window);
+            self.record_plasticity(step)
+                .map_err(|source| HarnessError::TraceAt { step, source })?;
             self.state.window.clear(step + 1);
             self.flush_trace()
                 .map_err(|source| HarnessError::TraceAt { step, source })?;

@@ -3,7 +3,8 @@
 //! A run's trace says what the agent saw and earned; its events table says what happened
 //! to it from outside, as rows of their own rather than something to infer from labels:
 //! regime shifts (the scheduler), injected failures (the world, through
-//! [`Env::drain_events`](crate::env::Env::drain_events)) and episode ends (the env). It is
+//! [`Env::drain_events`](crate::env::Env::drain_events)) and episode ends (the env); and,
+//! for a neural agent, its [`Plasticity`] diagnostics after each window's update. It is
 //! `<trace-stem>.events.<format>` beside the trace ([`events_path`]; for the default trace
 //! path `runs/<run-id>.<format>` that is `runs/<run-id>.events.<format>`), in the trace's
 //! format: JSON Lines, CSV, or a directory of Parquet part files like the trace's. Every
@@ -11,9 +12,9 @@
 //! are null (empty in CSV).
 //!
 //! `step` is the trace row the event belongs to: a shift's first row under the new label,
-//! the row of the step that injected a failure, an episode's last row. Rows are in step
-//! order; within a step a shift comes first, then failures in the world's order, then the
-//! episode end.
+//! the row of the step that injected a failure, an episode's last row, a window's last row.
+//! Rows are in step order; within a step a shift comes first, then failures in the world's
+//! order, then the episode end, then the plasticity diagnostics.
 //!
 //! The writer keeps whole rows only, flushes with the trace and is synced at every
 //! checkpoint; a checkpoint records its length (bytes, or rows for Parquet) and `--resume`
@@ -70,6 +71,55 @@ pub const EPISODE_END: &str = "episode_end";
 /// `event` of a fork's first step: `kind` is the run it was forked from, `start` the
 /// step, `target` the rollout's index in the fork.
 pub const FORK: &str = "fork";
+/// `event` of a neural agent's plasticity diagnostics after the update at the end of a
+/// rollout window (its last step): `kind` holds the four numbers of [`Plasticity`] as
+/// `name=value` pairs ([`EventRow::plasticity`]).
+pub const PLASTICITY: &str = "plasticity";
+
+/// What a neural agent's network looks like after an update, against loss of plasticity
+/// (Sokar et al. 2023; Kumar et al. 2021; Dohare et al. 2024).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plasticity {
+    /// Fraction of the hidden units that are τ-dormant on the window's inputs: a unit whose
+    /// mean absolute activation is at most τ times its layer's average.
+    pub dormant_fraction: f64,
+    /// Effective rank `srank_δ` of the last hidden layer's activations over the window: the
+    /// fewest singular values that sum to `1 − δ` of their total.
+    pub effective_rank: f64,
+    /// L2 norm of the network's weights and biases.
+    pub weight_norm: f64,
+    /// L2 norm of the loss gradient, the mean over the update's minibatches.
+    pub grad_norm: f64,
+}
+
+impl Plasticity {
+    /// The names of the four numbers, in the order of the fields.
+    pub const NAMES: [&str; 4] = [
+        "dormant_fraction",
+        "effective_rank",
+        "weight_norm",
+        "grad_norm",
+    ];
+
+    /// The four numbers, in the order of [`Plasticity::NAMES`].
+    pub fn values(&self) -> [f64; 4] {
+        [
+            self.dormant_fraction,
+            self.effective_rank,
+            self.weight_norm,
+            self.grad_norm,
+        ]
+    }
+
+    fn from_values(v: [f64; 4]) -> Self {
+        Plasticity {
+            dormant_fraction: v[0],
+            effective_rank: v[1],
+            weight_norm: v[2],
+            grad_norm: v[3],
+        }
+    }
+}
 
 /// One row of the events table; the columns that do not apply to `event` are `None`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -176,6 +226,52 @@ impl EventRow {
         }
     }
 
+    /// A neural agent's diagnostics after the update that ended at step `step`. The numbers
+    /// are written in `kind` as `name=value` pairs, shortest round-trip decimals, so the
+    /// table keeps its columns (and every other run's table its bytes).
+    ///
+    /// ```
+    /// use perennial::trace::{EventRow, Plasticity};
+    ///
+    /// let p = Plasticity { dormant_fraction: 0.125, effective_rank: 37.0, weight_norm: 12.5, grad_norm: 0.25 };
+    /// let row = EventRow::plasticity("run", 255, &p);
+    /// assert_eq!(row.kind.as_deref(), Some("dormant_fraction=0.125 effective_rank=37 weight_norm=12.5 grad_norm=0.25"));
+    /// assert_eq!(row.plasticity_values(), Some(p));
+    /// ```
+    pub fn plasticity(run_id: &str, step: u64, p: &Plasticity) -> Self {
+        let text = Plasticity::NAMES
+            .iter()
+            .zip(p.values())
+            .map(|(name, v)| format!("{name}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        EventRow {
+            kind: Some(text),
+            ..Self::blank(run_id, step, PLASTICITY)
+        }
+    }
+
+    /// The diagnostics of a [`PLASTICITY`] row; `None` for another event, or a `kind` that
+    /// does not hold the four numbers.
+    pub fn plasticity_values(&self) -> Option<Plasticity> {
+        if self.event != PLASTICITY {
+            return None;
+        }
+        let mut values = [0.0; 4];
+        let mut pairs = self.kind.as_deref()?.split(' ');
+        for (name, v) in Plasticity::NAMES.iter().zip(&mut values) {
+            let (key, text) = pairs.next()?.split_once('=')?;
+            if key != *name {
+                return None;
+            }
+            *v = text.parse().ok()?;
+        }
+        pairs
+            .next()
+            .is_none()
+            .then(|| Plasticity::from_values(values))
+    }
+
     /// What the row says besides its step, in a few words (for tables).
     pub fn detail(&self) -> String {
         let s = |o: &Option<String>| o.as_deref().unwrap_or("-").to_string();
@@ -193,6 +289,7 @@ impl EventRow {
                 self.start.map_or("-".into(), |t| t.to_string()),
                 self.duration.map_or("-".into(), |t| t.to_string()),
             ),
+            PLASTICITY => s(&self.kind),
             FORK => format!(
                 "rollout {} of {} at step {}",
                 self.target.map_or("-".into(), |t| t.to_string()),

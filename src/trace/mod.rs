@@ -82,8 +82,8 @@ pub use parquet::writer::PART_BYTES;
 
 pub use error::{TornTail, TraceError};
 pub use events::{
-    EPISODE_END, EVENT_COLUMNS, EventReader, EventRow, EventWriter, FAILURE, FORK, REGIME_SHIFT,
-    events_path, find_events, is_events_table,
+    EPISODE_END, EVENT_COLUMNS, EventReader, EventRow, EventWriter, FAILURE, FORK, PLASTICITY,
+    Plasticity, REGIME_SHIFT, events_path, find_events, is_events_table,
 };
 pub use line::tail_hash;
 use line::{LineSink, RowBuffer};

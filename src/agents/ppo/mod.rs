@@ -24,6 +24,14 @@
 //! the start of the update with the refreshed normaliser, so every update starts at ratio 1.
 //! Nothing about a window ends an episode or touches the world.
 //!
+//! # Plasticity diagnostics
+//!
+//! With `diagnostics` on (the default), the end of every update runs the policy network
+//! once more over the window's inputs and keeps its [`Plasticity`]: the τ-dormant fraction
+//! of its hidden units, the effective rank of its last hidden layer, its weight norm, and
+//! the mean gradient norm of the update; [`Agent::plasticity`] hands them to the harness,
+//! which writes them to the events table. They draw no randomness and change no weight.
+//!
 //! # Determinism and checkpoints
 //!
 //! All randomness (action sampling, minibatch order, reservoir choices, perturbations) comes
@@ -32,6 +40,7 @@
 //! resumed run continues byte for byte.
 
 mod context;
+mod diagnostics;
 mod ewc;
 mod kernel;
 mod loss;
@@ -48,6 +57,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::env::{Env, Observation};
 use crate::harness::{Agent, Window};
 use crate::seed::{self, Stream};
+use crate::trace::Plasticity;
 
 pub use context::ContextParams;
 pub use ewc::{ChangeDetector, EwcParams};
@@ -88,6 +98,9 @@ pub struct UpdateStats {
     /// actions on the rows a teacher acted in (0 when none did; see [`Ppo::learn_taught`]).
     #[serde(default)]
     pub bc_loss: f64,
+    /// L2 norm of the policy's gradient before clipping (family terms included).
+    #[serde(default)]
+    pub grad_norm: f64,
 }
 
 /// What a family adds to plain PPO, with its state.
@@ -145,6 +158,10 @@ pub struct Ppo {
     family: Family,
     rng: ChaCha8Rng,
     stats: UpdateStats,
+    /// The policy's diagnostics after the last update (`None` before one, after a load,
+    /// or with `diagnostics` off).
+    #[serde(skip)]
+    plasticity: Option<Plasticity>,
     #[serde(skip)]
     scratch: Scratch,
 }
@@ -188,6 +205,7 @@ impl Ppo {
             family,
             rng,
             stats: UpdateStats::default(),
+            plasticity: None,
             scratch: Scratch::default(),
         })
     }
@@ -655,6 +673,29 @@ impl Ppo {
             Family::Plain | Family::Ewc(_) => {}
         }
         self.policy.forward_weights(&mut self.scratch.policy_fw);
+        self.plasticity = self.params.diagnostics.then(|| self.measure(&x, n));
+    }
+
+    /// The policy's diagnostics on the window's inputs `x` (`n` rows), as it acts next.
+    fn measure(&mut self, x: &[f32], n: usize) -> Plasticity {
+        let mut cache = std::mem::take(&mut self.scratch.cache);
+        self.policy.forward_batch(x, n, &mut cache);
+        let dormant = diagnostics::dormant_fraction(cache.hidden(), n, self.params.dormant_tau);
+        let rank = cache.hidden().last().map_or(0.0, |last| {
+            diagnostics::effective_rank(last, n, self.params.rank_delta)
+        });
+        self.scratch.cache = cache;
+        let weights = self
+            .policy
+            .params
+            .iter()
+            .map(|&w| f64::from(w) * f64::from(w));
+        Plasticity {
+            dormant_fraction: dormant,
+            effective_rank: rank,
+            weight_norm: weights.sum::<f64>().sqrt(),
+            grad_norm: self.stats.grad_norm,
+        }
     }
 
     /// Whether the parts of a loaded state fit each other, so nothing indexes out of range.
@@ -769,6 +810,7 @@ impl Ppo {
                     }
                     _ => {}
                 }
+                stats.grad_norm += f64::from(kernel::sum_squares(&g_pi)).sqrt();
                 self.policy_opt
                     .step(&mut self.policy.params, &g_pi, lr, p.max_grad_norm);
 
@@ -803,6 +845,7 @@ impl Ppo {
             replay_loss: stats.replay_loss / nb,
             ewc_penalty: stats.ewc_penalty / nb,
             bc_loss: stats.bc_loss / taught_samples.max(1) as f64,
+            grad_norm: stats.grad_norm / nb,
         }
     }
 }
@@ -821,6 +864,10 @@ where
 
     fn update(&mut self, window: &Window<E::Obs, usize>) {
         self.learn(window, 0, self.params.lr);
+    }
+
+    fn plasticity(&self) -> Option<Plasticity> {
+        self.plasticity
     }
 
     fn reseed(&mut self, seed: u64) {

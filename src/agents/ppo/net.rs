@@ -51,6 +51,13 @@ impl Cache {
     pub fn output(&self) -> &[f32] {
         self.acts.last().map_or(&[], Vec::as_slice)
     }
+
+    /// The hidden layers' activations of the last forward pass, first layer first, each
+    /// `batch × width`.
+    pub(crate) fn hidden(&self) -> impl Iterator<Item = &[f32]> {
+        let layers = self.acts.len().saturating_sub(1);
+        self.acts.iter().take(layers).skip(1).map(Vec::as_slice)
+    }
 }
 
 impl Mlp {

@@ -32,6 +32,13 @@ pub struct PpoParams {
     /// computing advantages, clipped to ±10, as Gymnasium's `NormalizeReward` (false: the
     /// world's rewards as they are).
     pub scale_rewards: bool,
+    /// Measure the policy network's plasticity after every update, for the events table
+    /// (true; see [`crate::trace::Plasticity`]).
+    pub diagnostics: bool,
+    /// τ of the dormant-unit fraction (0.025).
+    pub dormant_tau: f64,
+    /// δ of the effective rank `srank_δ` (0.01).
+    pub rank_delta: f64,
 }
 
 impl Default for PpoParams {
@@ -48,6 +55,9 @@ impl Default for PpoParams {
             max_grad_norm: 0.5,
             obs_clip: 10.0,
             scale_rewards: false,
+            diagnostics: true,
+            dormant_tau: 0.025,
+            rank_delta: 0.01,
         }
     }
 }
@@ -75,6 +85,14 @@ impl PpoParams {
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("{name} is {v}; give a finite number >= 0"));
+            }
+        }
+        for (name, v) in [
+            ("dormant_tau", self.dormant_tau),
+            ("rank_delta", self.rank_delta),
+        ] {
+            if !(0.0..1.0).contains(&v) {
+                return Err(format!("{name} is {v}; give a number in [0, 1)"));
             }
         }
         use crate::limits::{MAX_EPOCHS, MAX_HIDDEN_WEIGHTS};
