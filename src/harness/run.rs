@@ -11,7 +11,7 @@ use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan};
 use crate::env::{Env, EnvError, SavedState};
 use crate::regime::{NotifyLevel, RegimeError, RegimeProbe, Scheduler, Shiftable};
 use crate::seed::{self, Stream};
-use crate::session::{Counters, Session, SessionState, StepError};
+use crate::session::{Counters, RunEnd, Session, SessionState, StepError};
 use crate::trace::{EventWriter, RunIdentity, TraceError, TraceSink};
 
 /// How the harness drives a run. Build with `Default` and struct update syntax.
@@ -650,10 +650,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// The env refused a step, returned a non-finite reward, a regime could not be applied,
     /// or the trace could not be written. Every complete row before the failure is flushed.
     pub fn run(mut self) -> Result<RunSummary, HarnessError> {
-        let advanced = self.advance(u64::MAX);
-        let finished = self.finish();
-        advanced?;
-        finished
+        let advanced = self.advance(u64::MAX).map(|_| ());
+        let closed = self.close_run();
+        self.end(advanced.and(closed))
     }
 
     /// Runs at most `steps` more steps (within the budget) and returns whether the run can
@@ -680,6 +679,12 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     ///
     /// The trace could not be flushed.
     pub fn finish(mut self) -> Result<RunSummary, HarnessError> {
+        let closed = self.close_run();
+        self.end(closed)
+    }
+
+    /// Hands the agent its last, partial window and closes the trace.
+    fn close_run(&mut self) -> Result<(), HarnessError> {
         if !self.state.window.is_empty() {
             self.agent.update(&self.state.window);
         }
@@ -688,6 +693,22 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             p(self.state.summary.steps);
         }
         self.session.close()?;
+        Ok(())
+    }
+
+    /// Ends the run manifest (when the run has one) with how the run ended, and returns
+    /// the summary or the run's error.
+    fn end(mut self, result: Result<(), HarnessError>) -> Result<RunSummary, HarnessError> {
+        let end = match &result {
+            Err(e) => RunEnd::Failed(e.to_string()),
+            Ok(()) if self.state.summary.stop == StopReason::Interrupted => RunEnd::Interrupted,
+            Ok(()) => RunEnd::Completed,
+        };
+        let ended = self
+            .session
+            .end_manifest(&end, self.state.summary.steps);
+        result?;
+        ended?;
         Ok(self.state.summary)
     }
 
@@ -1008,8 +1029,18 @@ pub trait DynHarness {
     fn set_run_id(&mut self, run_id: String);
     /// See [`Harness::part_interval`]; call it before the trace is opened.
     fn set_part_interval(&mut self, every: std::time::Duration);
-    /// Hands the trace sink the run manifest (see [`TraceSink::attach_manifest`]).
-    fn attach_manifest(&mut self, json: &str);
+    /// See [`Session::begin_manifest`]: the run writes `manifest` at `path` now, keeps it
+    /// under `lock` and rewrites it when the run ends.
+    ///
+    /// # Errors
+    ///
+    /// The manifest cannot be written.
+    fn begin_manifest(
+        &mut self,
+        path: &std::path::Path,
+        manifest: crate::trace::Manifest,
+        lock: crate::output::OutputLock,
+    ) -> Result<(), TraceError>;
     /// See [`Harness::checkpoint`].
     fn set_checkpoint(&mut self, plan: CheckpointPlan);
     /// See [`Harness::on_progress`].
@@ -1052,10 +1083,13 @@ impl<E: Env + Shiftable, A: Agent<E>> DynHarness for Harness<E, A> {
         self.part_interval = Some(every);
     }
 
-    fn attach_manifest(&mut self, json: &str) {
-        if let Some(sink) = self.session.sink_mut() {
-            sink.attach_manifest(json);
-        }
+    fn begin_manifest(
+        &mut self,
+        path: &std::path::Path,
+        manifest: crate::trace::Manifest,
+        lock: crate::output::OutputLock,
+    ) -> Result<(), TraceError> {
+        self.session.begin_manifest(path, manifest, lock)
     }
 
     fn set_checkpoint(&mut self, plan: CheckpointPlan) {
