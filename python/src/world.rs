@@ -158,12 +158,11 @@ impl From<BuildError> for RunError {
 
 impl From<StepError> for RunError {
     fn from(e: StepError) -> Self {
-        match e {
+        match &e {
             // The world itself failed: not a bad call by the user.
-            StepError::Env {
-                source: EnvError::World(_),
-                ..
-            } => RunError::Failed(e.to_string()),
+            StepError::Env { source, .. } if matches!(**source, EnvError::World(_)) => {
+                RunError::Failed(e.to_string())
+            }
             StepError::Env { .. }
             | StepError::NotStarted { .. }
             | StepError::EpisodeEnded { .. } => RunError::Usage(e.to_string()),

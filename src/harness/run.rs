@@ -195,12 +195,21 @@ impl From<TraceError> for HarnessError {
 impl From<StepError> for HarnessError {
     fn from(e: StepError) -> Self {
         match e {
-            StepError::Env { step, source } => HarnessError::Env { step, source },
+            StepError::Env { step, source } => HarnessError::Env {
+                step,
+                source: *source,
+            },
             StepError::NonFiniteReward { step, reward } => {
                 HarnessError::NonFiniteReward { step, reward }
             }
-            StepError::Regime { step, source } => HarnessError::Regime { step, source },
-            StepError::Trace { step, source } => HarnessError::TraceAt { step, source },
+            StepError::Regime { step, source } => HarnessError::Regime {
+                step,
+                source: *source,
+            },
+            StepError::Trace { step, source } => HarnessError::TraceAt {
+                step,
+                source: *source,
+            },
             other => HarnessError::Stopped { step: other.step() },
         }
     }
@@ -704,9 +713,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             Ok(()) if self.state.summary.stop == StopReason::Interrupted => RunEnd::Interrupted,
             Ok(()) => RunEnd::Completed,
         };
-        let ended = self
-            .session
-            .end_manifest(&end, self.state.summary.steps);
+        let ended = self.session.end_manifest(&end, self.state.summary.steps);
         result?;
         ended?;
         Ok(self.state.summary)

@@ -96,7 +96,9 @@ impl<E: Env + Shiftable> Session<E> {
         };
         manifest.ended_at = Some(crate::trace::utc_now());
         manifest.steps_done = match (end, &self.trace_at) {
-            (RunEnd::Failed(_), Some((trace, format))) => crate::trace::rows_on_disk(trace, *format),
+            (RunEnd::Failed(_), Some((trace, format))) => {
+                crate::trace::rows_on_disk(trace, *format)
+            }
             _ => steps,
         };
         manifest.exit_status = end.status();

@@ -349,12 +349,18 @@ impl<E: Env + Shiftable> Session<E> {
             step,
             level,
         )
-        .map_err(|source| StepError::Regime { step, source })?;
+        .map_err(|source| StepError::Regime {
+            step,
+            source: Box::new(source),
+        })?;
         if let (Some(shift), Some(events)) = (&shift, self.events.as_mut()) {
             let (run_id, from) = (&self.identity.run_id, &shift.from);
             events
                 .write(EventRow::shift_made(run_id, step, from, &self.scheduler))
-                .map_err(|source| StepError::Trace { step, source })?;
+                .map_err(|source| StepError::Trace {
+                    step,
+                    source: Box::new(source),
+                })?;
         }
         Ok(shift)
     }
@@ -391,7 +397,10 @@ impl<E: Env + Shiftable> Session<E> {
             Ok(t) => t,
             Err(source) => {
                 self.obs = Some(obs);
-                return Err(StepError::Env { step, source });
+                return Err(StepError::Env {
+                    step,
+                    source: Box::new(source),
+                });
             }
         };
         if !crate::limits::reward_in_range(t.reward) {
@@ -419,7 +428,10 @@ impl<E: Env + Shiftable> Session<E> {
                 action_json: record.then(|| std::str::from_utf8(action_json).unwrap_or("null")),
                 ..RowRecord::of_step(position, &t, regime, origin, &self.env)
             })
-            .map_err(|source| StepError::Trace { step, source })?;
+            .map_err(|source| StepError::Trace {
+                step,
+                source: Box::new(source),
+            })?;
         }
         if let Some(events) = self.events.as_mut() {
             self.env.drain_events(&mut self.world_events);
@@ -429,14 +441,20 @@ impl<E: Env + Shiftable> Session<E> {
                 for e in self.world_events.drain(..) {
                     events
                         .write(EventRow::failure(run_id, step, &e))
-                        .map_err(|source| StepError::Trace { step, source })?;
+                        .map_err(|source| StepError::Trace {
+                            step,
+                            source: Box::new(source),
+                        })?;
                 }
             }
             if done {
                 let episode = self.counters.episode;
                 events
                     .episode_end(run_id, step, episode, t.terminated, t.truncated)
-                    .map_err(|source| StepError::Trace { step, source })?;
+                    .map_err(|source| StepError::Trace {
+                        step,
+                        source: Box::new(source),
+                    })?;
             }
         }
         self.counters.step += 1;
@@ -518,8 +536,12 @@ impl<E: Env + Shiftable> Session<E> {
     }
 
     fn apply(&mut self, step: u64) -> Result<(), StepError> {
-        apply_over_baseline(&mut self.env, &self.baseline, self.scheduler.regime())
-            .map_err(|source| StepError::Regime { step, source })
+        apply_over_baseline(&mut self.env, &self.baseline, self.scheduler.regime()).map_err(
+            |source| StepError::Regime {
+                step,
+                source: Box::new(source),
+            },
+        )
     }
 }
 
