@@ -251,6 +251,46 @@ impl Run {
         guarded(|| self.inner.shift(label).map_err(to_py))
     }
 
+    /// Records that the run failed outside the world (e.g. the agent driving it raised):
+    /// the manifest's exit status becomes `failed: <message>` when the run is closed.
+    fn fail(&mut self, message: String) {
+        self.inner.fail(message);
+    }
+
+    /// Records that the run was interrupted: the manifest's exit status becomes
+    /// `interrupted` when the run is closed.
+    fn interrupt(&mut self) {
+        self.inner.interrupt();
+    }
+
+    /// Gives the run id and the algorithm id; only before the trace is opened
+    /// (`_core.open_trace`).
+    fn identify(&mut self, run_id: String, algorithm_id: String) -> PyResult<()> {
+        guarded(|| self.inner.identify(run_id, algorithm_id).map_err(to_py))
+    }
+
+    /// What the run manifest records of the agent (`agent`, `agent_options`, a JSON
+    /// object) and the options merged over the env's (`options`, a JSON object); only
+    /// before the trace is opened.
+    fn describe(&mut self, agent: String, agent_options: &str, options: &str) -> PyResult<()> {
+        guarded(|| {
+            let parse = |what: &str, text: &str| {
+                serde_json::from_str::<serde_json::Value>(text)
+                    .map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+            };
+            let agent_options = parse("agent_options", agent_options)?;
+            let serde_json::Value::Object(options) = parse("options", options)? else {
+                return Err(PyValueError::new_err("options: give a JSON object"));
+            };
+            self.inner.describe(crate::world::Described {
+                agent,
+                agent_options,
+                options,
+            });
+            Ok(())
+        })
+    }
+
     /// Writes every buffered trace row to the file.
     fn flush(&mut self) -> PyResult<()> {
         guarded(|| self.inner.flush().map_err(to_py))

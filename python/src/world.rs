@@ -16,7 +16,7 @@ use perennial::regime::{Notification, NotifyLevel, Origin, Plan};
 use perennial::registry::{BuildError, Registry};
 use perennial::reward::Breakdown;
 use perennial::seed::{self, Stream};
-use perennial::session::{Session, SessionState, StepError};
+use perennial::session::{RunEnd, Session, SessionState, StepError};
 use perennial::trace::{self, RunIdentity, TraceFormat};
 use perennial::world_file::{WorldFile, WorldFileError};
 
@@ -113,20 +113,27 @@ pub struct Run {
     trace: Option<TraceTarget>,
     /// The trace `close` finished: a closed traced run takes no more steps.
     closed_trace: Option<std::path::PathBuf>,
-    /// The run manifest beside the trace and where it is written.
-    /// Its lock is held until the manifest is rewritten at the end, so two envs never write
-    /// one manifest.
-    manifest: Option<(
-        std::path::PathBuf,
-        trace::Manifest,
-        perennial::output::OutputLock,
-    )>,
     /// Why the run failed, for the manifest's exit status.
     failure: Option<String>,
-    breakdown: Option<Breakdown>,
+    /// The run was stopped by an interrupt (the manifest's exit status `interrupted`).
+    interrupted: bool,
+    /// What the manifest says of the agent and the options, when the caller runs an agent
+    /// of its own (`python -m perennial run --agent module:Class`).
+    described: Option<Described>,
     /// What the last step told the agent: set on the first step of a new regime when the
     /// notify level is not `none`, cleared by every other step and by `reset`.
     notification: Option<Notification>,
+}
+
+/// The agent and options a run's manifest records in place of the Python env's defaults.
+pub struct Described {
+    /// The agent's name as the user gave it.
+    pub agent: String,
+    /// The agent's options.
+    pub agent_options: serde_json::Value,
+    /// Options merged over the env's (e.g. the step budget and window of a command-line
+    /// run).
+    pub options: serde_json::Map<String, serde_json::Value>,
 }
 
 /// What can go wrong in a run, already worded for the user.
@@ -151,12 +158,11 @@ impl From<BuildError> for RunError {
 
 impl From<StepError> for RunError {
     fn from(e: StepError) -> Self {
-        match e {
+        match &e {
             // The world itself failed: not a bad call by the user.
-            StepError::Env {
-                source: EnvError::World(_),
-                ..
-            } => RunError::Failed(e.to_string()),
+            StepError::Env { source, .. } if matches!(**source, EnvError::World(_)) => {
+                RunError::Failed(e.to_string())
+            }
             StepError::Env { .. }
             | StepError::NotStarted { .. }
             | StepError::EpisodeEnded { .. } => RunError::Usage(e.to_string()),
@@ -197,9 +203,9 @@ impl Run {
             session,
             trace,
             closed_trace: None,
-            manifest: None,
             failure: None,
-            breakdown: None,
+            interrupted: false,
+            described: None,
             notification: None,
         };
         run.open_trace()?;
@@ -222,22 +228,16 @@ impl Run {
             .open_trace(&t.path, t.format, None, 0, t.part_interval)
             .map_err(|e| RunError::Usage(e.to_string()))?;
         let (path, manifest) = self.start_manifest(t);
-        manifest
-            .write(&path)
-            .map_err(|e| RunError::Usage(e.to_string()))?;
-        if let (Ok(json), Some(sink)) = (serde_json::to_string(&manifest), self.session.sink_mut())
-        {
-            sink.attach_manifest(&json);
-        }
-        self.manifest = Some((path, manifest, lock));
-        Ok(())
+        self.session
+            .begin_manifest(&path, manifest, lock)
+            .map_err(|e| RunError::Usage(e.to_string()))
     }
 
     /// The run manifest as `perennial run` writes it, with the Python env's options in place
     /// of the command line's.
     fn start_manifest(&self, t: &TraceTarget) -> (std::path::PathBuf, trace::Manifest) {
         let id = self.session.identity();
-        let options = serde_json::json!({
+        let mut options = serde_json::json!({
             "interface": "python",
             "world": self.file.path,
             "seed": id.seed,
@@ -249,6 +249,13 @@ impl Run {
             "record_transitions": t.record_transitions,
             "part_seconds": t.part_interval.map(|d| d.as_secs_f64()),
         });
+        if let (Some(d), Some(o)) = (&self.described, options.as_object_mut()) {
+            o.extend(d.options.clone());
+        }
+        let (agent, agent_options) = match &self.described {
+            Some(d) => (d.agent.clone(), d.agent_options.clone()),
+            None => (id.algorithm_id.clone(), serde_json::json!({})),
+        };
         let manifest = trace::Manifest {
             schema_version: trace::TRACE_SCHEMA_VERSION,
             perennial_version: perennial::VERSION.to_string(),
@@ -256,8 +263,8 @@ impl Run {
             task: id.task.clone(),
             world_file: Some(self.file.record()),
             seed: id.seed,
-            agent: id.algorithm_id.clone(),
-            agent_options: serde_json::json!({}),
+            agent,
+            agent_options,
             trace: Some(t.path.clone()),
             options,
             argv: std::env::args().collect(),
@@ -273,18 +280,52 @@ impl Run {
     /// Rewrites the manifest with the end time, the steps in the trace and how the run
     /// ended.
     fn end_manifest(&mut self) -> Result<(), RunError> {
-        let Some((path, mut manifest, _lock)) = self.manifest.take() else {
-            return Ok(());
+        let end = match (&self.failure, self.interrupted) {
+            (Some(e), _) => RunEnd::Failed(e.clone()),
+            (None, true) => RunEnd::Interrupted,
+            (None, false) => RunEnd::Completed,
         };
-        manifest.ended_at = Some(trace::utc_now());
-        manifest.steps_done = self.session.counters().step;
-        manifest.exit_status = match &self.failure {
-            Some(e) => format!("failed: {e}"),
-            None => "completed".into(),
-        };
-        manifest
-            .write(&path)
+        let steps = self.session.counters().step;
+        self.session
+            .end_manifest(&end, steps)
             .map_err(|e| RunError::Failed(e.to_string()))
+    }
+
+    /// Records that the run failed for a reason outside the world (e.g. the caller's agent
+    /// raised): the manifest's exit status becomes `failed: <message>`.
+    pub fn fail(&mut self, message: String) {
+        self.failure = Some(message);
+    }
+
+    /// Records that the run was interrupted: the manifest's exit status becomes
+    /// `interrupted`.
+    pub fn interrupt(&mut self) {
+        self.interrupted = true;
+    }
+
+    /// Gives the run id and the algorithm id (before the trace is opened).
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Usage`] once the run has a trace, which carries both in every row, or
+    /// for a run id a trace cannot carry.
+    pub fn identify(&mut self, run_id: String, algorithm_id: String) -> Result<(), RunError> {
+        if self.trace.is_some() || self.closed_trace.is_some() {
+            return Err(RunError::Usage(
+                "the run and algorithm ids are given before the trace is opened".into(),
+            ));
+        }
+        perennial::limits::check_run_id("run_id", &run_id).map_err(RunError::Usage)?;
+        let id = self.session.identity_mut();
+        id.run_id = run_id;
+        id.algorithm_id = algorithm_id;
+        Ok(())
+    }
+
+    /// What the manifest records of the agent and the run's options (before the trace is
+    /// opened).
+    pub fn describe(&mut self, described: Described) {
+        self.described = Some(described);
     }
 
     /// The run's saved state (see `crate::snapshot`).
@@ -314,7 +355,6 @@ impl Run {
         self.session
             .restore(state)
             .map_err(|e| RunError::Usage(format!("the snapshot does not fit this env: {e}")))?;
-        self.breakdown = None;
         self.notification = None;
         Ok(())
     }
@@ -405,7 +445,6 @@ impl Run {
             }
             self.restart(s)?;
         }
-        self.breakdown = None;
         self.notification = None;
         if self.session.observation().is_some() {
             self.session.next_episode();
@@ -441,9 +480,8 @@ impl Run {
         if self.session.sink_mut().is_some() {
             // No row was written: the file is recreated with the new identity.
             self.session.detach_trace();
-            if let Some((path, _, lock)) = self.manifest.take() {
+            if let Some(path) = self.session.forget_manifest() {
                 let _ = std::fs::remove_file(path);
-                drop(lock);
             }
             self.open_trace()?;
         }
@@ -505,7 +543,6 @@ impl Run {
             }
         };
         self.notification = stepped.shift.and_then(|s| s.notification);
-        self.breakdown = stepped.breakdown;
         if self.session.counters().step.is_multiple_of(FLUSH_EVERY) {
             self.flush()?;
         }
@@ -514,7 +551,7 @@ impl Run {
             reward: stepped.reward,
             terminated: stepped.terminated,
             truncated: stepped.truncated,
-            breakdown: self.breakdown.as_ref(),
+            breakdown: self.session.breakdown(),
         })
     }
 
@@ -546,19 +583,20 @@ impl Run {
             .session
             .close()
             .map_err(|e| RunError::Failed(e.to_string()));
+        let ended = self.end_manifest();
         self.session.detach_trace();
         if let Some(t) = self.trace.take() {
             self.closed_trace = Some(t.path);
         }
-        let ended = self.end_manifest();
         flushed.and(closed).and(ended)
     }
 }
 
 impl Drop for Run {
-    /// An env dropped without `close` (garbage collection) still ends its manifest; the
-    /// trace and events writers flush on their own drop.
+    /// An env dropped without `close` (garbage collection) still flushes its rows and ends
+    /// its manifest; the trace and events writers finish on their own drop.
     fn drop(&mut self) {
+        let _ = self.session.flush();
         let _ = self.end_manifest();
     }
 }

@@ -113,6 +113,50 @@ def test_the_same_world_as_a_file_through_python_m_perennial_run_gives_the_same_
     assert len(json.loads(scored.stdout)["runs"][0]["intervals"]) == 10
 
 
+GRAVITY_LOG = """
+from gymnasium.envs.classic_control import CartPoleEnv
+
+
+class LoggedCartPole(CartPoleEnv):
+    \"\"\"CartPole that logs the gravity each step is taken under.\"\"\"
+
+    def __init__(self, log):
+        super().__init__()
+        self._log_path, self._log = log, None
+
+    def step(self, action):
+        if self._log is None:
+            self._log = open(self._log_path, "a")
+        self._log.write(f"{self.gravity}\\n")
+        self._log.flush()
+        return super().step(action)
+"""
+
+
+def test_a_python_world_file_sets_the_envs_gravity_at_the_shift_steps(tmp_path):
+    (tmp_path / "gravity_log.py").write_text(GRAVITY_LOG)
+    world = tmp_path / "logged.toml"
+    world.write_text(
+        perennial.world_text(**TWO_GRAVITIES).replace(
+            'kind = "python"',
+            'kind = "python"\nentry_point = "gravity_log:LoggedCartPole"\n\n[world.params]\nlog = "gravity.txt"',
+        )
+    )
+    trace = tmp_path / "logged.jsonl"
+    _python_cli("run", world, "--steps", 10_000, "--auto-reset", "--trace", trace, cwd=tmp_path)
+    gravity = [float(g) for g in (tmp_path / "gravity.txt").read_text().split()]
+    assert len(gravity) == 10_000
+    rows = _rows(trace)
+    shifts = [e for e in _events(trace) if e["event"] == "regime_shift"]
+    assert [e["step"] for e in shifts] == list(range(1000, 10_000, 1000))
+    for e in shifts:
+        want = 15.0 if e["to_regime"] == "heavy" else 9.8
+        assert gravity[e["step"]] == want and gravity[e["step"] - 1] != want
+    assert any(rows[e["step"]]["episode_step"] > 0 for e in shifts), "no shift landed mid-episode"
+    intervals = perennial.evaluate(trace)["runs"][0]["intervals"]
+    assert [i["regime"] for i in intervals] == ["earth", "heavy"] * 5
+
+
 @pytest.mark.parametrize("name", ["cartpole.toml", "mountain-car.toml", "acrobot.toml"])
 def test_the_shipped_python_worlds_run_and_pass_both_checkers(tmp_path, name):
     path = WORLDS / name

@@ -93,17 +93,9 @@ impl RunPlan {
     }
 }
 
-/// A harness ready to run, the checkpoint's lock and the run manifest (with its lock), held
-/// for the run.
-type Prepared = (Box<dyn DynHarness>, Option<OutputLock>, Option<RunManifest>);
-
-/// The run manifest as written at the start, and the lock held on it until it is rewritten
-/// at the end: two runs never write one manifest.
-struct RunManifest {
-    path: PathBuf,
-    manifest: crate::trace::Manifest,
-    _lock: OutputLock,
-}
+/// A harness ready to run (its run manifest begun) and the checkpoint's lock, held for the
+/// run.
+type Prepared = (Box<dyn DynHarness>, Option<OutputLock>);
 
 pub(super) fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
@@ -125,7 +117,7 @@ pub(super) fn run(
     };
     let world = WorldFile::load_with(&plan.world_file, registry).map_err(Failure::input)?;
     let kind = kind_of(registry, &world)?;
-    let ((harness, lock, manifest), plan) = match resume {
+    let ((harness, lock), plan) = match resume {
         None => start(kind, &world, plan)?,
         Some((ckpt, ckpt_path, edited)) => (
             continue_from(kind, &world, &plan, (ckpt, ckpt_path), edited)?,
@@ -139,8 +131,8 @@ pub(super) fn run(
     }
     let identity = harness.identity().clone();
     let started = Instant::now();
+    // The run ends its manifest itself: completed, interrupted or failed.
     let result = progress::drive(harness, plan.config.steps);
-    end_manifest(manifest, &plan, &result)?;
     let summary = result.map_err(|e| match e {
         // The agent's options make its updates diverge: rerunning cannot help.
         HarnessError::AgentState { .. } => Failure::input(e),
@@ -368,19 +360,18 @@ fn start(
     check_outputs(&plan, None)?;
     let lock = lock_checkpoint(&plan)?;
     let manifest_lock = lock_manifest(&plan)?;
-    let mut manifest = None;
     if let (Some(p), Some(manifest_lock)) = (&plan.trace, manifest_lock) {
         ensure_parent(p)?;
         harness.set_part_interval(plan.part_interval()?);
         harness
             .open_trace(p, plan.format, None)
             .map_err(Failure::input)?;
-        let identity = harness.identity().clone();
-        let started = start_manifest(&plan, &identity, None, manifest_lock)?;
-        harness.attach_manifest(&serde_json::to_string(&started.manifest).map_err(Failure::run)?);
-        manifest = Some(started);
+        let (path, manifest) = start_manifest(&plan, harness.identity(), None)?;
+        harness
+            .begin_manifest(&path, manifest, manifest_lock)
+            .map_err(Failure::input)?;
     }
-    Ok(((harness, lock, manifest), plan))
+    Ok(((harness, lock), plan))
 }
 
 /// `{task}-{agent}-seed{seed}`, with the world file's stem after the task when it differs
@@ -559,18 +550,16 @@ fn continue_from(
         .map_err(Failure::input)?;
     let lock = lock_checkpoint(plan)?;
     let manifest_lock = lock_manifest(plan)?;
-    let mut manifest = None;
     match (&plan.trace, trace_bytes, manifest_lock) {
         (Some(p), Some(bytes), Some(manifest_lock)) => {
             harness.set_part_interval(plan.part_interval()?);
             harness
                 .open_trace(p, plan.format, Some((bytes, tail.as_deref())))
                 .map_err(Failure::input)?;
-            let identity = harness.identity().clone();
-            let started = start_manifest(plan, &identity, Some(at_step), manifest_lock)?;
+            let (path, manifest) = start_manifest(plan, harness.identity(), Some(at_step))?;
             harness
-                .attach_manifest(&serde_json::to_string(&started.manifest).map_err(Failure::run)?);
-            manifest = Some(started);
+                .begin_manifest(&path, manifest, manifest_lock)
+                .map_err(Failure::input)?;
         }
         (Some(_), None, _) | (None, Some(_), _) => {
             return Err(Failure::input(
@@ -579,7 +568,7 @@ fn continue_from(
         }
         (Some(_), Some(_), None) | (None, None, _) => {}
     }
-    Ok((harness, lock, manifest))
+    Ok((harness, lock))
 }
 
 fn with_checkpoints(
@@ -662,15 +651,14 @@ fn report(
     }
 }
 
-/// Writes the run manifest next to the trace with `exit_status` = `running`, under its
-/// `lock` ([`lock_manifest`]); a resumed run (`resumed_at` = the checkpoint's step) keeps
-/// the first start time.
+/// The run manifest to write next to the trace, and its path, with `exit_status` =
+/// `running`; a resumed run (`resumed_at` = the checkpoint's step) keeps the first start
+/// time. The run writes it ([`DynHarness::begin_manifest`]) and ends it.
 fn start_manifest(
     plan: &RunPlan,
     identity: &RunIdentity,
     resumed_at: Option<u64>,
-    lock: OutputLock,
-) -> Result<RunManifest, Failure> {
+) -> Result<(PathBuf, crate::trace::Manifest), Failure> {
     let Some(trace_path) = &plan.trace else {
         return Err(Failure::run("a manifest needs a trace path"));
     };
@@ -707,47 +695,7 @@ fn start_manifest(
         steps_done: resumed_at.unwrap_or(0),
         exit_status: "running".into(),
     };
-    manifest.write(&path).map_err(Failure::input)?;
-    Ok(RunManifest {
-        path,
-        manifest,
-        _lock: lock,
-    })
-}
-
-/// Rewrites the run manifest with the end time, the steps in the trace and the exit status
-/// (`completed`, `interrupted`, or `failed: <message>` with the rows the run did write),
-/// then releases its lock.
-fn end_manifest(
-    run: Option<RunManifest>,
-    plan: &RunPlan,
-    result: &Result<RunSummary, crate::harness::HarnessError>,
-) -> Result<(), Failure> {
-    let Some(RunManifest {
-        path,
-        mut manifest,
-        _lock,
-    }) = run
-    else {
-        return Ok(());
-    };
-    manifest.ended_at = Some(crate::trace::utc_now());
-    match result {
-        Ok(summary) => {
-            manifest.steps_done = summary.steps;
-            manifest.exit_status = match summary.stop {
-                StopReason::Interrupted => "interrupted".into(),
-                StopReason::Budget | StopReason::EpisodeEnded => "completed".into(),
-            };
-        }
-        Err(e) => {
-            if let Some(trace) = &plan.trace {
-                manifest.steps_done = crate::trace::rows_on_disk(trace, plan.format);
-            }
-            manifest.exit_status = format!("failed: {e}");
-        }
-    }
-    manifest.write(&path).map_err(Failure::run)
+    Ok((path, manifest))
 }
 
 #[cfg(test)]

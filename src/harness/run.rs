@@ -9,7 +9,7 @@ use super::config::{HarnessConfig, LabelSummary, RunSummary, StopReason};
 use crate::env::{Env, EnvError, SavedState};
 use crate::regime::{NotifyLevel, RegimeError, RegimeProbe, Scheduler, Shiftable};
 use crate::seed::{self, Stream};
-use crate::session::{Counters, Session, SessionState, StepError};
+use crate::session::{Counters, RunEnd, Session, SessionState, StepError};
 use crate::trace::{EventRow, EventWriter, RunIdentity, TraceError, TraceSink};
 
 /// A run that could not go on. Every row before the failing step is in the trace.
@@ -127,12 +127,21 @@ impl From<TraceError> for HarnessError {
 impl From<StepError> for HarnessError {
     fn from(e: StepError) -> Self {
         match e {
-            StepError::Env { step, source } => HarnessError::Env { step, source },
+            StepError::Env { step, source } => HarnessError::Env {
+                step,
+                source: *source,
+            },
             StepError::NonFiniteReward { step, reward } => {
                 HarnessError::NonFiniteReward { step, reward }
             }
-            StepError::Regime { step, source } => HarnessError::Regime { step, source },
-            StepError::Trace { step, source } => HarnessError::TraceAt { step, source },
+            StepError::Regime { step, source } => HarnessError::Regime {
+                step,
+                source: *source,
+            },
+            StepError::Trace { step, source } => HarnessError::TraceAt {
+                step,
+                source: *source,
+            },
             other => HarnessError::Stopped { step: other.step() },
         }
     }
@@ -582,10 +591,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// The env refused a step, returned a non-finite reward, a regime could not be applied,
     /// or the trace could not be written. Every complete row before the failure is flushed.
     pub fn run(mut self) -> Result<RunSummary, HarnessError> {
-        let advanced = self.advance(u64::MAX);
-        let finished = self.finish();
-        advanced?;
-        finished
+        let advanced = self.advance(u64::MAX).map(|_| ());
+        let closed = self.close_run();
+        self.end(advanced.and(closed))
     }
 
     /// Runs at most `steps` more steps (within the budget) and returns whether the run can
@@ -612,6 +620,12 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     ///
     /// The trace could not be flushed.
     pub fn finish(mut self) -> Result<RunSummary, HarnessError> {
+        let closed = self.close_run();
+        self.end(closed)
+    }
+
+    /// Hands the agent its last, partial window and closes the trace.
+    fn close_run(&mut self) -> Result<(), HarnessError> {
         if !self.state.window.is_empty() {
             self.agent.update(&self.state.window);
             let w = &self.state.window;
@@ -624,6 +638,20 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             p(self.state.summary.steps);
         }
         self.session.close()?;
+        Ok(())
+    }
+
+    /// Ends the run manifest (when the run has one) with how the run ended, and returns
+    /// the summary or the run's error.
+    fn end(mut self, result: Result<(), HarnessError>) -> Result<RunSummary, HarnessError> {
+        let end = match &result {
+            Err(e) => RunEnd::Failed(e.to_string()),
+            Ok(()) if self.state.summary.stop == StopReason::Interrupted => RunEnd::Interrupted,
+            Ok(()) => RunEnd::Completed,
+        };
+        let ended = self.session.end_manifest(&end, self.state.summary.steps);
+        result?;
+        ended?;
         Ok(self.state.summary)
     }
 
@@ -945,8 +973,18 @@ pub trait DynHarness {
     fn set_run_id(&mut self, run_id: String);
     /// See [`Harness::part_interval`]; call it before the trace is opened.
     fn set_part_interval(&mut self, every: std::time::Duration);
-    /// Hands the trace sink the run manifest (see [`TraceSink::attach_manifest`]).
-    fn attach_manifest(&mut self, json: &str);
+    /// See [`Session::begin_manifest`]: the run writes `manifest` at `path` now, keeps it
+    /// under `lock` and rewrites it when the run ends.
+    ///
+    /// # Errors
+    ///
+    /// The manifest cannot be written.
+    fn begin_manifest(
+        &mut self,
+        path: &std::path::Path,
+        manifest: crate::trace::Manifest,
+        lock: crate::output::OutputLock,
+    ) -> Result<(), TraceError>;
     /// See [`Harness::checkpoint`].
     fn set_checkpoint(&mut self, plan: CheckpointPlan);
     /// See [`Harness::on_progress`].
@@ -989,10 +1027,13 @@ impl<E: Env + Shiftable, A: Agent<E>> DynHarness for Harness<E, A> {
         self.part_interval = Some(every);
     }
 
-    fn attach_manifest(&mut self, json: &str) {
-        if let Some(sink) = self.session.sink_mut() {
-            sink.attach_manifest(json);
-        }
+    fn begin_manifest(
+        &mut self,
+        path: &std::path::Path,
+        manifest: crate::trace::Manifest,
+        lock: crate::output::OutputLock,
+    ) -> Result<(), TraceError> {
+        self.session.begin_manifest(path, manifest, lock)
     }
 
     fn set_checkpoint(&mut self, plan: CheckpointPlan) {

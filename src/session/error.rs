@@ -7,6 +7,9 @@ use crate::regime::RegimeError;
 use crate::trace::TraceError;
 
 /// A step that could not be taken or recorded. Every row before `step` is in the trace.
+///
+/// The causes are boxed, so the error is three words and a step's `Result` stays small: it
+/// is moved at every step.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum StepError {
@@ -15,7 +18,7 @@ pub enum StepError {
         /// Global step index.
         step: u64,
         /// The env's error.
-        source: EnvError,
+        source: Box<EnvError>,
     },
     /// The env returned a NaN or infinite reward, or one beyond
     /// [`MAX_REWARD`](crate::limits::MAX_REWARD).
@@ -30,14 +33,14 @@ pub enum StepError {
         /// Global step index.
         step: u64,
         /// The cause.
-        source: RegimeError,
+        source: Box<RegimeError>,
     },
     /// The trace or the events table could not be written.
     Trace {
         /// Global step index of the row that could not be written.
         step: u64,
         /// The cause.
-        source: TraceError,
+        source: Box<TraceError>,
     },
     /// A step before [`super::Session::start`].
     NotStarted {
@@ -91,9 +94,9 @@ impl fmt::Display for StepError {
 impl std::error::Error for StepError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            StepError::Env { source, .. } => Some(source),
-            StepError::Regime { source, .. } => Some(source),
-            StepError::Trace { source, .. } => Some(source),
+            StepError::Env { source, .. } => Some(source.as_ref()),
+            StepError::Regime { source, .. } => Some(source.as_ref()),
+            StepError::Trace { source, .. } => Some(source.as_ref()),
             StepError::NonFiniteReward { .. }
             | StepError::NotStarted { .. }
             | StepError::EpisodeEnded { .. } => None,

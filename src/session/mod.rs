@@ -42,9 +42,10 @@
 //! ```
 
 mod error;
+mod manifest;
 mod state;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::env::{Env, Observation, WorldEvent};
@@ -57,6 +58,7 @@ use crate::trace::{
 
 pub(crate) use error::reward_text;
 pub use error::{RestoreError, StepError};
+pub use manifest::RunEnd;
 pub use state::{Counters, SessionState};
 
 /// One run of one world: the world, its scheduler, its trace and its counters.
@@ -69,6 +71,11 @@ pub struct Session<E: Env + Shiftable> {
     record_transitions: bool,
     sink: Option<Box<dyn TraceSink>>,
     events: Option<EventWriter>,
+    /// The trace [`Session::open_trace`] opened, for a failed run's manifest.
+    trace_at: Option<(PathBuf, TraceFormat)>,
+    /// The run manifest beside the trace, from [`Session::begin_manifest`] to
+    /// [`Session::end_manifest`].
+    manifest: Option<manifest::Kept>,
     counters: Counters,
     /// The world's parameters before any regime: a regime's conditions override these.
     baseline: Conditions,
@@ -82,9 +89,13 @@ pub struct Session<E: Env + Shiftable> {
     world_events: Vec<WorldEvent>,
     /// The action's JSON, reused from step to step.
     action_json: Vec<u8>,
+    /// The last step's reward breakdown.
+    breakdown: Option<Breakdown>,
 }
 
-/// What one [`Session::step`] did. The next observation is [`Session::observation`].
+/// What one [`Session::step`] did. The next observation is [`Session::observation`], the
+/// reward's breakdown [`Session::breakdown`]: kept out of it, so a step's result stays a
+/// few words to move.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stepped<O> {
     /// The observation the action answered.
@@ -95,8 +106,6 @@ pub struct Stepped<O> {
     pub terminated: bool,
     /// The env cut the episode off.
     pub truncated: bool,
-    /// The reward's breakdown, when a reward specification produced it.
-    pub breakdown: Option<Breakdown>,
     /// The shift made before this step, when [`Session::before_step`] had not already made
     /// it. Boxed: most steps have none, and an empty box is one word to move and drop.
     pub shift: Option<Box<Shift>>,
@@ -149,12 +158,15 @@ impl<E: Env + Shiftable> Session<E> {
             record_transitions: false,
             sink: None,
             events: None,
+            trace_at: None,
+            manifest: None,
             counters: Counters::default(),
             baseline,
             obs: None,
             ended: false,
             world_events: Vec::new(),
             action_json: Vec::new(),
+            breakdown: None,
         }
     }
 
@@ -209,6 +221,7 @@ impl<E: Env + Shiftable> Session<E> {
         }
         self.sink = Some(sink);
         self.events = Some(events);
+        self.trace_at = Some((path.to_path_buf(), format));
         Ok(())
     }
 
@@ -232,6 +245,13 @@ impl<E: Env + Shiftable> Session<E> {
     pub fn detach_trace(&mut self) {
         self.sink = None;
         self.events = None;
+        self.trace_at = None;
+    }
+
+    /// Drops the kept manifest without ending it and releases its lock (a run that wrote
+    /// no row starts afresh); returns where it was written.
+    pub fn forget_manifest(&mut self) -> Option<PathBuf> {
+        self.manifest.take().map(|kept| kept.path().to_path_buf())
     }
 
     /// Writes every buffered row of the trace and the events table.
@@ -329,12 +349,18 @@ impl<E: Env + Shiftable> Session<E> {
             step,
             level,
         )
-        .map_err(|source| StepError::Regime { step, source })?;
+        .map_err(|source| StepError::Regime {
+            step,
+            source: Box::new(source),
+        })?;
         if let (Some(shift), Some(events)) = (&shift, self.events.as_mut()) {
             let (run_id, from) = (&self.identity.run_id, &shift.from);
             events
                 .write(EventRow::shift_made(run_id, step, from, &self.scheduler))
-                .map_err(|source| StepError::Trace { step, source })?;
+                .map_err(|source| StepError::Trace {
+                    step,
+                    source: Box::new(source),
+                })?;
         }
         Ok(shift)
     }
@@ -371,7 +397,10 @@ impl<E: Env + Shiftable> Session<E> {
             Ok(t) => t,
             Err(source) => {
                 self.obs = Some(obs);
-                return Err(StepError::Env { step, source });
+                return Err(StepError::Env {
+                    step,
+                    source: Box::new(source),
+                });
             }
         };
         if !crate::limits::reward_in_range(t.reward) {
@@ -399,7 +428,10 @@ impl<E: Env + Shiftable> Session<E> {
                 action_json: record.then(|| std::str::from_utf8(action_json).unwrap_or("null")),
                 ..RowRecord::of_step(position, &t, regime, origin, &self.env)
             })
-            .map_err(|source| StepError::Trace { step, source })?;
+            .map_err(|source| StepError::Trace {
+                step,
+                source: Box::new(source),
+            })?;
         }
         if let Some(events) = self.events.as_mut() {
             self.env.drain_events(&mut self.world_events);
@@ -409,26 +441,32 @@ impl<E: Env + Shiftable> Session<E> {
                 for e in self.world_events.drain(..) {
                     events
                         .write(EventRow::failure(run_id, step, &e))
-                        .map_err(|source| StepError::Trace { step, source })?;
+                        .map_err(|source| StepError::Trace {
+                            step,
+                            source: Box::new(source),
+                        })?;
                 }
             }
             if done {
                 let episode = self.counters.episode;
                 events
                     .episode_end(run_id, step, episode, t.terminated, t.truncated)
-                    .map_err(|source| StepError::Trace { step, source })?;
+                    .map_err(|source| StepError::Trace {
+                        step,
+                        source: Box::new(source),
+                    })?;
             }
         }
         self.counters.step += 1;
         self.counters.episode_step += 1;
         self.ended = done;
         self.obs = Some(t.observation);
+        self.breakdown = t.breakdown;
         Ok(Stepped {
             acted_on: obs,
             reward: t.reward,
             terminated: t.terminated,
             truncated: t.truncated,
-            breakdown: t.breakdown,
             shift,
         })
     }
@@ -443,6 +481,12 @@ impl<E: Env + Shiftable> Session<E> {
     /// until [`Session::start`].
     pub fn take_observation(&mut self) -> Option<E::Obs> {
         self.obs.take()
+    }
+
+    /// The reward's breakdown of the last step [`Session::step`] took, when a reward
+    /// specification produced it.
+    pub fn breakdown(&self) -> Option<&Breakdown> {
+        self.breakdown.as_ref()
     }
 
     /// The last step ended an episode and the next has not started.
@@ -492,8 +536,12 @@ impl<E: Env + Shiftable> Session<E> {
     }
 
     fn apply(&mut self, step: u64) -> Result<(), StepError> {
-        apply_over_baseline(&mut self.env, &self.baseline, self.scheduler.regime())
-            .map_err(|source| StepError::Regime { step, source })
+        apply_over_baseline(&mut self.env, &self.baseline, self.scheduler.regime()).map_err(
+            |source| StepError::Regime {
+                step,
+                source: Box::new(source),
+            },
+        )
     }
 }
 

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Compares the traces and events tables two perennial binaries write for every shipped world
-# file: 20,000 steps with auto-reset, JSON Lines / CSV / Parquet, each notify level with
-# --record-transitions, and each format without it. JSON Lines and CSV must be byte
-# identical. A Parquet part embeds the run manifest, whose start and end times differ
-# from run to run, so Parquet parts are compared byte for byte with those two timestamps
-# blanked (everything else, data pages and footer included, must match).
+# file: 20,000 steps with auto-reset, JSON Lines / CSV / Parquet, each notify level, with
+# and without --record-transitions. JSON Lines and CSV must be byte
+# identical. The run manifests, and the Parquet parts that embed them, hold start and end
+# times that differ from run to run, so they are compared byte for byte with those two
+# timestamps blanked (everything else, data pages and footer included, must match).
 #
-# Usage: scripts/compare_traces.sh BASE_BIN NEW_BIN [STEPS]
+# Usage: scripts/trace_identity.sh BASE_BIN NEW_BIN [STEPS]
 # Exits non-zero, naming the first differing file, when any output differs.
 set -euo pipefail
 
-base=${1:?usage: compare_traces.sh BASE_BIN NEW_BIN [STEPS]}
-new=${2:?usage: compare_traces.sh BASE_BIN NEW_BIN [STEPS]}
+base=${1:?usage: trace_identity.sh BASE_BIN NEW_BIN [STEPS]}
+new=${2:?usage: trace_identity.sh BASE_BIN NEW_BIN [STEPS]}
 steps=${3:-20000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -29,16 +29,16 @@ run_side() {
             local parts=()
             [ "$format" = parquet ] && parts=(--part-seconds 0)
             for notify in none flag delta label; do
-                (cd "$work" && "$work/bin/perennial" run "$world" --steps "$steps" --auto-reset \
-                    --format "$format" "${parts[@]}" --record-transitions --notify "$notify" \
-                    --run-id "$name-$notify" --trace "cur/$name-$notify.$format" >/dev/null)
+                for record in --record-transitions ""; do
+                    local id="$name-$notify${record:+-transitions}"
+                    (cd "$work" && "$work/bin/perennial" run "$world" --steps "$steps" \
+                        --auto-reset --format "$format" "${parts[@]}" ${record:+"$record"} \
+                        --notify "$notify" --run-id "$id" --trace "cur/$id.$format" >/dev/null)
+                done
             done
-            (cd "$work" && "$work/bin/perennial" run "$world" --steps "$steps" --auto-reset \
-                --format "$format" "${parts[@]}" --run-id "$name-plain" \
-                --trace "cur/$name-plain.$format" >/dev/null)
         done
     done
-    rm -f "$work"/cur/*.manifest.json
+    rm -f "$work"/cur/*.lock
     mv "$work/cur" "$out"
 }
 
@@ -55,9 +55,10 @@ if files != others:
     sys.exit(f"the two sides wrote different files: {sorted(set(files) ^ set(others))[:5]}")
 for rel in files:
     a, b = (base / rel).read_bytes(), (new / rel).read_bytes()
-    if rel.suffix == ".parquet":
+    if rel.suffix == ".parquet" or rel.name.endswith(".manifest.json"):
         a, b = stamp.sub(rb"\1" + b"X" * 20, a), stamp.sub(rb"\1" + b"X" * 20, b)
     if a != b:
         sys.exit(f"differs: {rel}")
-print(f"{len(files)} files identical ({sum(1 for f in files if f.suffix != '.parquet')} byte for byte, the Parquet parts but for the manifest's timestamps)")
+stamped = sum(1 for f in files if f.suffix == ".parquet" or f.name.endswith(".manifest.json"))
+print(f"{len(files)} files identical ({len(files) - stamped} byte for byte, {stamped} Parquet parts and manifests but for the start and end times)")
 PY
