@@ -24,7 +24,8 @@ pub fn begin_hour(
     ledger.begin_hour();
 }
 
-/// Applies the agent's operation, or counts it as rejected when it is infeasible now.
+/// Applies the hour's operations in order (one per role in a roles world), each counted as
+/// rejected when it is infeasible now.
 pub fn apply_action(
     action: Res<PendingAction>,
     hour: Hour,
@@ -40,9 +41,9 @@ pub fn apply_action(
     mut docks: Query<&mut Dock>,
     mut commands: Commands,
 ) {
-    let op = action.0;
+    for &op in &action.0 {
     if op == Op::Noop {
-        return;
+        continue;
     }
     let (cfg, k, now) = hour.parts();
     let up = now >= engine.outage_until;
@@ -52,7 +53,7 @@ pub fn apply_action(
         stats.hour.rate_limited = true;
         stats.total.rejected_actions += 1;
         stats.total.rate_limited += 1;
-        return;
+        continue;
     }
     let done = up
         && match op {
@@ -120,9 +121,19 @@ pub fn apply_action(
                     None => false,
                 }
             }
+            Op::PrioritizeSku { sku } => {
+                let known = (sku as usize) < cfg.skus;
+                if known {
+                    let until = now + crate::morpheus::roles::PRIORITY_HOURS;
+                    dispatch.priority = Some((sku, until));
+                }
+                known
+            }
+            Op::HoldWave => !std::mem::replace(&mut dispatch.hold, true),
         };
     if !done {
         stats.hour.rejected = true;
         stats.total.rejected_actions += 1;
+    }
     }
 }
