@@ -620,10 +620,8 @@ impl WorldFile {
             ));
         }
         if let Some(agent) = &def.harness.agent
-            && let Err(message) = crate::limits::check_id(
-                "harness.agent",
-                &crate::morpheus::roles::agent_id(agent),
-            )
+            && let Err(message) =
+                crate::limits::check_id("harness.agent", &crate::morpheus::roles::agent_id(agent))
         {
             let span = ctx.find_key(0, "agent");
             return Err(ctx.err(span, Some("harness.agent"), message));
@@ -640,19 +638,31 @@ impl WorldFile {
         if let Some(roles) = &role_table {
             // `[agent.<name>]` may hold the options of an agent a role runs.
             let role_agents = crate::morpheus::roles::role_agents();
-            known.extend(role_agents.iter().map(|(n, _)| *n).filter(|n| !known.contains(n)).collect::<Vec<_>>());
+            known.extend(
+                role_agents
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .filter(|n| !known.contains(n))
+                    .collect::<Vec<_>>(),
+            );
             if let Some(agent) = &def.harness.agent
                 && agent.contains('=')
             {
                 let span = ctx.find_key(0, "agent");
                 let pairs = crate::morpheus::roles::parse_agent_spec(agent, roles)
                     .map_err(|m| ctx.err(span.clone(), Some("harness.agent"), m))?;
-                if let Some((role, a)) = pairs.iter().find(|(_, a)| !role_agents.iter().any(|(n, _)| n == a)) {
+                if let Some((role, a)) = pairs
+                    .iter()
+                    .find(|(_, a)| !role_agents.iter().any(|(n, _)| n == a))
+                {
                     let names: Vec<&str> = role_agents.iter().map(|(n, _)| *n).collect();
                     return Err(ctx.err(
                         span,
                         Some("harness.agent"),
-                        format!("role `{role}` has no agent `{a}`; use one of: {}", names.join(", ")),
+                        format!(
+                            "role `{role}` has no agent `{a}`; use one of: {}",
+                            names.join(", ")
+                        ),
                     ));
                 }
                 known.push("__roles_spec__");
@@ -1089,7 +1099,11 @@ fn check_agent_options(
 ) -> Result<(), WorldFileError> {
     let own = kind.agent_names();
     // A role's agent's options are checked when the roles agent is built.
-    for (name, options) in world.agents.iter().filter(|(n, _)| own.contains(&n.as_str())) {
+    for (name, options) in world
+        .agents
+        .iter()
+        .filter(|(n, _)| own.contains(&n.as_str()))
+    {
         let Err(e) = kind.check_agent(world, name, options, 0) else {
             continue;
         };

@@ -3,12 +3,17 @@
 use toml::Spanned;
 
 use super::{Ctx, WorldFileError};
-use crate::morpheus::roles::{OpKind, Observe, Role, RoleError, RoleTable};
+use crate::morpheus::roles::{Observe, OpKind, Role, RoleError, RoleTable};
 use crate::registry::Kind;
 
 /// Where role `role`'s `field` is written: its key in `[roles.<role>]`, else that header,
 /// else the `[roles]` table.
-fn span_of(ctx: &Ctx<'_>, all: &Spanned<toml::Table>, role: Option<&str>, field: &str) -> std::ops::Range<usize> {
+fn span_of(
+    ctx: &Ctx<'_>,
+    all: &Spanned<toml::Table>,
+    role: Option<&str>,
+    field: &str,
+) -> std::ops::Range<usize> {
     let header = role.and_then(|r| ctx.find_header(&format!("roles.{r}"), false));
     if let Some(h) = &header
         && let Some(key) = ctx.find_key_in_table(h.end, field)
@@ -48,13 +53,23 @@ pub(super) fn parse(
 ) -> Result<RoleTable, WorldFileError> {
     let operations = kind.operations();
     let fail = |role: Option<&str>, field: &'static str, message: String| {
-        error(ctx, all, RoleError { role: role.map(str::to_string), field, message })
+        error(
+            ctx,
+            all,
+            RoleError {
+                role: role.map(str::to_string),
+                field,
+                message,
+            },
+        )
     };
     if operations.is_empty() {
         return Err(fail(
             None,
             "roles",
-            format!("world kind `{kind_name}` has no roles; a `[roles]` table needs kind = \"enterprise\""),
+            format!(
+                "world kind `{kind_name}` has no roles; a `[roles]` table needs kind = \"enterprise\""
+            ),
         ));
     }
     let mut alpha = 1.0;
@@ -64,15 +79,30 @@ pub(super) fn parse(
             alpha = match value {
                 toml::Value::Float(f) => *f,
                 toml::Value::Integer(i) => *i as f64,
-                _ => return Err(fail(None, "alpha", "is not a number; use a weight from 0 to 1".into())),
+                _ => {
+                    return Err(fail(
+                        None,
+                        "alpha",
+                        "is not a number; use a weight from 0 to 1".into(),
+                    ));
+                }
             };
             continue;
         }
         let role = Some(name.as_str());
         let toml::Value::Table(t) = value else {
-            return Err(fail(role, "ops", format!("role `{name}` is not a table; write `[roles.{name}]` with `ops = [...]`")));
+            return Err(fail(
+                role,
+                "ops",
+                format!("role `{name}` is not a table; write `[roles.{name}]` with `ops = [...]`"),
+            ));
         };
-        let mut def = Role { name: name.clone(), ops: Vec::new(), observe: Observe::Own, terms: Vec::new() };
+        let mut def = Role {
+            name: name.clone(),
+            ops: Vec::new(),
+            observe: Observe::Own,
+            terms: Vec::new(),
+        };
         for (key, v) in t {
             match key.as_str() {
                 "ops" => {
@@ -81,7 +111,11 @@ pub(super) fn parse(
                     };
                     for item in list {
                         let Some(op) = item.as_str() else {
-                            return Err(fail(role, "ops", "is not a list of operation names".into()));
+                            return Err(fail(
+                                role,
+                                "ops",
+                                "is not a list of operation names".into(),
+                            ));
                         };
                         if op == "noop" {
                             continue;
@@ -93,7 +127,10 @@ pub(super) fn parse(
                                 return Err(fail(
                                     role,
                                     "ops",
-                                    format!("unknown operation `{op}`; use one of: {}", operations.join(", ")),
+                                    format!(
+                                        "unknown operation `{op}`; use one of: {}",
+                                        operations.join(", ")
+                                    ),
                                 ));
                             }
                         }
@@ -103,13 +140,22 @@ pub(super) fn parse(
                     def.observe = match v.as_str() {
                         Some("own") => Observe::Own,
                         Some("full") => Observe::Full,
-                        _ => return Err(fail(role, "observe", format!("is {v}; use \"own\" or \"full\""))),
+                        _ => {
+                            return Err(fail(
+                                role,
+                                "observe",
+                                format!("is {v}; use \"own\" or \"full\""),
+                            ));
+                        }
                     };
                 }
                 "terms" => {
-                    let names: Option<Vec<String>> =
-                        v.as_array().and_then(|a| a.iter().map(|x| x.as_str().map(str::to_string)).collect());
-                    def.terms = names.ok_or_else(|| fail(role, "terms", "is not a list of reward term names".into()))?;
+                    let names: Option<Vec<String>> = v
+                        .as_array()
+                        .and_then(|a| a.iter().map(|x| x.as_str().map(str::to_string)).collect());
+                    def.terms = names.ok_or_else(|| {
+                        fail(role, "terms", "is not a list of reward term names".into())
+                    })?;
                 }
                 other => {
                     let at = ctx
@@ -132,15 +178,24 @@ pub(super) fn parse(
     }
     // Roles apply in file order.
     roles.sort_by_key(|(at, _)| *at);
-    let table = RoleTable { roles: roles.into_iter().map(|(_, r)| r).collect(), alpha };
+    let table = RoleTable {
+        roles: roles.into_iter().map(|(_, r)| r).collect(),
+        alpha,
+    };
     table.check(None).map_err(|e| error(ctx, all, e))?;
     Ok(table)
 }
 
 /// Checks that the roles' `terms` partition the team reward's `terms`.
-pub(super) fn check_terms(ctx: &Ctx<'_>, roles: &RoleTable, terms: &[String]) -> Result<(), WorldFileError> {
+pub(super) fn check_terms(
+    ctx: &Ctx<'_>,
+    roles: &RoleTable,
+    terms: &[String],
+) -> Result<(), WorldFileError> {
     let Some(all) = ctx.find_header("roles", false) else {
-        return roles.check(Some(terms)).map_err(|e| ctx.err(None, Some("roles"), e.to_string()));
+        return roles
+            .check(Some(terms))
+            .map_err(|e| ctx.err(None, Some("roles"), e.to_string()));
     };
     roles.check(Some(terms)).map_err(|e| {
         let span = e

@@ -190,12 +190,14 @@ impl RolesAgent {
     /// its role's spaces.
     pub fn build(ctx: &AgentCtx<'_, EnterpriseEnv>) -> Result<Self, AgentError> {
         let env = ctx.env;
-        let pairs = parse_agent_spec(ctx.name, env.roles()).map_err(|m| AgentError::new(ctx.name, m))?;
+        let pairs =
+            parse_agent_spec(ctx.name, env.roles()).map_err(|m| AgentError::new(ctx.name, m))?;
         let builders = role_agents();
         let known: Vec<&str> = builders.iter().map(|(n, _)| *n).collect();
         let mut agents = Vec::new();
         for (r, (role, name)) in pairs.iter().enumerate() {
-            let view = RoleView::of(env, r).ok_or_else(|| AgentError::new(ctx.name, "no such role"))?;
+            let view =
+                RoleView::of(env, r).ok_or_else(|| AgentError::new(ctx.name, "no such role"))?;
             let build = builders
                 .iter()
                 .find(|(n, _)| n == name)
@@ -220,9 +222,8 @@ impl RolesAgent {
                 regime: ctx.regime.clone(),
                 agents: &builders,
             };
-            let agent = build(&role_ctx).map_err(|e| {
-                AgentError::new(ctx.name, format!("role `{role}`: {e}"))
-            })?;
+            let agent = build(&role_ctx)
+                .map_err(|e| AgentError::new(ctx.name, format!("role `{role}`: {e}")))?;
             agents.push(agent);
         }
         Ok(RolesAgent {
@@ -279,7 +280,11 @@ impl Agent<EnterpriseEnv> for RolesAgent {
             let role_window = Window {
                 start_step: window.start_step,
                 obs: window.obs.iter().map(view).collect(),
-                actions: window.actions.iter().map(|&a| split(&self.layouts, a)[r]).collect(),
+                actions: window
+                    .actions
+                    .iter()
+                    .map(|&a| split(&self.layouts, a)[r])
+                    .collect(),
                 rewards,
                 next_obs: window.next_obs.iter().map(view).collect(),
                 terminated: window.terminated.clone(),
@@ -315,7 +320,9 @@ impl Agent<EnterpriseEnv> for RolesAgent {
             a.load_state(s).map_err(|e| format!("role `{name}`: {e}"))?;
         }
         if let Some(extra) = map.keys().next() {
-            return Err(format!("the saved state has role `{extra}`, which this world has not"));
+            return Err(format!(
+                "the saved state has role `{extra}`, which this world has not"
+            ));
         }
         Ok(())
     }

@@ -102,10 +102,18 @@ impl EnterpriseEnv {
     ///
     /// The world cannot be built, or the roles' operations are not each owned once (a
     /// message naming the role and field).
-    pub fn new(config: MorpheusConfig, reward: RewardSpec, roles: RoleTable) -> Result<Self, String> {
+    pub fn new(
+        config: MorpheusConfig,
+        reward: RewardSpec,
+        roles: RoleTable,
+    ) -> Result<Self, String> {
         roles.check(None).map_err(|e| e.to_string())?;
         let world = Morpheus::new(config.clone(), reward).map_err(|e| e.to_string())?;
-        let layouts: Vec<RoleLayout> = roles.roles.iter().map(|r| RoleLayout::new(r, &config)).collect();
+        let layouts: Vec<RoleLayout> = roles
+            .roles
+            .iter()
+            .map(|r| RoleLayout::new(r, &config))
+            .collect();
         let names = &world.spec().components;
         let owned = roles
             .roles
@@ -119,7 +127,9 @@ impl EnterpriseEnv {
                     .collect()
             })
             .collect();
-        let n = layouts.iter().try_fold(1usize, |acc, l| acc.checked_mul(l.actions));
+        let n = layouts
+            .iter()
+            .try_fold(1usize, |acc, l| acc.checked_mul(l.actions));
         let n = n.ok_or("the roles' joint action space is too large")?;
         let spec = EnvSpec {
             action_space: Space::Discrete { n },
@@ -244,14 +254,23 @@ impl Env for EnterpriseEnv {
         let t = t?;
         if let Some(b) = &t.breakdown {
             for (own, idx) in self.own.iter_mut().zip(&self.owned) {
-                *own = idx.iter().map(|&i| b.components.get(i).copied().unwrap_or(0.0)).sum();
+                *own = idx
+                    .iter()
+                    .map(|&i| b.components.get(i).copied().unwrap_or(0.0))
+                    .sum();
             }
         }
         let alpha = self.roles.alpha;
         let learn = self
             .own
             .iter()
-            .map(|&own| if alpha == 1.0 { t.reward } else { alpha * t.reward + (1.0 - alpha) * own })
+            .map(|&own| {
+                if alpha == 1.0 {
+                    t.reward
+                } else {
+                    alpha * t.reward + (1.0 - alpha) * own
+                }
+            })
             .collect();
         self.tap.push(learn);
         Ok(t)
@@ -320,7 +339,9 @@ impl WorldKind for EnterpriseKind {
             .config
             .validate()
             .map_err(|e| ParamError::field(e.field, e.message.clone()))?;
-        let reward = reward.cloned().unwrap_or_else(morpheus::default_reward_spec);
+        let reward = reward
+            .cloned()
+            .unwrap_or_else(morpheus::default_reward_spec);
         EnterpriseEnv::new(params.config.clone(), reward, params.roles.clone())
             .map_err(|m| ParamError::field("roles", m))
     }
@@ -334,6 +355,14 @@ impl WorldKind for EnterpriseKind {
     }
 
     fn operations(&self) -> &'static [&'static str] {
-        &["noop", "reorder", "choose_carrier", "expedite", "repair_dock", "prioritize_sku", "hold_wave"]
+        &[
+            "noop",
+            "reorder",
+            "choose_carrier",
+            "expedite",
+            "repair_dock",
+            "prioritize_sku",
+            "hold_wave",
+        ]
     }
 }

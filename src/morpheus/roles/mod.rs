@@ -267,15 +267,17 @@ impl RoleTable {
             return Err(err(
                 None,
                 "alpha",
-                format!("is {}; use a weight from 0 (each role its own reward) to 1 (the team's)", self.alpha),
+                format!(
+                    "is {}; use a weight from 0 (each role its own reward) to 1 (the team's)",
+                    self.alpha
+                ),
             ));
         }
         let mut owner: std::collections::BTreeMap<OpKind, &str> = Default::default();
         let mut term_owner: std::collections::BTreeMap<&str, &str> = Default::default();
         for (i, role) in self.roles.iter().enumerate() {
             let name = role.name.as_str();
-            crate::limits::check_id("a role name", name)
-                .map_err(|m| err(Some(name), "name", m))?;
+            crate::limits::check_id("a role name", name).map_err(|m| err(Some(name), "name", m))?;
             if self.roles[..i].iter().any(|r| r.name == role.name) {
                 return Err(err(Some(name), "name", "is given twice".into()));
             }
@@ -309,14 +311,19 @@ impl RoleTable {
                     return Err(err(
                         Some(name),
                         "terms",
-                        format!("`{t}` is not a term of the reward; its terms are: {}", terms.join(", ")),
+                        format!(
+                            "`{t}` is not a term of the reward; its terms are: {}",
+                            terms.join(", ")
+                        ),
                     ));
                 }
                 if let Some(first) = term_owner.insert(t, name) {
                     return Err(err(
                         Some(name),
                         "terms",
-                        format!("term `{t}` is owned twice (by `{first}` and `{name}`); the roles' terms must partition the reward"),
+                        format!(
+                            "term `{t}` is owned twice (by `{first}` and `{name}`); the roles' terms must partition the reward"
+                        ),
                     ));
                 }
             }
@@ -325,7 +332,10 @@ impl RoleTable {
             return Err(err(
                 None,
                 "roles",
-                format!("operation `{}` is owned by no role; give every operation to one role", op.name()),
+                format!(
+                    "operation `{}` is owned by no role; give every operation to one role",
+                    op.name()
+                ),
             ));
         }
         if let Some(t) = terms
@@ -336,7 +346,9 @@ impl RoleTable {
             return Err(err(
                 None,
                 "roles",
-                format!("reward term `{t}` is owned by no role; the roles' `terms` must partition the reward"),
+                format!(
+                    "reward term `{t}` is owned by no role; the roles' `terms` must partition the reward"
+                ),
             ));
         }
         Ok(())
@@ -417,7 +429,11 @@ impl RoleLayout {
     /// The role's observation: its entries of the world's `full` one.
     pub fn project(&self, full: &[f32], out: &mut Vec<f32>) {
         out.clear();
-        out.extend(self.seen.iter().map(|&i| full.get(i).copied().unwrap_or(0.0)));
+        out.extend(
+            self.seen
+                .iter()
+                .map(|&i| full.get(i).copied().unwrap_or(0.0)),
+        );
     }
 
     /// The world's observation with the role's entries from `own` and zeros elsewhere,
