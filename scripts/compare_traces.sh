@@ -4,7 +4,9 @@
 #
 #   scripts/compare_traces.sh OLD_BIN NEW_BIN [STEPS]
 #
-# Exits 1 on the first difference and names it; prints one line per run otherwise.
+# JSON Lines and CSV files are compared byte for byte. Parquet files embed the time they
+# were written, so two runs of one binary differ in bytes: their rows and schema are
+# compared instead, with pyarrow ($PYTHON, default python3). Exits 1 if any run differs.
 set -euo pipefail
 old=${1:?usage: compare_traces.sh OLD_BIN NEW_BIN [STEPS]}
 new=${2:?usage: compare_traces.sh OLD_BIN NEW_BIN [STEPS]}
@@ -28,7 +30,20 @@ for world in worlds/*.toml; do
         rm -f "$dir"/*manifest*
       done
       a="$work/old/$name-$format${record:+-rt}"; b="$work/new/$name-$format${record:+-rt}"
-      if diff -r -q "$a" "$b" >/dev/null; then
+      if [ "$format" = parquet ]; then
+        if "${PYTHON:-python3}" - "$a" "$b" <<'PY'
+import sys, pathlib, pyarrow.parquet as pq
+a, b = map(pathlib.Path, sys.argv[1:3])
+names = sorted(p.name for p in a.iterdir())
+assert names == sorted(p.name for p in b.iterdir()), "different files"
+for n in names:
+    ta, tb = pq.read_table(a / n), pq.read_table(b / n)
+    assert ta.schema.remove_metadata() == tb.schema.remove_metadata(), n
+    assert ta.equals(tb), n
+PY
+        then echo "same   $world $format ${record:-(no transitions)} (rows and schema)"
+        else echo "DIFFER $world $format ${record:-(no transitions)}"; status=1; fi
+      elif diff -r -q "$a" "$b" >/dev/null; then
         echo "same   $world $format ${record:-(no transitions)} ($(ls "$a" | wc -l) files)"
       else
         echo "DIFFER $world $format ${record:-(no transitions)}"; diff -r -q "$a" "$b" || true; status=1
