@@ -362,6 +362,14 @@ pub struct Dispatch {
     /// The next wave ships a held one's orders with it, at a discount (roles worlds).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub consolidated: bool,
+    /// The rebooking fee of a change of carrier, booked as shipping (roles worlds; 0 in a
+    /// single-agent world).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub switch_fee: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Id counters for entities created during the run.

@@ -457,6 +457,18 @@ impl Morpheus {
         self.sim.as_ref().map(|s| &s.world)
     }
 
+    /// Sets the rebooking fee of a change of carrier in the current world (a roles world
+    /// sets it after each reset; a single-agent world has none).
+    pub(crate) fn set_switch_fee(&mut self, fee: f64) {
+        if let Some(mut d) = self
+            .sim
+            .as_mut()
+            .and_then(|s| s.world.get_resource_mut::<Dispatch>())
+        {
+            d.switch_fee = fee;
+        }
+    }
+
     /// The operation an action index stands for under this layout.
     pub fn decode(&self, action: usize) -> Option<Op> {
         Op::decode(action, &self.config)

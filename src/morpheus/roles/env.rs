@@ -237,7 +237,9 @@ impl Env for EnterpriseEnv {
 
     fn reset(&mut self, seed: u64) -> Vec<f32> {
         self.own.iter_mut().for_each(|r| *r = 0.0);
-        self.world.reset(seed)
+        let first = self.world.reset(seed);
+        self.world.set_switch_fee(super::CARRIER_SWITCH_FEE);
+        first
     }
 
     fn step(&mut self, action: &usize) -> Result<Transition<Vec<f32>>, EnvError> {

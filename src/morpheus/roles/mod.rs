@@ -36,6 +36,10 @@ pub const PRIORITY_HOURS: u64 = 24;
 /// The shipping-cost factor of a wave that carries a held wave's orders with it.
 pub const CONSOLIDATION_DISCOUNT: f64 = 0.5;
 
+/// The rebooking fee of a change of carrier in a roles world (booked as shipping): a
+/// carrier contract is not free to break, so a desk that keeps switching pays for it.
+pub const CARRIER_SWITCH_FEE: f64 = 20.0;
+
 /// An operation kind a role may own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

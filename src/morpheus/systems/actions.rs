@@ -90,6 +90,9 @@ pub fn apply_action(
                     }
                 }
                 Op::ChooseCarrier { carrier } => {
+                    if dispatch.carrier != carrier && dispatch.switch_fee > 0.0 {
+                        ledger.pay(CostKind::Shipping, dispatch.switch_fee * k.cost_multiplier);
+                    }
                     dispatch.carrier = carrier;
                     true
                 }

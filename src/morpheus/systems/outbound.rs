@@ -65,7 +65,7 @@ pub fn deliver_shipments(
 /// stock for the rest, and ships reserved orders on the chosen carrier while pick and
 /// carrier capacity last (nothing ships when the carrier does not show up). In a roles
 /// world, a prioritized SKU's orders take capacity first, a held wave ships nothing, and
-/// the wave after a held one has twice the capacity at a discount.
+/// the wave after a held one ships at a discount.
 pub fn dispatch_orders(
     hour: Hour,
     mut dispatch: ResMut<Dispatch>,
@@ -100,7 +100,6 @@ pub fn dispatch_orders(
         dispatch.consolidated = true;
         cost
     } else if consolidated {
-        capacity = capacity.saturating_mul(2);
         cost * crate::morpheus::roles::CONSOLIDATION_DISCOUNT
     } else {
         cost
