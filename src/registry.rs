@@ -117,6 +117,12 @@ pub trait WorldKind: Send + Sync + 'static {
     fn default_reward(&self) -> Option<RewardSpec> {
         None
     }
+
+    /// The operation kinds a world file's `[roles]` table may give to roles; empty (the
+    /// default) for a kind without roles.
+    fn operations(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// A kind's parameters after loading, type-erased so a [`WorldFile`] can hold any kind's.
@@ -247,6 +253,10 @@ pub trait Kind: Send + Sync {
     fn default_reward(&self) -> Option<RewardSpec>;
     /// The agents this kind can run, generic ones first.
     fn agent_names(&self) -> Vec<&'static str>;
+    /// The operation kinds its `[roles]` table may assign; empty for a kind without roles.
+    fn operations(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Builds the file's world, type-erased (see [`crate::dyn_env`]).
     ///
     /// # Errors
@@ -341,10 +351,12 @@ impl<K: WorldKind> Entry<K> {
         seed: u64,
         probe: &RegimeProbe,
     ) -> Result<Box<dyn Agent<K::Env>>, BuildError> {
+        // `ROLE=AGENT,...` names a roles agent, one agent per role.
+        let lookup = if name.contains('=') { "roles" } else { name };
         let build = self
             .agents
             .iter()
-            .find(|(n, _)| *n == name)
+            .find(|(n, _)| *n == lookup)
             .map(|(_, b)| *b)
             .ok_or_else(|| BuildError::Agent(AgentError::unknown(name, &self.names())))?;
         build(&AgentCtx {
@@ -421,6 +433,10 @@ impl<K: WorldKind> Kind for Entry<K> {
 
     fn agent_names(&self) -> Vec<&'static str> {
         self.names()
+    }
+
+    fn operations(&self) -> &'static [&'static str] {
+        self.kind.operations()
     }
 
     fn build_env(&self, world: &WorldFile) -> Result<Box<dyn DynEnv>, BuildError> {
@@ -524,6 +540,10 @@ impl Registry {
                 agents::for_cartpole(),
             )
             .world_with_agents(MorpheusKind, agents::for_morpheus())
+            .world_with_agents(
+                morpheus::roles::EnterpriseKind,
+                morpheus::roles::for_enterprise(),
+            )
     }
 
     /// The built-in registry, built once.

@@ -152,6 +152,8 @@ pub struct WorldFile {
     pub agents: BTreeMap<String, toml::Table>,
     /// What the agent is told about regime shifts, from `[notify] level` (default `none`).
     pub notify: NotifyLevel,
+    /// The roles, from a `[roles]` table (see [`crate::morpheus::roles`]).
+    pub roles: Option<crate::morpheus::roles::RoleTable>,
     /// The kind's reward specification, used when the file gives none.
     default_reward: Option<RewardSpec>,
     /// The text it was parsed from.
@@ -169,6 +171,7 @@ struct FileDef {
     harness: HarnessDefaults,
     agent: Option<Spanned<BTreeMap<Spanned<String>, Spanned<toml::Table>>>>,
     notify: Option<NotifyDef>,
+    roles: Option<Spanned<toml::Table>>,
 }
 
 #[derive(Deserialize)]
@@ -518,7 +521,27 @@ impl WorldFile {
         };
         let table = world_def.params.as_ref();
         let merged = python_params(&ctx, world_def, kind_name, def.regimes.as_ref())?;
-        let given = merged.as_ref().or(table.map(|t| t.get_ref()));
+        let role_table = match &def.roles {
+            None => None,
+            Some(r) => Some(roles_def::parse(&ctx, r, kind, kind_name)?),
+        };
+        let with_roles = match &role_table {
+            None => None,
+            Some(roles) => {
+                let mut t = merged
+                    .clone()
+                    .or(table.map(|t| t.get_ref().clone()))
+                    .unwrap_or_default();
+                let value = toml::Value::try_from(roles)
+                    .map_err(|e| ctx.err(None, Some("roles"), e.to_string()))?;
+                t.insert("roles".into(), value);
+                Some(t)
+            }
+        };
+        let given = with_roles
+            .as_ref()
+            .or(merged.as_ref())
+            .or(table.map(|t| t.get_ref()));
         let (params, parameters) = kind.load(given).map_err(|e| {
             if e.field.as_deref() == Some(ENTRY_POINT)
                 && let Some(entry) = &world_def.entry_point
@@ -546,6 +569,13 @@ impl WorldFile {
             None => None,
             Some(r) => Some(reward(&ctx, r, kind.reward_signals())?),
         };
+        if let Some(roles) = &role_table {
+            let team = reward.clone().or_else(|| kind.default_reward());
+            let terms: Vec<String> = team
+                .map(|r| r.terms.into_iter().map(|t| t.name).collect())
+                .unwrap_or_default();
+            roles_def::check_terms(&ctx, roles, &terms)?;
+        }
         if let Some(w) = def.harness.window_steps
             && (w == 0 || w > crate::limits::MAX_WINDOW_STEPS)
         {
@@ -557,7 +587,8 @@ impl WorldFile {
             ));
         }
         if let Some(agent) = &def.harness.agent
-            && let Err(message) = crate::limits::check_id("harness.agent", agent)
+            && let Err(message) =
+                crate::limits::check_id("harness.agent", &crate::morpheus::roles::agent_id(agent))
         {
             let span = ctx.find_key(0, "agent");
             return Err(ctx.err(span, Some("harness.agent"), message));
@@ -570,13 +601,49 @@ impl WorldFile {
                 .parse()
                 .map_err(|e: String| ctx.err(Some(n.level.span()), Some("notify.level"), e))?,
         };
-        let agents = agent_tables(
-            &ctx,
-            def.agent,
-            &def.harness,
-            &kind.agent_names(),
-            kind_name,
-        )?;
+        let mut known = kind.agent_names();
+        if let Some(roles) = &role_table {
+            // `[agent.<name>]` may hold the options of an agent a role runs.
+            let role_agents = crate::morpheus::roles::role_agents();
+            known.extend(
+                role_agents
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .filter(|n| !known.contains(n))
+                    .collect::<Vec<_>>(),
+            );
+            if let Some(agent) = &def.harness.agent
+                && agent.contains('=')
+            {
+                let span = ctx.find_key(0, "agent");
+                let pairs = crate::morpheus::roles::parse_agent_spec(agent, roles)
+                    .map_err(|m| ctx.err(span.clone(), Some("harness.agent"), m))?;
+                if let Some((role, a)) = pairs
+                    .iter()
+                    .find(|(_, a)| !role_agents.iter().any(|(n, _)| n == a))
+                {
+                    let names: Vec<&str> = role_agents.iter().map(|(n, _)| *n).collect();
+                    return Err(ctx.err(
+                        span,
+                        Some("harness.agent"),
+                        format!(
+                            "role `{role}` has no agent `{a}`; use one of: {}",
+                            names.join(", ")
+                        ),
+                    ));
+                }
+                known.push("__roles_spec__");
+            }
+        }
+        let harness_defaults = HarnessDefaults {
+            agent: def
+                .harness
+                .agent
+                .clone()
+                .filter(|a| !(a.contains('=') && known.contains(&"__roles_spec__"))),
+            ..def.harness.clone()
+        };
+        let agents = agent_tables(&ctx, def.agent, &harness_defaults, &known, kind_name)?;
         let world = WorldFile {
             path: path.to_path_buf(),
             description: world_def.description.clone(),
@@ -588,6 +655,7 @@ impl WorldFile {
             harness: def.harness,
             agents,
             notify,
+            roles: role_table,
             default_reward: kind.default_reward(),
             text: text.to_string(),
         };
@@ -621,7 +689,18 @@ impl WorldFile {
     }
 
     /// The options table of agent `name`: its `[agent.<name>]` table, or an empty one.
+    /// For a roles agent (`ROLE=AGENT,...`), one table per role: its agent's options.
     pub fn agent_options(&self, name: &str) -> toml::Table {
+        if name.contains('=') {
+            return name
+                .split(',')
+                .filter_map(|part| part.split_once('='))
+                .map(|(role, agent)| {
+                    let options = self.agent_options(agent.trim());
+                    (role.trim().to_string(), toml::Value::Table(options))
+                })
+                .collect();
+        }
         self.agents.get(name).cloned().unwrap_or_default()
     }
 
@@ -640,6 +719,8 @@ impl WorldFile {
         Scheduler::new(self.regimes.clone(), self.plan.clone(), seed)
     }
 }
+
+mod roles_def;
 
 /// The kind name of worlds written in Python, which the Python package registers.
 pub const PYTHON_KIND: &str = "python";
@@ -983,7 +1064,13 @@ fn check_agent_options(
     kind: &dyn crate::registry::Kind,
     world: &WorldFile,
 ) -> Result<(), WorldFileError> {
-    for (name, options) in &world.agents {
+    let own = kind.agent_names();
+    // A role's agent's options are checked when the roles agent is built.
+    for (name, options) in world
+        .agents
+        .iter()
+        .filter(|(n, _)| own.contains(&n.as_str()))
+    {
         let Err(e) = kind.check_agent(world, name, options, 0) else {
             continue;
         };

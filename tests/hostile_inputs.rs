@@ -40,6 +40,10 @@ fn cases() -> Vec<Case> {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/warehouse.toml"),
     )
     .unwrap();
+    let enterprise = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/enterprise.toml"),
+    )
+    .unwrap();
     vec![
         Case {
             what: "world file: TOML syntax error",
@@ -249,6 +253,42 @@ fn cases() -> Vec<Case> {
             expect: &["{file}:", "agent.oracle.peak_season.reorder_hourz"],
         },
         Case {
+            what: "world file: a role that owns no operation",
+            file: Some((
+                "role-no-op.toml",
+                enterprise.replace(
+                    r#"ops = ["noop", "choose_carrier", "prioritize_sku", "hold_wave"]"#,
+                    r#"ops = ["noop"]"#,
+                ),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:40", "roles.logistics.ops", "owns no operation"],
+        },
+        Case {
+            what: "world file: an operation owned by two roles",
+            file: Some((
+                "op-twice.toml",
+                enterprise.replace(
+                    r#""choose_carrier", "prioritize_sku""#,
+                    r#""choose_carrier", "reorder", "prioritize_sku""#,
+                ),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:40", "roles.logistics.ops", "`reorder` is owned twice"],
+        },
+        Case {
+            what: "world file: a role owning an unknown operation",
+            file: Some((
+                "unknown-op.toml",
+                enterprise.replace(r#""hold_wave"]"#, r#""hold_waves"]"#),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:40", "roles.logistics.ops", "hold_waves"],
+        },
+        Case {
             what: "world file: an oracle table of the wrong type",
             file: Some((
                 "oracle-type.toml",
@@ -385,6 +425,32 @@ fn cases() -> Vec<Case> {
             ],
             code: 2,
             expect: &["unknown agent `oracle`", "balance"],
+        },
+        Case {
+            what: "run: an unknown role in --agent",
+            file: None,
+            args: &[
+                "run",
+                "worlds/enterprise.toml",
+                "--agent",
+                "warehouse=base-stock,sales=random",
+                "--no-trace",
+            ],
+            code: 2,
+            expect: &["--agent names unknown role `sales`", "warehouse, logistics"],
+        },
+        Case {
+            what: "run: a role agent that has no form for its role",
+            file: None,
+            args: &[
+                "run",
+                "worlds/enterprise.toml",
+                "--agent",
+                "warehouse=oracle,logistics=random",
+                "--no-trace",
+            ],
+            code: 2,
+            expect: &["unknown agent `oracle`", "base-stock"],
         },
         Case {
             what: "run: unknown --notify level",

@@ -70,7 +70,10 @@ fn the_builtin_registry_does_not_know_an_outside_kind() {
     let world = dir.write("pole.toml", POLE);
     let err = WorldFile::load(&world).unwrap_err();
     assert_eq!(err.line, Some(2), "{err}");
-    assert!(err.message.contains("cartpole, morpheus"), "{err}");
+    assert!(
+        err.message.contains("cartpole, enterprise, morpheus"),
+        "{err}"
+    );
     assert_eq!(
         cli(&Registry::builtin(), &["check", world.to_str().unwrap()]),
         ExitCode::from(2)

@@ -28,7 +28,15 @@ pub(super) fn check(registry: &Registry, path: &Path) -> Result<(), Failure> {
     let kind = registry
         .kind(world.kind())
         .ok_or_else(|| Failure::input(format!("unknown world kind `{}`", world.kind())))?;
-    let mut named: Vec<&str> = world.agents.keys().map(String::as_str).collect();
+    let own = kind.agent_names();
+    // In a roles world, `[agent.<name>]` may hold a role's agent's options: the roles
+    // agent (`ROLE=AGENT,...`) builds it.
+    let mut named: Vec<&str> = world
+        .agents
+        .keys()
+        .map(String::as_str)
+        .filter(|n| own.contains(n))
+        .collect();
     if let Some(agent) = &world.harness.agent {
         named.push(agent);
     }

@@ -385,7 +385,7 @@ fn default_run_id(plan: &RunPlan, task: &str, agent: &str) -> Result<String, Fai
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let agent = if plan.notify.is_none() {
-        agent.to_string()
+        crate::morpheus::roles::agent_id(agent)
     } else {
         format!("{agent}-notify-{}", plan.notify)
     };

@@ -45,6 +45,17 @@ pub enum Op {
         /// Dock index.
         dock: u32,
     },
+    /// Ship `sku`'s orders first in the outbound waves of the next
+    /// [`PRIORITY_HOURS`](crate::morpheus::roles::PRIORITY_HOURS) hours. Only a roles world
+    /// ([`crate::morpheus::roles`]) offers it; the single-agent table has no index for it.
+    PrioritizeSku {
+        /// SKU index.
+        sku: u32,
+    },
+    /// Hold this hour's outbound wave to consolidate it with the next, which ships at a
+    /// discount ([`CONSOLIDATION_DISCOUNT`](crate::morpheus::roles::CONSOLIDATION_DISCOUNT)).
+    /// Only a roles world offers it.
+    HoldWave,
 }
 
 /// The sizes that lay out the action table: `S` SKUs, `B` reorder buckets, `C` carriers,
@@ -121,6 +132,7 @@ impl ActionLayout {
             }
             Op::Expedite { sku } => within(sku, s).then(|| 1 + s * b + c + sku as usize),
             Op::RepairDock { dock } => within(dock, d).then(|| 1 + s * b + c + s + dock as usize),
+            Op::PrioritizeSku { .. } | Op::HoldWave => None,
         }
     }
 }

@@ -182,6 +182,7 @@ mod world;
 
 pub mod components;
 pub mod resources;
+pub mod roles;
 pub mod systems;
 
 use std::fmt;

@@ -353,6 +353,23 @@ pub struct Goodwill(pub f64);
 pub struct Dispatch {
     /// Carrier collecting the outbound waves.
     pub carrier: u32,
+    /// The SKU whose orders ship first, and the hour that priority ends (roles worlds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<(u32, u64)>,
+    /// This hour's wave is held (roles worlds).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold: bool,
+    /// The next wave ships a held one's orders with it, at a discount (roles worlds).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub consolidated: bool,
+    /// The rebooking fee of a change of carrier, booked as shipping (roles worlds; 0 in a
+    /// single-agent world).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub switch_fee: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Id counters for entities created during the run.
@@ -458,9 +475,10 @@ pub struct ObservationBuffer(pub Vec<f32>);
 #[derive(Resource, Clone, Debug, Default, PartialEq)]
 pub struct OrderBook(pub Vec<(super::components::CustomerOrder, bevy_ecs::entity::Entity)>);
 
-/// The operation the agent asked for this step.
-#[derive(Resource, Clone, Copy, Debug, Default, PartialEq)]
-pub struct PendingAction(pub super::Op);
+/// The operations asked for this step, applied in order: one for a single agent, one per
+/// role in a roles world.
+#[derive(Resource, Clone, Debug, Default, PartialEq)]
+pub struct PendingAction(pub Vec<super::Op>);
 
 #[cfg(test)]
 mod tests {

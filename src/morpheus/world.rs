@@ -457,9 +457,67 @@ impl Morpheus {
         self.sim.as_ref().map(|s| &s.world)
     }
 
+    /// Sets the rebooking fee of a change of carrier in the current world (a roles world
+    /// sets it after each reset; a single-agent world has none).
+    pub(crate) fn set_switch_fee(&mut self, fee: f64) {
+        if let Some(mut d) = self
+            .sim
+            .as_mut()
+            .and_then(|s| s.world.get_resource_mut::<Dispatch>())
+        {
+            d.switch_fee = fee;
+        }
+    }
+
     /// The operation an action index stands for under this layout.
     pub fn decode(&self, action: usize) -> Option<Op> {
         Op::decode(action, &self.config)
+    }
+
+    /// Steps one hour applying `ops` in order (a roles world's operations, one per role):
+    /// each counts against the day's `op_budget` and is rejected on its own. With one
+    /// operation this is [`Env::step`] on its index.
+    ///
+    /// # Errors
+    ///
+    /// As [`Env::step`]: not reset, the episode has ended, or the reward is not finite.
+    pub fn step_ops(&mut self, ops: &[Op]) -> Result<Transition<Vec<f32>>, EnvError> {
+        let Some(sim) = self.sim.as_mut() else {
+            return Err(EnvError::NotReset);
+        };
+        if sim.ended {
+            return Err(EnvError::EpisodeEnded);
+        }
+        let hour = sim.world.resource::<Clock>().hour;
+        {
+            let mut pending = sim.world.resource_mut::<PendingAction>();
+            pending.0.clear();
+            pending.0.extend_from_slice(ops);
+        }
+        *sim.world.resource_mut::<CallNotes>() = self.calls.take();
+        sim.schedule.run(&mut sim.world);
+        // bevy_ecs alone never clears the record of despawned entities' components (an
+        // app would, after each update): without this a persistent world grows by every
+        // order, trailer and shipment it has ever despawned. No system reads change ticks.
+        sim.world.clear_trackers();
+        sim.tracker.record(&self.config, &self.conditions, hour);
+        sim.episode_step += 1;
+        let truncated = self.config.horizon.is_some_and(|h| sim.episode_step >= h);
+        sim.ended = truncated;
+        let signals = &sim.world.resource::<Signals>().0;
+        let reward = self.bound.evaluate(signals, truncated, &mut self.breakdown);
+        if !reward.is_finite() {
+            return Err(EnvError::World(format!(
+                "reward {reward} at hour {hour} is not finite; check the reward weights and the config's prices"
+            )));
+        }
+        Ok(Transition {
+            observation: self.observation(),
+            reward,
+            terminated: false,
+            truncated,
+            breakdown: Some(self.breakdown.clone()),
+        })
     }
 
     fn build_world(&self, seed: u64) -> World {
@@ -474,6 +532,7 @@ impl Morpheus {
         world.insert_resource(Goodwill(1.0));
         world.insert_resource(Dispatch {
             carrier: (cfg.carriers.saturating_sub(1) / 2) as u32,
+            ..Dispatch::default()
         });
         world.insert_resource(Ids::default());
         world.insert_resource(OrderBook::default());
@@ -613,39 +672,14 @@ impl Env for Morpheus {
 
     fn step(&mut self, action: &usize) -> Result<Transition<Vec<f32>>, EnvError> {
         let space = &self.spec.action_space;
-        let Some(sim) = self.sim.as_mut() else {
+        let Some(sim) = self.sim.as_ref() else {
             return Err(EnvError::NotReset);
         };
         check_step(true, sim.ended, action, space)?;
         let Some(op) = Op::decode(*action, &self.config) else {
             return Err(EnvError::invalid_action(action, space));
         };
-        let hour = sim.world.resource::<Clock>().hour;
-        sim.world.resource_mut::<PendingAction>().0 = op;
-        *sim.world.resource_mut::<CallNotes>() = self.calls.take();
-        sim.schedule.run(&mut sim.world);
-        // bevy_ecs alone never clears the record of despawned entities' components (an
-        // app would, after each update): without this a persistent world grows by every
-        // order, trailer and shipment it has ever despawned. No system reads change ticks.
-        sim.world.clear_trackers();
-        sim.tracker.record(&self.config, &self.conditions, hour);
-        sim.episode_step += 1;
-        let truncated = self.config.horizon.is_some_and(|h| sim.episode_step >= h);
-        sim.ended = truncated;
-        let signals = &sim.world.resource::<Signals>().0;
-        let reward = self.bound.evaluate(signals, truncated, &mut self.breakdown);
-        if !reward.is_finite() {
-            return Err(EnvError::World(format!(
-                "reward {reward} at hour {hour} is not finite; check the reward weights and the config's prices"
-            )));
-        }
-        Ok(Transition {
-            observation: self.observation(),
-            reward,
-            terminated: false,
-            truncated,
-            breakdown: Some(self.breakdown.clone()),
-        })
+        self.step_ops(&[op])
     }
 
     /// The ceiling under the conditions in force, valid for the step just taken and for

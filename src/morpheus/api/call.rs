@@ -115,6 +115,7 @@ impl ToolCall {
             Op::ChooseCarrier { carrier } => Some(ToolCall::ChooseCarrier { carrier }),
             Op::Expedite { sku } => Some(ToolCall::Expedite { sku }),
             Op::RepairDock { dock } => Some(ToolCall::RepairDock { dock }),
+            Op::PrioritizeSku { .. } | Op::HoldWave => None,
         }
     }
 

@@ -408,6 +408,8 @@ impl Before {
                 format!("dock {dock} works; only a broken door can be repaired")
             }
             Op::ChooseCarrier { carrier } => format!("carrier {carrier} cannot be chosen now"),
+            Op::PrioritizeSku { sku } => format!("SKU {sku} cannot be prioritized now"),
+            Op::HoldWave => "the wave is already held".into(),
             Op::Noop => "nothing to do".into(),
         };
         Some((409, why))

@@ -24,7 +24,8 @@ pub fn begin_hour(
     ledger.begin_hour();
 }
 
-/// Applies the agent's operation, or counts it as rejected when it is infeasible now.
+/// Applies the hour's operations in order (one per role in a roles world), each counted as
+/// rejected when it is infeasible now.
 pub fn apply_action(
     action: Res<PendingAction>,
     hour: Hour,
@@ -40,89 +41,102 @@ pub fn apply_action(
     mut docks: Query<&mut Dock>,
     mut commands: Commands,
 ) {
-    let op = action.0;
-    if op == Op::Noop {
-        return;
-    }
-    let (cfg, k, now) = hour.parts();
-    let up = now >= engine.outage_until;
-    info.ops_today += 1;
-    if f64::from(info.ops_today) > k.op_budget {
-        stats.hour.rejected = true;
-        stats.hour.rate_limited = true;
-        stats.total.rejected_actions += 1;
-        stats.total.rate_limited += 1;
-        return;
-    }
-    let done = up
-        && match op {
-            Op::Noop => true,
-            Op::Reorder { sku, bucket } => {
-                let item = skus.iter().find(|s| s.id == sku);
-                let units = cfg.reorder_quantities.get(bucket as usize).copied();
-                match (item, units) {
-                    (Some(item), Some(units)) => {
-                        let cost = units as f64 * item.unit_cost * k.cost_multiplier;
-                        if !ledger.can_pay(cost, cfg.credit_limit) {
-                            false
-                        } else {
-                            let lead = suppliers
-                                .iter()
-                                .find(|p| p.id == item.supplier)
-                                .map_or(cfg.lead_time_hours, |p| p.lead_time_hours);
-                            ledger.pay(CostKind::Purchases, cost);
-                            commands.spawn(PurchaseOrder {
-                                id: ids.next_po,
-                                sku,
-                                supplier: item.supplier,
-                                units,
-                                placed: now,
-                                eta: now.saturating_add((lead * k.lead_time).ceil() as u64),
-                                expedited: false,
-                            });
-                            ids.next_po += 1;
-                            stats.total.units_ordered += units;
+    for &op in &action.0 {
+        if op == Op::Noop {
+            continue;
+        }
+        let (cfg, k, now) = hour.parts();
+        let up = now >= engine.outage_until;
+        info.ops_today += 1;
+        if f64::from(info.ops_today) > k.op_budget {
+            stats.hour.rejected = true;
+            stats.hour.rate_limited = true;
+            stats.total.rejected_actions += 1;
+            stats.total.rate_limited += 1;
+            continue;
+        }
+        let done = up
+            && match op {
+                Op::Noop => true,
+                Op::Reorder { sku, bucket } => {
+                    let item = skus.iter().find(|s| s.id == sku);
+                    let units = cfg.reorder_quantities.get(bucket as usize).copied();
+                    match (item, units) {
+                        (Some(item), Some(units)) => {
+                            let cost = units as f64 * item.unit_cost * k.cost_multiplier;
+                            if !ledger.can_pay(cost, cfg.credit_limit) {
+                                false
+                            } else {
+                                let lead = suppliers
+                                    .iter()
+                                    .find(|p| p.id == item.supplier)
+                                    .map_or(cfg.lead_time_hours, |p| p.lead_time_hours);
+                                ledger.pay(CostKind::Purchases, cost);
+                                commands.spawn(PurchaseOrder {
+                                    id: ids.next_po,
+                                    sku,
+                                    supplier: item.supplier,
+                                    units,
+                                    placed: now,
+                                    eta: now.saturating_add((lead * k.lead_time).ceil() as u64),
+                                    expedited: false,
+                                });
+                                ids.next_po += 1;
+                                stats.total.units_ordered += units;
+                                true
+                            }
+                        }
+                        _ => false,
+                    }
+                }
+                Op::ChooseCarrier { carrier } => {
+                    if dispatch.carrier != carrier && dispatch.switch_fee > 0.0 {
+                        ledger.pay(CostKind::Shipping, dispatch.switch_fee * k.cost_multiplier);
+                    }
+                    dispatch.carrier = carrier;
+                    true
+                }
+                Op::Expedite { sku } => {
+                    match orders
+                        .iter_mut()
+                        .filter(|o| o.sku == sku && !o.expedited && o.eta > now)
+                        .min_by_key(|o| o.id)
+                    {
+                        Some(mut order) => {
+                            order.eta = now + order.eta.saturating_sub(now) / 2;
+                            order.expedited = true;
+                            ledger.pay(CostKind::Expedite, cfg.expedite_fee * k.cost_multiplier);
                             true
                         }
+                        None => false,
                     }
-                    _ => false,
                 }
-            }
-            Op::ChooseCarrier { carrier } => {
-                dispatch.carrier = carrier;
-                true
-            }
-            Op::Expedite { sku } => {
-                match orders
-                    .iter_mut()
-                    .filter(|o| o.sku == sku && !o.expedited && o.eta > now)
-                    .min_by_key(|o| o.id)
-                {
-                    Some(mut order) => {
-                        order.eta = now + order.eta.saturating_sub(now) / 2;
-                        order.expedited = true;
-                        ledger.pay(CostKind::Expedite, cfg.expedite_fee * k.cost_multiplier);
-                        true
+                Op::RepairDock { dock } => {
+                    match docks
+                        .iter_mut()
+                        .find(|d| d.id == dock && d.down_until > now)
+                    {
+                        Some(mut d) => {
+                            d.down_until = now;
+                            ledger.pay(CostKind::Repair, cfg.repair_cost * k.cost_multiplier);
+                            true
+                        }
+                        None => false,
                     }
-                    None => false,
                 }
-            }
-            Op::RepairDock { dock } => {
-                match docks
-                    .iter_mut()
-                    .find(|d| d.id == dock && d.down_until > now)
-                {
-                    Some(mut d) => {
-                        d.down_until = now;
-                        ledger.pay(CostKind::Repair, cfg.repair_cost * k.cost_multiplier);
-                        true
+                Op::PrioritizeSku { sku } => {
+                    let known = (sku as usize) < cfg.skus;
+                    if known {
+                        let until = now + crate::morpheus::roles::PRIORITY_HOURS;
+                        dispatch.priority = Some((sku, until));
                     }
-                    None => false,
+                    known
                 }
-            }
-        };
-    if !done {
-        stats.hour.rejected = true;
-        stats.total.rejected_actions += 1;
+                Op::HoldWave => !std::mem::replace(&mut dispatch.hold, true),
+            };
+        if !done {
+            stats.hour.rejected = true;
+            stats.total.rejected_actions += 1;
+        }
     }
 }

@@ -63,10 +63,12 @@ pub fn deliver_shipments(
 
 /// Walks the order book oldest first: cancels those too far past due (lost sales), reserves
 /// stock for the rest, and ships reserved orders on the chosen carrier while pick and
-/// carrier capacity last (nothing ships when the carrier does not show up).
+/// carrier capacity last (nothing ships when the carrier does not show up). In a roles
+/// world, a prioritized SKU's orders take capacity first, a held wave ships nothing, and
+/// the wave after a held one ships at a discount.
 pub fn dispatch_orders(
     hour: Hour,
-    dispatch: Res<Dispatch>,
+    mut dispatch: ResMut<Dispatch>,
     rng: Res<WorldRng>,
     mut ledger: ResMut<Ledger>,
     mut stats: ResMut<Stats>,
@@ -91,6 +93,25 @@ pub fn dispatch_orders(
         ),
         None => (0, 0, 0.0, 0.0),
     };
+    let held = std::mem::take(&mut dispatch.hold);
+    let consolidated = !held && std::mem::take(&mut dispatch.consolidated);
+    let cost = if held {
+        capacity = 0;
+        dispatch.consolidated = true;
+        cost
+    } else if consolidated {
+        cost * crate::morpheus::roles::CONSOLIDATION_DISCOUNT
+    } else {
+        cost
+    };
+    let priority = match dispatch.priority {
+        Some((sku, until)) if now < until => Some(sku),
+        Some(_) => {
+            dispatch.priority = None;
+            None
+        }
+        None => None,
+    };
     stock.clear();
     stock.resize(cfg.skus, (0, 0));
     for s in &skus {
@@ -98,6 +119,21 @@ pub fn dispatch_orders(
             *slot = (s.on_hand, s.reserved);
         }
     }
+    // The capacity kept for the prioritized SKU's orders: what they ask for, within the
+    // wave and the SKU's stock.
+    let mut kept_for_priority = match priority {
+        Some(p) => {
+            let asked: u64 = book
+                .0
+                .iter()
+                .filter(|(o, _)| o.sku == p)
+                .map(|(o, _)| o.units)
+                .sum();
+            let on_hand = stock.get(p as usize).map_or(0, |s| s.0);
+            asked.min(on_hand).min(capacity)
+        }
+        None => 0,
+    };
     let (mut shipped_units, mut lost_orders, mut lost_units) = (0u64, 0u64, 0u64);
     // Compacts the book in place: the orders that stay move down to `kept`, in order.
     let book = &mut book.0;
@@ -105,6 +141,12 @@ pub fn dispatch_orders(
     for read in 0..book.len() {
         let (order, entity) = &mut book[read];
         let entity = *entity;
+        let first = priority == Some(order.sku);
+        let room = if first {
+            capacity
+        } else {
+            capacity - kept_for_priority
+        };
         let stays = 'order: {
             let Some((on_hand, reserved)) = stock.get_mut(order.sku as usize) else {
                 break 'order true;
@@ -113,7 +155,7 @@ pub fn dispatch_orders(
             // Most hours leave most orders as they are: neither cancelled, nor allocatable,
             // nor shippable.
             let waits = if order.allocated {
-                order.units > capacity
+                order.units > room
             } else {
                 *on_hand - *reserved < order.units
             };
@@ -135,7 +177,7 @@ pub fn dispatch_orders(
                 order.allocated = true;
                 *reserved += order.units;
             }
-            if order.units > capacity {
+            if order.units > room {
                 // It stays open, allocated: its component learns of it.
                 if let Ok(mut component) = orders.get_mut(entity) {
                     component.allocated = true;
@@ -143,6 +185,9 @@ pub fn dispatch_orders(
                 break 'order true;
             }
             capacity -= order.units;
+            if first {
+                kept_for_priority = kept_for_priority.saturating_sub(order.units);
+            }
             *on_hand -= order.units;
             *reserved -= order.units;
             let key = (

@@ -1,0 +1,486 @@
+//! Several agents in one enterprise world: roles that each own some operation kinds.
+//!
+//! A [`RoleTable`] (a world file's `[roles]` table) gives every operation kind but the
+//! no-op to exactly one role, in file order. Each role has its own `Discrete` action space
+//! ([`RoleLayout`]): index 0 is the no-op, then its operations in the order of
+//! [`OpKind::ALL`]. In an hour the roles' operations apply in role order, each against the
+//! day's `op_budget` on its own. A role observes its projection of the world's
+//! observation (`observe = "own"`: the blocks that touch its operations, plus the clock
+//! and the flags) or all of it (`"full"`); the full vector is the state for centralized
+//! training.
+//!
+//! Rewards: the team reward is the world's reward specification, unchanged. Each role
+//! owns some of its terms (`terms = [...]`, every term owned once), so the roles' own
+//! rewards add up to the team reward. An agent learns from
+//! `alpha × team + (1 − alpha) × own` (`alpha` 1, the default: cooperative).
+//!
+//! The `enterprise` world kind ([`EnterpriseEnv`]) runs a roles table with one joint
+//! `Discrete` action: role `r`'s index times the product of the later roles' sizes, summed
+//! (the first role is the most significant digit). A roles agent
+//! ([`RolesAgent`]: `--agent warehouse=base-stock,logistics=random`) builds one agent per
+//! role and encodes their choices.
+
+mod agent;
+mod env;
+
+use serde::{Deserialize, Serialize};
+
+pub use agent::{RoleView, RolesAgent, agent_id, for_enterprise, parse_agent_spec, role_agents};
+pub use env::{EnterpriseEnv, EnterpriseKind, EnterpriseParams, RewardTap};
+
+use super::{MorpheusConfig, Op};
+
+/// Hours a `prioritize_sku` lasts.
+pub const PRIORITY_HOURS: u64 = 24;
+
+/// The shipping-cost factor of a wave that carries a held wave's orders with it.
+pub const CONSOLIDATION_DISCOUNT: f64 = 0.5;
+
+/// The rebooking fee of a change of carrier in a roles world (booked as shipping): a
+/// carrier contract is not free to break, so a desk that keeps switching pays for it.
+pub const CARRIER_SWITCH_FEE: f64 = 20.0;
+
+/// An operation kind a role may own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    /// `reorder{sku, bucket}`.
+    Reorder,
+    /// `choose_carrier{carrier}`.
+    ChooseCarrier,
+    /// `expedite{sku}`.
+    Expedite,
+    /// `repair_dock{dock}`.
+    RepairDock,
+    /// `prioritize_sku{sku}`.
+    PrioritizeSku,
+    /// `hold_wave`.
+    HoldWave,
+}
+
+impl OpKind {
+    /// Every kind, in action-table order.
+    pub const ALL: [OpKind; 6] = [
+        OpKind::Reorder,
+        OpKind::ChooseCarrier,
+        OpKind::Expedite,
+        OpKind::RepairDock,
+        OpKind::PrioritizeSku,
+        OpKind::HoldWave,
+    ];
+
+    /// Its name in a world file.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Reorder => "reorder",
+            OpKind::ChooseCarrier => "choose_carrier",
+            OpKind::Expedite => "expedite",
+            OpKind::RepairDock => "repair_dock",
+            OpKind::PrioritizeSku => "prioritize_sku",
+            OpKind::HoldWave => "hold_wave",
+        }
+    }
+
+    /// The kind named `name`, `None` for another name.
+    pub fn parse(name: &str) -> Option<OpKind> {
+        OpKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The kind of `op`, `None` for the no-op.
+    pub fn of(op: Op) -> Option<OpKind> {
+        match op {
+            Op::Noop => None,
+            Op::Reorder { .. } => Some(OpKind::Reorder),
+            Op::ChooseCarrier { .. } => Some(OpKind::ChooseCarrier),
+            Op::Expedite { .. } => Some(OpKind::Expedite),
+            Op::RepairDock { .. } => Some(OpKind::RepairDock),
+            Op::PrioritizeSku { .. } => Some(OpKind::PrioritizeSku),
+            Op::HoldWave => Some(OpKind::HoldWave),
+        }
+    }
+
+    /// How many operations of this kind `config` has.
+    fn count(self, config: &MorpheusConfig) -> usize {
+        match self {
+            OpKind::Reorder => config.skus * config.reorder_quantities.len(),
+            OpKind::ChooseCarrier => config.carriers,
+            OpKind::Expedite | OpKind::PrioritizeSku => config.skus,
+            OpKind::RepairDock => config.docks,
+            OpKind::HoldWave => 1,
+        }
+    }
+
+    /// The `i`-th operation of this kind.
+    fn op(self, i: usize, config: &MorpheusConfig) -> Op {
+        let i32 = i as u32;
+        match self {
+            OpKind::Reorder => {
+                let b = config.reorder_quantities.len().max(1);
+                Op::Reorder {
+                    sku: (i / b) as u32,
+                    bucket: (i % b) as u32,
+                }
+            }
+            OpKind::ChooseCarrier => Op::ChooseCarrier { carrier: i32 },
+            OpKind::Expedite => Op::Expedite { sku: i32 },
+            OpKind::RepairDock => Op::RepairDock { dock: i32 },
+            OpKind::PrioritizeSku => Op::PrioritizeSku { sku: i32 },
+            OpKind::HoldWave => Op::HoldWave,
+        }
+    }
+
+    /// The index of `op` among this kind's operations.
+    fn index(self, op: Op, config: &MorpheusConfig) -> Option<usize> {
+        let i = match (self, op) {
+            (OpKind::Reorder, Op::Reorder { sku, bucket }) => {
+                let b = config.reorder_quantities.len();
+                ((bucket as usize) < b).then(|| sku as usize * b + bucket as usize)?
+            }
+            (OpKind::ChooseCarrier, Op::ChooseCarrier { carrier }) => carrier as usize,
+            (OpKind::Expedite, Op::Expedite { sku })
+            | (OpKind::PrioritizeSku, Op::PrioritizeSku { sku }) => sku as usize,
+            (OpKind::RepairDock, Op::RepairDock { dock }) => dock as usize,
+            (OpKind::HoldWave, Op::HoldWave) => 0,
+            _ => return None,
+        };
+        (i < self.count(config)).then_some(i)
+    }
+}
+
+/// What a role observes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Observe {
+    /// The blocks that touch its operations, the clock and the flags.
+    #[default]
+    Own,
+    /// The whole observation.
+    Full,
+}
+
+/// One role: its name, the operation kinds it owns, what it observes and the team reward
+/// terms it owns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Role {
+    /// Its name (`warehouse`).
+    pub name: String,
+    /// The operation kinds it owns, in action-table order.
+    pub ops: Vec<OpKind>,
+    /// What it observes.
+    #[serde(default)]
+    pub observe: Observe,
+    /// The names of the team reward's terms its own reward sums.
+    #[serde(default)]
+    pub terms: Vec<String>,
+}
+
+/// A world's roles, in the order their operations apply within an hour.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleTable {
+    /// The roles.
+    pub roles: Vec<Role>,
+    /// The weight of the team reward in what each role's agent learns from (1).
+    #[serde(default = "one")]
+    pub alpha: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A role table that does not hold: which role and field, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoleError {
+    /// The role to blame, when one is.
+    pub role: Option<String>,
+    /// The field within it (`ops`, `terms`, `observe`) or the table's (`alpha`).
+    pub field: &'static str,
+    /// Why.
+    pub message: String,
+}
+
+impl std::fmt::Display for RoleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.role {
+            Some(r) => write!(f, "roles.{r}.{}: {}", self.field, self.message),
+            None => write!(f, "roles.{}: {}", self.field, self.message),
+        }
+    }
+}
+
+impl std::error::Error for RoleError {}
+
+impl Default for RoleTable {
+    /// The shipped split: `warehouse` (reorder, expedite, repair_dock; the inbound costs)
+    /// and `logistics` (choose_carrier, prioritize_sku, hold_wave; revenue and the
+    /// outbound costs), cooperative.
+    fn default() -> Self {
+        let terms = |t: &[&str]| t.iter().map(|s| s.to_string()).collect();
+        RoleTable {
+            roles: vec![
+                Role {
+                    name: "warehouse".into(),
+                    ops: vec![OpKind::Reorder, OpKind::Expedite, OpKind::RepairDock],
+                    observe: Observe::Own,
+                    terms: terms(&[
+                        "purchases",
+                        "holding",
+                        "repair",
+                        "expedite",
+                        "detention",
+                        "interest",
+                    ]),
+                },
+                Role {
+                    name: "logistics".into(),
+                    ops: vec![
+                        OpKind::ChooseCarrier,
+                        OpKind::PrioritizeSku,
+                        OpKind::HoldWave,
+                    ],
+                    observe: Observe::Own,
+                    terms: terms(&["revenue", "shipping", "late", "lost"]),
+                },
+            ],
+            alpha: 1.0,
+        }
+    }
+}
+
+impl RoleTable {
+    /// Checks the table: at least one role, names that are ids and unique, every role
+    /// owning an operation, every operation kind owned by exactly one role, `alpha` in
+    /// `[0, 1]`; and with the team reward's term names, every term owned by exactly one
+    /// role.
+    ///
+    /// # Errors
+    ///
+    /// The first rule broken, naming the role and field.
+    pub fn check(&self, terms: Option<&[String]>) -> Result<(), RoleError> {
+        let err = |role: Option<&str>, field, message: String| RoleError {
+            role: role.map(str::to_string),
+            field,
+            message,
+        };
+        if self.roles.is_empty() {
+            return Err(err(None, "roles", "names no role".into()));
+        }
+        if !(0.0..=1.0).contains(&self.alpha) {
+            return Err(err(
+                None,
+                "alpha",
+                format!(
+                    "is {}; use a weight from 0 (each role its own reward) to 1 (the team's)",
+                    self.alpha
+                ),
+            ));
+        }
+        let mut owner: std::collections::BTreeMap<OpKind, &str> = Default::default();
+        let mut term_owner: std::collections::BTreeMap<&str, &str> = Default::default();
+        for (i, role) in self.roles.iter().enumerate() {
+            let name = role.name.as_str();
+            crate::limits::check_id("a role name", name).map_err(|m| err(Some(name), "name", m))?;
+            if self.roles[..i].iter().any(|r| r.name == role.name) {
+                return Err(err(Some(name), "name", "is given twice".into()));
+            }
+            if role.ops.is_empty() {
+                return Err(err(
+                    Some(name),
+                    "ops",
+                    format!(
+                        "the role owns no operation; give it at least one of: {}",
+                        OpKind::ALL.map(OpKind::name).join(", ")
+                    ),
+                ));
+            }
+            for &op in &role.ops {
+                if let Some(first) = owner.insert(op, name) {
+                    return Err(err(
+                        Some(name),
+                        "ops",
+                        format!(
+                            "operation `{}` is owned twice (by `{first}` and `{name}`); give each operation to one role",
+                            op.name()
+                        ),
+                    ));
+                }
+            }
+            let Some(terms) = terms else {
+                continue;
+            };
+            for t in &role.terms {
+                if !terms.contains(t) {
+                    return Err(err(
+                        Some(name),
+                        "terms",
+                        format!(
+                            "`{t}` is not a term of the reward; its terms are: {}",
+                            terms.join(", ")
+                        ),
+                    ));
+                }
+                if let Some(first) = term_owner.insert(t, name) {
+                    return Err(err(
+                        Some(name),
+                        "terms",
+                        format!(
+                            "term `{t}` is owned twice (by `{first}` and `{name}`); the roles' terms must partition the reward"
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(op) = OpKind::ALL.into_iter().find(|k| !owner.contains_key(k)) {
+            return Err(err(
+                None,
+                "roles",
+                format!(
+                    "operation `{}` is owned by no role; give every operation to one role",
+                    op.name()
+                ),
+            ));
+        }
+        if let Some(t) = terms
+            .unwrap_or_default()
+            .iter()
+            .find(|t| !term_owner.contains_key(t.as_str()))
+        {
+            return Err(err(
+                None,
+                "roles",
+                format!(
+                    "reward term `{t}` is owned by no role; the roles' `terms` must partition the reward"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The role names, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.roles.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    /// The index of role `name`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.roles.iter().position(|r| r.name == name)
+    }
+}
+
+/// One role's action table and observation projection under a layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoleLayout {
+    /// Its operation kinds with their counts, in table order.
+    kinds: Vec<(OpKind, usize)>,
+    /// The indices of the world's observation it sees, ascending.
+    pub seen: Vec<usize>,
+    /// Its action count (the no-op included).
+    pub actions: usize,
+    config: MorpheusConfig,
+}
+
+impl RoleLayout {
+    /// The layout of `role` in `config`'s world.
+    pub fn new(role: &Role, config: &MorpheusConfig) -> Self {
+        let mut ops = role.ops.clone();
+        ops.sort_unstable();
+        ops.dedup();
+        let kinds: Vec<(OpKind, usize)> = ops.iter().map(|&k| (k, k.count(config))).collect();
+        let actions = 1 + kinds.iter().map(|(_, n)| n).sum::<usize>();
+        let seen = match role.observe {
+            Observe::Full => (0..config.observation_len()).collect(),
+            Observe::Own => own_view(&ops, config),
+        };
+        RoleLayout {
+            kinds,
+            seen,
+            actions,
+            config: config.clone(),
+        }
+    }
+
+    /// The operation at role index `i`, `None` outside the role's table.
+    pub fn decode(&self, i: usize) -> Option<Op> {
+        let Some(mut k) = i.checked_sub(1) else {
+            return Some(Op::Noop);
+        };
+        for &(kind, n) in &self.kinds {
+            if k < n {
+                return Some(kind.op(k, &self.config));
+            }
+            k -= n;
+        }
+        None
+    }
+
+    /// The role index of `op`, `None` when the role does not own it.
+    pub fn encode(&self, op: Op) -> Option<usize> {
+        let Some(kind) = OpKind::of(op) else {
+            return Some(0);
+        };
+        let mut base = 1;
+        for &(k, n) in &self.kinds {
+            if k == kind {
+                return kind.index(op, &self.config).map(|i| base + i);
+            }
+            base += n;
+        }
+        None
+    }
+
+    /// The role's observation: its entries of the world's `full` one.
+    pub fn project(&self, full: &[f32], out: &mut Vec<f32>) {
+        out.clear();
+        out.extend(
+            self.seen
+                .iter()
+                .map(|&i| full.get(i).copied().unwrap_or(0.0)),
+        );
+    }
+
+    /// The world's observation with the role's entries from `own` and zeros elsewhere,
+    /// for a policy written against the world's layout.
+    pub fn embed(&self, own: &[f32]) -> Vec<f32> {
+        let mut full = vec![0.0; self.config.observation_len()];
+        for (&i, &v) in self.seen.iter().zip(own) {
+            full[i] = v;
+        }
+        full
+    }
+}
+
+/// The observation entries that touch `ops`, plus the clock, the failure count and the
+/// flags (see [the world's layout](crate::morpheus)).
+fn own_view(ops: &[OpKind], cfg: &MorpheusConfig) -> Vec<usize> {
+    let (s, d, c) = (cfg.skus, cfg.docks, cfg.carriers);
+    let base = 4 * s + d + c;
+    let block = |k: usize| k * s..(k + 1) * s;
+    let mut seen = std::collections::BTreeSet::new();
+    for op in ops {
+        let ranges: Vec<std::ops::Range<usize>> = match op {
+            // On hand, pipeline, backlog, cash.
+            OpKind::Reorder => vec![block(0), block(2), block(3), base + 1..base + 2],
+            // Pipeline and the yard.
+            OpKind::Expedite => vec![block(2), base..base + 1],
+            // The doors and the yard.
+            OpKind::RepairDock => vec![4 * s..4 * s + d, base..base + 1],
+            // Carriers, reserved stock, goodwill.
+            OpKind::ChooseCarrier => vec![4 * s + d..base, block(1), base + 2..base + 3],
+            // On hand, reserved, backlog.
+            OpKind::PrioritizeSku => vec![block(0), block(1), block(3)],
+            // Reserved stock, backlog, goodwill.
+            OpKind::HoldWave => vec![block(1), block(3), base + 2..base + 3],
+        };
+        for r in ranges {
+            seen.extend(r);
+        }
+    }
+    // The clock, the failure count and the flags.
+    seen.extend(base + 3..base + 8);
+    seen.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests;
