@@ -55,8 +55,8 @@ use std::sync::atomic::AtomicBool;
 
 pub use error::BenchError;
 pub use report::{
-    BASELINE, BOOTSTRAP_SEED, Medians, Overall, RESAMPLES, ReferenceSummary, Row, SCORE,
-    Section, Table, combine, expand,
+    BASELINE, BOOTSTRAP_SEED, Medians, Overall, RESAMPLES, ReferenceSummary, Row, SCORE, Section,
+    Table, combine, expand,
 };
 pub use results::{
     Candidate, RESULTS_FORMAT, Reference, Results, RunResult, WINDOW, normalized, run_ceiling,
@@ -167,10 +167,14 @@ pub fn report_cli(args: &BenchReportArgs) -> Result<String, BenchError> {
         .unwrap_or_else(|| PathBuf::from("runs").join("bench-report"));
     let inputs = expand(&args.results)?;
     let outputs = ["table.txt", "table.json", "profile.svg"].map(|n| dir.join(n));
-    let ins: Vec<(&str, &std::path::Path)> =
-        inputs.iter().map(|p| ("a results file", p.as_path())).collect();
-    let outs: Vec<(&str, &std::path::Path)> =
-        outputs.iter().map(|p| ("a report file", p.as_path())).collect();
+    let ins: Vec<(&str, &std::path::Path)> = inputs
+        .iter()
+        .map(|p| ("a results file", p.as_path()))
+        .collect();
+    let outs: Vec<(&str, &std::path::Path)> = outputs
+        .iter()
+        .map(|p| ("a report file", p.as_path()))
+        .collect();
     crate::output::check_distinct(&ins, &outs)?;
     crate::output::write_atomic(&dir.join("table.txt"), text.as_bytes())?;
     crate::output::write_atomic(&dir.join("table.json"), json.as_bytes())?;

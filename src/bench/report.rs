@@ -59,8 +59,6 @@ pub struct Row {
     /// P(this agent's score > ppo's) on the suite's track, with its CI; `null` without
     /// ppo's results (and on ppo's own row).
     pub p_over_ppo: Option<Interval>,
-    /// The results file.
-    pub file: PathBuf,
 }
 
 /// A reference's mean over the seeds.
@@ -163,7 +161,9 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, BenchError> {
         files.extend(found);
     }
     if files.is_empty() {
-        return Err(BenchError::Options("give at least one results file or folder".into()));
+        return Err(BenchError::Options(
+            "give at least one results file or folder".into(),
+        ));
     }
     Ok(files)
 }
@@ -347,14 +347,19 @@ pub fn combine(paths: &[PathBuf]) -> Result<Table, BenchError> {
             .collect();
         let rows = group
             .iter()
-            .map(|(path, r)| {
+            .map(|(_, r)| {
                 let s = scores(r);
                 let arm = r.arm();
                 by_arm
                     .entry((track, arm.clone()))
                     .or_default()
                     .push((suite.clone(), s.clone()));
-                let names = [version.as_str(), suite.as_str(), track.as_str(), arm.as_str()];
+                let names = [
+                    version.as_str(),
+                    suite.as_str(),
+                    track.as_str(),
+                    arm.as_str(),
+                ];
                 Row {
                     iqm: stratified_interval(&[s.clone()], RESAMPLES, BOOTSTRAP_SEED, &names, iqm),
                     p_over_ppo: ppo.as_ref().filter(|_| arm != BASELINE).and_then(|p| {
@@ -365,7 +370,6 @@ pub fn combine(paths: &[PathBuf]) -> Result<Table, BenchError> {
                     runs: r.runs.len(),
                     scores: scores(r),
                     medians: medians(&r.runs),
-                    file: path.clone(),
                 }
             })
             .collect();
@@ -375,10 +379,7 @@ pub fn combine(paths: &[PathBuf]) -> Result<Table, BenchError> {
             steps: first.steps,
             seeds: first.seeds.clone(),
             smoke: first.smoke,
-            episode_length_ceiling: ceilings
-                .get(&suite_folder(first))
-                .copied()
-                .flatten(),
+            episode_length_ceiling: ceilings.get(&suite_folder(first)).copied().flatten(),
             references,
             rows,
             suite,
@@ -421,7 +422,10 @@ fn num(v: Option<f64>, width: usize, decimals: usize) -> String {
 
 fn interval(i: Option<Interval>) -> String {
     match i {
-        Some(i) => format!("{:>7.3} [{:>6.3}, {:>6.3}]", i.estimate, i.ci_low, i.ci_high),
+        Some(i) => format!(
+            "{:>7.3} [{:>6.3}, {:>6.3}]",
+            i.estimate, i.ci_low, i.ci_high
+        ),
         None => format!("{:>24}", "-"),
     }
 }
@@ -461,11 +465,28 @@ impl Table {
                 let _ = write!(s, "  episode-length ceiling {c}");
             }
             s.push('\n');
-            let width = sec.rows.iter().map(|r| r.agent.len()).max().unwrap_or(5).max(5);
+            let width = sec
+                .rows
+                .iter()
+                .map(|r| r.agent.len())
+                .max()
+                .unwrap_or(5)
+                .max(5);
             let _ = writeln!(
                 s,
                 "  {:<width$} {:>4} {:>24} {:>10} {:>7} {:>7} {:>9} {:>8} {:>8} {:>9} {:>8} {:>24}",
-                "agent", "runs", "IQM score [95% CI]", "reward", "adapt", "recov", "forget", "std", "gap", "regret", "ep_len", "P(>ppo) [95% CI]"
+                "agent",
+                "runs",
+                "IQM score [95% CI]",
+                "reward",
+                "adapt",
+                "recov",
+                "forget",
+                "std",
+                "gap",
+                "regret",
+                "ep_len",
+                "P(>ppo) [95% CI]"
             );
             for r in &sec.rows {
                 let m = &r.medians;
@@ -488,7 +509,10 @@ impl Table {
             }
         }
         if !self.overall.is_empty() {
-            let _ = writeln!(s, "\nacross suites: IQM over every (suite, seed) score, CI stratified by suite");
+            let _ = writeln!(
+                s,
+                "\nacross suites: IQM over every (suite, seed) score, CI stratified by suite"
+            );
             for o in &self.overall {
                 let _ = writeln!(
                     s,

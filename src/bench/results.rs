@@ -115,7 +115,11 @@ pub fn run_mean(run: &RunReport) -> f64 {
     if run.blocks.is_empty() {
         // Fewer than 100 steps: the whole run, from its intervals.
         let steps: u64 = run.intervals.iter().map(|i| i.steps).sum();
-        let sum: f64 = run.intervals.iter().map(|i| i.mean_reward * i.steps as f64).sum();
+        let sum: f64 = run
+            .intervals
+            .iter()
+            .map(|i| i.mean_reward * i.steps as f64)
+            .sum();
         return sum / steps.max(1) as f64;
     }
     run.blocks.iter().sum::<f64>() / run.blocks.len() as f64
@@ -212,15 +216,19 @@ impl Results {
     ///
     /// [`BenchError::Results`] naming the file and what is wrong.
     pub fn read(path: &Path) -> Result<Self, BenchError> {
-        let bytes = crate::limits::read_regular(path, crate::limits::MAX_SIDE_FILE_BYTES, "a results file")
-            .map_err(|m| BenchError::results(path, m))?;
+        let bytes =
+            crate::limits::read_regular(path, crate::limits::MAX_SIDE_FILE_BYTES, "a results file")
+                .map_err(|m| BenchError::results(path, m))?;
         let r: Results = serde_json::from_slice(&bytes).map_err(|e| {
             BenchError::results(path, format!("not a bench results file ({e}); give the files `perennial bench run` wrote under OUT/results/"))
         })?;
         if r.format != RESULTS_FORMAT {
             return Err(BenchError::results(
                 path,
-                format!("format `{}`, this perennial reads `{RESULTS_FORMAT}`", r.format),
+                format!(
+                    "format `{}`, this perennial reads `{RESULTS_FORMAT}`",
+                    r.format
+                ),
             ));
         }
         let digest = r.compute_digest();
@@ -245,7 +253,10 @@ impl Results {
         }
         let seeds: Vec<u64> = self.runs.iter().map(|r| r.seed).collect();
         if seeds != self.seeds {
-            return Err(format!("its runs' seeds {seeds:?} are not its seeds {:?}", self.seeds));
+            return Err(format!(
+                "its runs' seeds {seeds:?} are not its seeds {:?}",
+                self.seeds
+            ));
         }
         let known = [
             ReferenceKind::Random,
@@ -350,7 +361,9 @@ mod tests {
         std::fs::write(&path, results().to_json()).unwrap();
         let back = Results::read(&path).unwrap();
         assert_eq!(back.runs, results().runs);
-        let edited = results().to_json().replace("\"mean_reward\": -0.5", "\"mean_reward\": -0.25");
+        let edited = results()
+            .to_json()
+            .replace("\"mean_reward\": -0.5", "\"mean_reward\": -0.25");
         std::fs::write(&path, edited).unwrap();
         let e = Results::read(&path).unwrap_err().to_string();
         assert!(e.contains("changed after it was written"), "{e}");
@@ -361,6 +374,10 @@ mod tests {
     fn an_unknown_reference_is_named() {
         let mut r = results();
         r.references[1].kind = "median".into();
-        assert!(r.check().unwrap_err().contains("unknown reference `median`"));
+        assert!(
+            r.check()
+                .unwrap_err()
+                .contains("unknown reference `median`")
+        );
     }
 }

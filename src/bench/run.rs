@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use super::error::BenchError;
-use super::results::{Candidate, RESULTS_FORMAT, Reference, Results, run_ceiling, run_mean, run_result};
+use super::results::{
+    Candidate, RESULTS_FORMAT, Reference, Results, run_ceiling, run_mean, run_result,
+};
 use super::suite::{ReferenceKind, Suite};
 use crate::eval::{EvalOptions, RunReport, evaluate};
 use crate::regime::NotifyLevel;
@@ -55,7 +57,8 @@ impl Policy {
 
 /// The results file of `agent` on a suite and track, under `out`.
 pub fn results_path(out: &Path, suite: &str, track: NotifyLevel, key: &str) -> PathBuf {
-    out.join("results").join(format!("{suite}.{track}.{key}.json"))
+    out.join("results")
+        .join(format!("{suite}.{track}.{key}.json"))
 }
 
 /// Runs `options.agent` on every suite (each of its tracks and seeds), with the references
@@ -86,10 +89,7 @@ pub fn run(
         let smoke = seeds != suite.seeds || steps != suite.steps;
         for &track in &suite.tracks {
             let path = results_path(&out, &suite.name, track, &agent.key());
-            if smoke
-                && path.is_file()
-                && Results::read(&path).is_ok_and(|r| !r.smoke)
-            {
+            if smoke && path.is_file() && Results::read(&path).is_ok_and(|r| !r.smoke) {
                 return Err(BenchError::Options(format!(
                     "{} holds full results of suite `{}`; a smoke run (--seeds, --steps) would replace them: give it another --out",
                     path.display(),
@@ -141,9 +141,15 @@ fn sweep_policy(
     t.insert("name".into(), name.into());
     t.insert(
         "worlds".into(),
-        vec![toml::Value::from(suite.world.to_string_lossy().into_owned())].into(),
+        vec![toml::Value::from(
+            suite.world.to_string_lossy().into_owned(),
+        )]
+        .into(),
     );
-    t.insert("agents".into(), vec![toml::Value::from(policy.agent.clone())].into());
+    t.insert(
+        "agents".into(),
+        vec![toml::Value::from(policy.agent.clone())].into(),
+    );
     let seed_values: Vec<toml::Value> = seeds
         .iter()
         .map(|&s| toml::Value::Integer(i64::try_from(s).unwrap_or(i64::MAX)))

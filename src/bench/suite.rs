@@ -157,7 +157,9 @@ pub fn resolve(name: &str) -> PathBuf {
     if local.join(SUITE_FILE).is_file() {
         return std::path::absolute(&local).unwrap_or(local);
     }
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join(SHIPPED).join(name);
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(SHIPPED)
+        .join(name);
     if shipped.join(SUITE_FILE).is_file() {
         shipped
     } else {
@@ -232,7 +234,8 @@ fn parse(text: &str, path: &Path) -> Result<Suite, BenchError> {
     let def: FileDef = ctx.parse("suite.")?;
     let best_fixed_defs = def.best_fixed;
     let def = def.suite.into_inner();
-    let err = |span, field: &str, message: String| BenchError::Suite(ctx.err(span, Some(field), message));
+    let err =
+        |span, field: &str, message: String| BenchError::Suite(ctx.err(span, Some(field), message));
 
     let name = def.name.get_ref().clone();
     let name_ok = !name.is_empty()
@@ -255,7 +258,9 @@ fn parse(text: &str, path: &Path) -> Result<Suite, BenchError> {
         return Err(err(
             Some(def.world.span()),
             "suite.world",
-            format!("`{world}` is not a file of the suite's folder: copy the world file into the folder and give its name"),
+            format!(
+                "`{world}` is not a file of the suite's folder: copy the world file into the folder and give its name"
+            ),
         ));
     }
     let world_path = path.parent().unwrap_or(Path::new(".")).join(world);
@@ -263,32 +268,54 @@ fn parse(text: &str, path: &Path) -> Result<Suite, BenchError> {
         return Err(err(
             Some(def.world.span()),
             "suite.world",
-            format!("{} does not exist: a suite holds its world file", world_path.display()),
+            format!(
+                "{} does not exist: a suite holds its world file",
+                world_path.display()
+            ),
         ));
     }
     let steps = u64::try_from(*def.steps.get_ref())
         .ok()
         .filter(|&s| s >= 1)
-        .ok_or_else(|| err(Some(def.steps.span()), "suite.steps", "must be at least 1".into()))?;
+        .ok_or_else(|| {
+            err(
+                Some(def.steps.span()),
+                "suite.steps",
+                "must be at least 1".into(),
+            )
+        })?;
     if def.seeds.get_ref().is_empty() {
         return Err(err(
             Some(def.seeds.span()),
             "suite.seeds",
-            "the suite lists no seeds: list the seeds every agent is run with (v1 suites have 10)".into(),
+            "the suite lists no seeds: list the seeds every agent is run with (v1 suites have 10)"
+                .into(),
         ));
     }
     let mut seeds = Vec::new();
     for (i, s) in def.seeds.get_ref().iter().enumerate() {
         let seed = u64::try_from(*s.get_ref()).map_err(|_| {
-            err(Some(s.span()), &format!("suite.seeds[{i}]"), "a seed is a whole number from 0 up".into())
+            err(
+                Some(s.span()),
+                &format!("suite.seeds[{i}]"),
+                "a seed is a whole number from 0 up".into(),
+            )
         })?;
         if seeds.contains(&seed) {
-            return Err(err(Some(s.span()), &format!("suite.seeds[{i}]"), format!("seed {seed} is listed twice")));
+            return Err(err(
+                Some(s.span()),
+                &format!("suite.seeds[{i}]"),
+                format!("seed {seed} is listed twice"),
+            ));
         }
         seeds.push(seed);
     }
     if def.tracks.get_ref().is_empty() {
-        return Err(err(Some(def.tracks.span()), "suite.tracks", "list at least one notify track (\"none\")".into()));
+        return Err(err(
+            Some(def.tracks.span()),
+            "suite.tracks",
+            "list at least one notify track (\"none\")".into(),
+        ));
     }
     let mut tracks = Vec::new();
     for (i, t) in def.tracks.get_ref().iter().enumerate() {
@@ -297,10 +324,21 @@ fn parse(text: &str, path: &Path) -> Result<Suite, BenchError> {
             .into_iter()
             .find(|l| l.as_str() == t.get_ref())
             .ok_or_else(|| {
-                err(Some(t.span()), &field, format!("unknown notify level `{}`; use none, flag, delta or label", t.get_ref()))
+                err(
+                    Some(t.span()),
+                    &field,
+                    format!(
+                        "unknown notify level `{}`; use none, flag, delta or label",
+                        t.get_ref()
+                    ),
+                )
             })?;
         if tracks.contains(&level) {
-            return Err(err(Some(t.span()), &field, format!("track `{level}` is listed twice")));
+            return Err(err(
+                Some(t.span()),
+                &field,
+                format!("track `{level}` is listed twice"),
+            ));
         }
         tracks.push(level);
     }
@@ -316,10 +354,21 @@ fn parse(text: &str, path: &Path) -> Result<Suite, BenchError> {
         .into_iter()
         .find(|k| k.as_str() == r.get_ref())
         .ok_or_else(|| {
-            err(Some(r.span()), &field, format!("unknown reference `{}`; use random, best-fixed, oracle or ceiling", r.get_ref()))
+            err(
+                Some(r.span()),
+                &field,
+                format!(
+                    "unknown reference `{}`; use random, best-fixed, oracle or ceiling",
+                    r.get_ref()
+                ),
+            )
         })?;
         if references.contains(&kind) {
-            return Err(err(Some(r.span()), &field, format!("reference `{}` is listed twice", kind.as_str())));
+            return Err(err(
+                Some(r.span()),
+                &field,
+                format!("reference `{}` is listed twice", kind.as_str()),
+            ));
         }
         references.push(kind);
     }
@@ -338,7 +387,11 @@ fn parse(text: &str, path: &Path) -> Result<Suite, BenchError> {
         options("", &b.options, &mut opts);
         opts.sort();
         if b.agent.is_empty() {
-            return Err(err(Some(best_fixed_defs[i].span()), &format!("best_fixed[{i}].agent"), "name an agent".into()));
+            return Err(err(
+                Some(best_fixed_defs[i].span()),
+                &format!("best_fixed[{i}].agent"),
+                "name an agent".into(),
+            ));
         }
         best_fixed.push(FixedPolicy {
             agent: b.agent.clone(),
@@ -388,7 +441,11 @@ mod tests {
 
     fn folder(suite: &str) -> tempdir::Dir {
         let d = tempdir::Dir::new();
-        std::fs::write(d.0.join("w.toml"), "[world]\nkind = \"cartpole\"\n[world.params]\nmax_episode_steps = 500\n").unwrap();
+        std::fs::write(
+            d.0.join("w.toml"),
+            "[world]\nkind = \"cartpole\"\n[world.params]\nmax_episode_steps = 500\n",
+        )
+        .unwrap();
         std::fs::write(d.0.join(SUITE_FILE), suite).unwrap();
         d
     }
@@ -399,7 +456,8 @@ mod tests {
             pub fn new() -> Self {
                 static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
                 let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let p = std::env::temp_dir().join(format!("perennial-suite-{}-{n}", std::process::id()));
+                let p = std::env::temp_dir()
+                    .join(format!("perennial-suite-{}-{n}", std::process::id()));
                 let _ = std::fs::remove_dir_all(&p);
                 std::fs::create_dir_all(&p).unwrap();
                 Dir(p)
@@ -437,15 +495,41 @@ mod tests {
     fn no_seeds_and_unknown_references_are_named_with_their_line() {
         for (from, to, field, line) in [
             ("seeds = [0, 1]", "seeds = []", "suite.seeds", 5),
-            ("\"ceiling\"]", "\"ceiling\", \"median\"]", "suite.references[3]", 7),
-            ("\"ceiling\"]", "\"ceiling\", \"oracle\"]", "suite.references", 7),
-            ("tracks = [\"none\"]", "tracks = [\"loud\"]", "suite.tracks[0]", 6),
-            ("world = \"w.toml\"", "world = \"../w.toml\"", "suite.world", 3),
+            (
+                "\"ceiling\"]",
+                "\"ceiling\", \"median\"]",
+                "suite.references[3]",
+                7,
+            ),
+            (
+                "\"ceiling\"]",
+                "\"ceiling\", \"oracle\"]",
+                "suite.references",
+                7,
+            ),
+            (
+                "tracks = [\"none\"]",
+                "tracks = [\"loud\"]",
+                "suite.tracks[0]",
+                6,
+            ),
+            (
+                "world = \"w.toml\"",
+                "world = \"../w.toml\"",
+                "suite.world",
+                3,
+            ),
         ] {
             let d = folder(&OK.replace(from, to));
             let e = Suite::load(d.0.to_str().unwrap()).unwrap_err();
-            let BenchError::Suite(e) = e else { panic!("{e}") };
-            assert_eq!((e.field.as_deref(), e.line), (Some(field), Some(line)), "{to}: {e}");
+            let BenchError::Suite(e) = e else {
+                panic!("{e}")
+            };
+            assert_eq!(
+                (e.field.as_deref(), e.line),
+                (Some(field), Some(line)),
+                "{to}: {e}"
+            );
         }
     }
 }

@@ -17,7 +17,9 @@ const COLORS: [&str; 10] = [
 ];
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// The profile of `table` as SVG text: one step line per agent (and track other than
@@ -47,7 +49,10 @@ pub fn profile_svg(table: &Table) -> String {
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="660" height="{height:.0}" font-family="sans-serif" font-size="12">"#
     );
-    let _ = writeln!(s, r#"<rect width="660" height="{height:.0}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<rect width="660" height="{height:.0}" fill="white"/>"#
+    );
     let _ = writeln!(
         s,
         r#"<text x="{:.0}" y="22" text-anchor="middle" font-size="14">performance profile: fraction of (suite, seed) scores &gt; τ</text>"#,
