@@ -181,6 +181,9 @@ fn suite_folder(r: &Results) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
+/// A suite's name and one agent's scores on it.
+type Stratum = (String, Vec<f64>);
+
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
@@ -322,9 +325,10 @@ pub fn combine(paths: &[PathBuf]) -> Result<Table, BenchError> {
     }
 
     let mut sections = Vec::new();
-    let mut by_arm: BTreeMap<(NotifyLevel, String), Vec<(String, Vec<f64>)>> = BTreeMap::new();
+    // Per (track, agent): each suite's scores, a stratum of the across-suites IQM.
+    let mut by_arm: BTreeMap<(NotifyLevel, String), Vec<Stratum>> = BTreeMap::new();
     for ((version, suite, track), mut group) in groups {
-        group.sort_by(|a, b| a.1.arm().cmp(&b.1.arm()));
+        group.sort_by_key(|a| a.1.arm());
         let first = &group[0].1;
         let ppo = group
             .iter()
@@ -361,14 +365,26 @@ pub fn combine(paths: &[PathBuf]) -> Result<Table, BenchError> {
                     arm.as_str(),
                 ];
                 Row {
-                    iqm: stratified_interval(&[s.clone()], RESAMPLES, BOOTSTRAP_SEED, &names, iqm),
+                    iqm: stratified_interval(
+                        std::slice::from_ref(&s),
+                        RESAMPLES,
+                        BOOTSTRAP_SEED,
+                        &names,
+                        iqm,
+                    ),
                     p_over_ppo: ppo.as_ref().filter(|_| arm != BASELINE).and_then(|p| {
                         let names = [names[0], names[1], names[2], names[3], BASELINE];
-                        improvement_interval(&[s], &[p.clone()], RESAMPLES, BOOTSTRAP_SEED, &names)
+                        improvement_interval(
+                            std::slice::from_ref(&s),
+                            std::slice::from_ref(p),
+                            RESAMPLES,
+                            BOOTSTRAP_SEED,
+                            &names,
+                        )
                     }),
                     agent: arm,
                     runs: r.runs.len(),
-                    scores: scores(r),
+                    scores: s,
                     medians: medians(&r.runs),
                 }
             })
