@@ -103,6 +103,45 @@ fn same_seeds_give_the_same_results_and_table_bit_for_bit() {
         .map(|r| r["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["random", "best-fixed", "oracle"]);
+    // Each fixed policy ran with its own options: their means differ.
+    let means: Vec<f64> = json["references"][1]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["mean"].as_f64().unwrap())
+        .collect();
+    assert_eq!(means.len(), 7);
+    assert!(means.windows(2).any(|w| w[0] != w[1]), "{means:?}");
+}
+
+#[test]
+fn every_notify_track_is_a_row_of_its_own() {
+    let dir = Scratch::new("bench-tracks");
+    let suite = cartpole_suite(&dir, 300, "[0]");
+    let file = suite.join("suite.toml");
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("tracks = [\"none\"]", "tracks = [\"none\", \"label\"]");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("out");
+    run(&bench_run(path(&suite), "ppo", &out, &[]));
+    let report = run(&[
+        "bench",
+        "report",
+        path(&out),
+        "--json",
+        "--out",
+        path(&dir.join("r")),
+    ]);
+    let table: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let tracks: Vec<&str> = table["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["track"].as_str().unwrap())
+        .collect();
+    assert_eq!(tracks, ["none", "label"]);
+    assert!(out.join("results/cartpole-drift.label.ppo.json").is_file());
 }
 
 #[test]
