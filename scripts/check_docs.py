@@ -17,7 +17,8 @@ Code blocks, by their fence's language:
     (`target/release/perennial`, or `--bin`); bare `cargo run --release` is
     `perennial run`. The step budget is capped so the check stays quick: a `run` without
     `--steps`, or with more than N (`--steps`, default 2000), runs N steps; a `sweep` runs
-    a copy of its sweep file whose `steps` is N and `checkpoint_every` N / 2. Nothing else
+    a copy of its sweep file whose `steps` is N and `checkpoint_every` N / 2; a `bench run`
+    runs N steps of each suite's first seed (a smoke run). Nothing else
     changes, so the trace and checkpoint paths the docs use later still exist.
   - `cargo run --release --example NAME [-- ARGS]` runs the built example with
     `PERENNIAL_EXAMPLE_STEPS` set to N (building it first when it is missing). An example
@@ -252,6 +253,9 @@ def plan(words, env, options, scratch):
         args = ["run", *capped_steps(args[1:], options.steps)]
     elif args[0] == "sweep":
         args = capped_sweep(args, options.steps, scratch)
+    elif args[:2] == ["bench", "run"]:
+        seeds = [] if "--seeds" in args else ["--seeds", "1"]
+        args = ["bench", "run", *capped_steps(args[2:], options.steps), *seeds]
     return [options.bin, *args], env, None
 
 

@@ -5,6 +5,7 @@
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod agents;
+pub mod bench;
 pub mod cartpole;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -29,6 +29,7 @@ macro_rules! out {
 }
 
 mod args;
+mod bench;
 mod export;
 mod fork;
 mod info;
@@ -70,6 +71,9 @@ enum Command {
     Episodes(crate::episodes::EpisodesArgs),
     /// Run every (world, agent, seed) of a sweep file, resumably, and score them together.
     Sweep(crate::sweep::SweepArgs),
+    /// The benchmark: run an agent on versioned suites, and report the table.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Fork a checkpoint: K rollouts of H steps from its saved world state.
     Fork(fork::ForkArgs),
     /// Play the enterprise world through its tools: typed commands in a terminal, or JSON
@@ -196,6 +200,7 @@ fn dispatch(registry: &Registry, command: Command, handle_signals: bool) -> Resu
                     message: e.to_string(),
                 })
         }
+        Command::Bench(command) => bench::run(registry, &command, handle_signals),
         Command::Fork(args) => fork::run(registry, &args),
         Command::Play(args) => play::play(registry, &args),
         Command::Export(export::ExportCommand::L2logger(args)) => export::export_l2logger(&args),

@@ -190,6 +190,49 @@ fn interval(
     })
 }
 
+/// `statistic` of `scores` with its 95% stratified-bootstrap CI (`resamples` resamples,
+/// each drawing within every column as many runs as it has), the resampling stream seeded
+/// from `seed` and `name`: the statistics of [`aggregate`](fn@aggregate) for a caller's own
+/// score matrix.
+///
+/// # Examples
+///
+/// ```
+/// use perennial::eval::{iqm, stratified_interval};
+///
+/// let scores = vec![vec![0.1, 0.2, 0.3, 0.4], vec![0.5, 0.6]];
+/// let i = stratified_interval(&scores, 200, 0, &["demo"], iqm).unwrap();
+/// assert!(i.ci_low <= i.estimate && i.estimate <= i.ci_high);
+/// ```
+pub fn stratified_interval(
+    scores: &Scores,
+    resamples: usize,
+    seed: u64,
+    name: &[&str],
+    statistic: impl Fn(&Scores) -> Option<f64>,
+) -> Option<Interval> {
+    interval(resamples, stream(seed, name), statistic(scores), |rng| {
+        statistic(&resample(scores, rng))
+    })
+}
+
+/// [`probability_of_improvement`] of `x` over `y` with its 95% CI, the two matrices
+/// resampled independently as [`aggregate`](fn@aggregate) does.
+pub fn improvement_interval(
+    x: &Scores,
+    y: &Scores,
+    resamples: usize,
+    seed: u64,
+    name: &[&str],
+) -> Option<Interval> {
+    interval(
+        resamples,
+        stream(seed, name),
+        probability_of_improvement(x, y),
+        |rng| probability_of_improvement(&resample(x, rng), &resample(y, rng)),
+    )
+}
+
 /// A point of a performance profile.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ProfilePoint {

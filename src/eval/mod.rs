@@ -267,8 +267,9 @@ mod table;
 use std::path::PathBuf;
 
 pub use aggregate::{
-    Aggregate, AlgorithmAggregate, Improvement, Interval, ProfilePoint, Scores, aggregate, iqm,
-    mean, median, optimality_gap, probability_of_improvement, profile,
+    Aggregate, AlgorithmAggregate, Improvement, Interval, ProfilePoint, Scores, aggregate,
+    improvement_interval, iqm, mean, median, optimality_gap, probability_of_improvement, profile,
+    stratified_interval,
 };
 pub use cli::{EvalArgs, run_cli};
 pub use compare::{

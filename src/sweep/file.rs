@@ -36,6 +36,12 @@ pub struct SweepFile {
     /// Parquet: seconds between two part files (`perennial run --part-seconds`; default
     /// the run's own, 1).
     pub part_seconds: Option<f64>,
+    /// Agent options every run gets, each `KEY=VALUE` as `perennial run --agent-opt` takes
+    /// it. A sweep file sets none; `perennial bench` sets them for its reference policies.
+    pub agent_options: Vec<String>,
+    /// The notify level every run gets (`perennial run --notify`); `None` leaves the world
+    /// file's. A sweep file sets none; `perennial bench` sets its suite's track.
+    pub notify: Option<crate::regime::NotifyLevel>,
 }
 
 /// One world of a sweep.
@@ -366,6 +372,8 @@ impl SweepFile {
             checkpoint_every,
             format,
             part_seconds,
+            agent_options: Vec::new(),
+            notify: None,
         })
     }
 

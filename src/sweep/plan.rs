@@ -80,6 +80,12 @@ pub fn plan(sweep: &SweepFile, dir: &Path) -> Vec<PlannedRun> {
                 if let Some(secs) = sweep.part_seconds {
                     argv.extend(["--part-seconds".into(), secs.to_string()]);
                 }
+                for option in &sweep.agent_options {
+                    argv.extend(["--agent-opt".into(), option.clone()]);
+                }
+                if let Some(level) = sweep.notify {
+                    argv.extend(["--notify".into(), level.as_str().into()]);
+                }
                 let resume_argv = vec!["run".to_string(), "--resume".into(), s(&checkpoint)];
                 runs.push(PlannedRun {
                     run_id,

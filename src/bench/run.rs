@@ -1,0 +1,311 @@
+//! `perennial bench run`: a suite's runs as sweeps (the references' and the agent's), then
+//! the agent's results file.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use super::error::BenchError;
+use super::results::{
+    Candidate, RESULTS_FORMAT, Reference, Results, run_ceiling, run_mean, run_result,
+};
+use super::suite::{ReferenceKind, Suite};
+use crate::eval::{EvalOptions, RunReport, evaluate};
+use crate::regime::NotifyLevel;
+use crate::registry::Registry;
+use crate::sweep::{SweepError, SweepFile, plan, run_local_until};
+use crate::trace::TraceFormat;
+
+/// What to run on every suite.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    /// The agent.
+    pub agent: String,
+    /// Its options, `KEY=VALUE` as `perennial run --agent-opt` takes them.
+    pub agent_options: Vec<String>,
+    /// Runs at once.
+    pub jobs: usize,
+    /// The results folder: `runs/` (one sweep folder per suite, track and policy) and
+    /// `results/` (one results file per suite, track and agent).
+    pub out: PathBuf,
+    /// A smoke run: only the first this many seeds of each suite.
+    pub seeds: Option<usize>,
+    /// A smoke run: this step budget instead of the suite's.
+    pub steps: Option<u64>,
+}
+
+/// An agent with its options: one policy, one sweep folder.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Policy {
+    agent: String,
+    options: Vec<String>,
+}
+
+impl Policy {
+    /// The policy's folder and file name: the agent, with a hash of its options when it has
+    /// some.
+    fn key(&self) -> String {
+        if self.options.is_empty() {
+            self.agent.clone()
+        } else {
+            let hash = crate::output::content_hash(self.options.join("\n").as_bytes());
+            format!("{}-{}", self.agent, &hash[..8])
+        }
+    }
+}
+
+/// The results file of `agent` on a suite and track, under `out`.
+pub fn results_path(out: &Path, suite: &str, track: NotifyLevel, key: &str) -> PathBuf {
+    out.join("results")
+        .join(format!("{suite}.{track}.{key}.json"))
+}
+
+/// Runs `options.agent` on every suite (each of its tracks and seeds), with the references
+/// each suite needs, and writes one results file per suite and track. Runs already done
+/// in `options.out` are kept (each sweep resumes); returns what to print.
+///
+/// # Errors
+///
+/// A smoke run into a folder holding full results, a sweep that fails (a run failed, the
+/// folder is held, its runs were started with other options), scoring, I/O.
+pub fn run(
+    registry: &Registry,
+    suites: &[Suite],
+    options: &RunOptions,
+    stop: &AtomicBool,
+) -> Result<String, BenchError> {
+    let out = std::path::absolute(&options.out).unwrap_or_else(|_| options.out.clone());
+    crate::output::check_unicode("bench --out", &out)?;
+    let mut agent_options = options.agent_options.clone();
+    agent_options.sort();
+    let agent = Policy {
+        agent: options.agent.clone(),
+        options: agent_options,
+    };
+    // Every refusal before anything runs.
+    for suite in suites {
+        let (seeds, steps) = suite.shrunk(options.seeds, options.steps);
+        let smoke = seeds != suite.seeds || steps != suite.steps;
+        for &track in &suite.tracks {
+            let path = results_path(&out, &suite.name, track, &agent.key());
+            if smoke && path.is_file() && Results::read(&path).is_ok_and(|r| !r.smoke) {
+                return Err(BenchError::Options(format!(
+                    "{} holds full results of suite `{}`; a smoke run (--seeds, --steps) would replace them: give it another --out",
+                    path.display(),
+                    suite.name
+                )));
+            }
+        }
+    }
+    let mut summary = String::new();
+    for suite in suites {
+        for &track in &suite.tracks {
+            let results = run_track(registry, suite, track, &agent, options, &out, stop)?;
+            let path = results_path(&out, &suite.name, track, &agent.key());
+            crate::output::write_atomic(&path, results.to_json().as_bytes())?;
+            let scores: Vec<f64> = results.runs.iter().filter_map(|r| r.score).collect();
+            let mean = scores.iter().sum::<f64>() / scores.len().max(1) as f64;
+            let _ = writeln!(
+                summary,
+                "{:<18} {:<6} {:<22} {} seeds × {} steps{}  mean score {mean:.4}\n  results {}",
+                suite.name,
+                track.as_str(),
+                results.arm(),
+                results.seeds.len(),
+                results.steps,
+                if results.smoke { " (smoke)" } else { "" },
+                path.display()
+            );
+        }
+    }
+    Ok(summary)
+}
+
+/// Runs one policy's seeds on a suite's track as a sweep in its own folder and returns
+/// each seed's report, in seed order.
+#[allow(clippy::too_many_arguments)]
+fn sweep_policy(
+    registry: &Registry,
+    suite: &Suite,
+    track: NotifyLevel,
+    policy: &Policy,
+    (seeds, steps): (&[u64], u64),
+    options: &RunOptions,
+    out: &Path,
+    stop: &AtomicBool,
+) -> Result<Vec<RunReport>, BenchError> {
+    let name = format!("bench-{}-{}-{}", suite.name, track.as_str(), policy.key());
+    let mut def = toml::Table::new();
+    let mut t = toml::Table::new();
+    t.insert("name".into(), name.into());
+    t.insert(
+        "worlds".into(),
+        vec![toml::Value::from(
+            suite.world.to_string_lossy().into_owned(),
+        )]
+        .into(),
+    );
+    t.insert(
+        "agents".into(),
+        vec![toml::Value::from(policy.agent.clone())].into(),
+    );
+    let seed_values: Vec<toml::Value> = seeds
+        .iter()
+        .map(|&s| toml::Value::Integer(i64::try_from(s).unwrap_or(i64::MAX)))
+        .collect();
+    t.insert("seeds".into(), seed_values.into());
+    t.insert(
+        "steps".into(),
+        toml::Value::Integer(i64::try_from(steps).unwrap_or(i64::MAX)),
+    );
+    t.insert("format".into(), "parquet".into());
+    def.insert("sweep".into(), t.into());
+    let text = toml::to_string(&def).expect("a table of strings and numbers");
+    let suite_file = suite.dir.join(super::suite::SUITE_FILE);
+    let mut sweep = SweepFile::parse_with(&text, &suite_file, registry).map_err(|e| {
+        BenchError::Options(format!(
+            "suite `{}` ({}): agent `{}`: {}",
+            suite.name,
+            suite.world.display(),
+            policy.agent,
+            e.message
+        ))
+    })?;
+    debug_assert_eq!(sweep.format, TraceFormat::Parquet);
+    sweep.agent_options.clone_from(&policy.options);
+    sweep.notify = Some(track);
+    let dir = out
+        .join("runs")
+        .join(&suite.name)
+        .join(track.as_str())
+        .join(policy.key());
+    let outcome = run_local_until(
+        &sweep,
+        &dir,
+        options.jobs,
+        &crate::sweep::perennial_program()?,
+        stop,
+    )?;
+    let failed = outcome.failures();
+    if !failed.is_empty() {
+        return Err(BenchError::Sweep(SweepError::RunsFailed { failed }));
+    }
+    let traces: Vec<PathBuf> = plan(&sweep, &dir).into_iter().map(|r| r.trace).collect();
+    let report = evaluate(&traces, &EvalOptions::default())?;
+    let mut by_seed: BTreeMap<u64, RunReport> =
+        report.runs.into_iter().map(|r| (r.seed, r)).collect();
+    seeds
+        .iter()
+        .map(|s| {
+            by_seed.remove(s).ok_or_else(|| {
+                BenchError::Options(format!(
+                    "{}: no run of seed {s} in its traces",
+                    dir.display()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// One suite and track: the references' runs and the agent's, scored into results.
+fn run_track(
+    registry: &Registry,
+    suite: &Suite,
+    track: NotifyLevel,
+    agent: &Policy,
+    options: &RunOptions,
+    out: &Path,
+    stop: &AtomicBool,
+) -> Result<Results, BenchError> {
+    let (seeds, steps) = suite.shrunk(options.seeds, options.steps);
+    let budget = (seeds.as_slice(), steps);
+    let sweep = |p: &Policy| sweep_policy(registry, suite, track, p, budget, options, out, stop);
+    let plain = |a: &str| Policy {
+        agent: a.into(),
+        options: Vec::new(),
+    };
+    let means = |runs: &[RunReport]| runs.iter().map(run_mean).collect::<Vec<f64>>();
+    let random_runs = sweep(&plain("random"))?;
+    let floor = means(&random_runs);
+    let mut references = vec![Reference {
+        kind: ReferenceKind::Random.as_str().into(),
+        agent: Some("random".into()),
+        options: Vec::new(),
+        means: floor.clone(),
+        candidates: Vec::new(),
+    }];
+    if suite.references.contains(&ReferenceKind::BestFixed) {
+        let mut candidates = Vec::new();
+        let mut best: Option<(f64, usize, Vec<f64>)> = None;
+        for (i, fixed) in suite.best_fixed.iter().enumerate() {
+            let p = Policy {
+                agent: fixed.agent.clone(),
+                options: fixed.options.clone(),
+            };
+            let m = means(&sweep(&p)?);
+            let mean = m.iter().sum::<f64>() / m.len() as f64;
+            candidates.push(Candidate {
+                agent: p.agent,
+                options: p.options,
+                mean,
+            });
+            if best.as_ref().is_none_or(|b| mean > b.0) {
+                best = Some((mean, i, m));
+            }
+        }
+        let (_, i, m) = best.expect("a suite with best-fixed lists its policies");
+        references.push(Reference {
+            kind: ReferenceKind::BestFixed.as_str().into(),
+            agent: Some(suite.best_fixed[i].agent.clone()),
+            options: suite.best_fixed[i].options.clone(),
+            means: m,
+            candidates,
+        });
+    }
+    let top: Vec<f64> = match suite.top() {
+        ReferenceKind::Oracle => means(&sweep(&plain("oracle"))?),
+        _ => random_runs
+            .iter()
+            .map(|r| {
+                run_ceiling(r).ok_or_else(|| {
+                    BenchError::Options(format!(
+                        "suite `{}`: its world's trace has no ceiling, so `ceiling` cannot be its top reference; list `oracle`",
+                        suite.name
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    references.push(Reference {
+        kind: suite.top().as_str().into(),
+        agent: (suite.top() == ReferenceKind::Oracle).then(|| "oracle".into()),
+        options: Vec::new(),
+        means: top.clone(),
+        candidates: Vec::new(),
+    });
+    let runs = sweep(agent)?;
+    let runs = runs
+        .iter()
+        .enumerate()
+        .map(|(k, r)| run_result(r, floor[k], top[k]))
+        .collect();
+    let mut results = Results {
+        format: RESULTS_FORMAT.into(),
+        suite: suite.name.clone(),
+        version: suite.version.clone(),
+        suite_hash: suite.hash.clone(),
+        suite_dir: suite.dir.clone(),
+        track,
+        agent: agent.agent.clone(),
+        agent_options: agent.options.clone(),
+        steps,
+        smoke: seeds != suite.seeds || steps != suite.steps,
+        seeds,
+        references,
+        runs,
+        digest: String::new(),
+    };
+    results.digest = results.compute_digest();
+    Ok(results)
+}
