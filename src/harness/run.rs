@@ -833,7 +833,8 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// checkpoints.
     fn take_step(&mut self, action: E::Action) -> Result<StepOutcome<E::Obs>, HarnessError> {
         let step = self.steps_done();
-        let t = self.session.step(&action)?;
+        // `before_step` made the shift due, if any.
+        let t = self.session.step_shifted(&action)?;
         let done = t.done();
         let st = &mut self.state;
         st.summary.steps += 1;

@@ -390,6 +390,33 @@ impl<E: Env + Shiftable> Session<E> {
         } else {
             None
         };
+        self.step_after_shift(action, shift)
+    }
+
+    /// [`Session::step`] for a caller that has just called [`Session::before_step`] (the
+    /// harness, which hears of the shift before its agent acts): the same step without
+    /// asking the scheduler a second time.
+    #[inline]
+    pub(crate) fn step_shifted(
+        &mut self,
+        action: &E::Action,
+    ) -> Result<Stepped<E::Obs>, StepError> {
+        let step = self.counters.step;
+        if self.ended {
+            return Err(StepError::EpisodeEnded { step });
+        }
+        debug_assert!(!self.shift_pending(), "before_step was not called");
+        self.step_after_shift(action, None)
+    }
+
+    /// The step itself, once the shift due before it is made.
+    #[inline(always)]
+    fn step_after_shift(
+        &mut self,
+        action: &E::Action,
+        shift: Option<Box<Shift>>,
+    ) -> Result<Stepped<E::Obs>, StepError> {
+        let step = self.counters.step;
         let Some(obs) = self.obs.take() else {
             return Err(StepError::NotStarted { step });
         };
