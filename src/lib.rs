@@ -6,6 +6,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod agents;
 pub mod bench;
+mod builtin;
 pub mod cartpole;
 #[cfg(feature = "cli")]
 pub mod cli;

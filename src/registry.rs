@@ -22,15 +22,13 @@
 //! [`WorldKind`] itself, as the enterprise world's does.
 //! ```
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
 use crate::agents::{self, AgentBuilder, AgentCtx, AgentError};
-use crate::cartpole::{CartPole, CartPoleParams};
 use crate::config::typed_table;
 use crate::dyn_env::DynEnv;
 use crate::env::Env;
@@ -41,45 +39,10 @@ use crate::morpheus::{self, Morpheus, MorpheusConfig};
 use crate::regime::{NotifyLevel, ParamInfo, RegimeProbe, Shiftable, validate_conditions};
 use crate::reward::RewardSpec;
 use crate::seed::{self, Stream};
+pub use crate::world_file::WorldParams;
+pub use crate::world_file::kinds::ParamError;
+use crate::world_file::kinds::{AgentCheckError, KindRules, Kinds};
 use crate::world_file::{WorldFile, WorldFileError};
-
-/// A `[world.params]` value a kind rejects: the field (relative to `world.params`) and why.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ParamError {
-    /// The offending key of `[world.params]`, when one is to blame.
-    pub field: Option<String>,
-    /// What is wrong and what to do.
-    pub message: String,
-}
-
-impl ParamError {
-    /// An error about one field.
-    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ParamError {
-            field: Some(field.into()),
-            message: message.into(),
-        }
-    }
-
-    /// An error about the table as a whole.
-    pub fn table(message: impl fmt::Display) -> Self {
-        ParamError {
-            field: None,
-            message: message.to_string(),
-        }
-    }
-}
-
-impl fmt::Display for ParamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.field {
-            Some(field) => write!(f, "world.params.{field}: {}", self.message),
-            None => write!(f, "world.params: {}", self.message),
-        }
-    }
-}
-
-impl std::error::Error for ParamError {}
 
 /// A world kind: the name a world file uses, its parameter struct, and how to build the env.
 ///
@@ -123,51 +86,11 @@ pub trait WorldKind: Send + Sync + 'static {
     fn operations(&self) -> &'static [&'static str] {
         &[]
     }
-}
 
-/// A kind's parameters after loading, type-erased so a [`WorldFile`] can hold any kind's.
-#[derive(Clone)]
-pub struct WorldParams(Arc<dyn AnyParams>);
-
-trait AnyParams: Send + Sync {
-    fn as_any(&self) -> &dyn Any;
-    fn eq_dyn(&self, other: &dyn AnyParams) -> bool;
-    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
-}
-
-impl<T: Any + PartialEq + fmt::Debug + Send + Sync> AnyParams for T {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn eq_dyn(&self, other: &dyn AnyParams) -> bool {
-        other.as_any().downcast_ref::<T>() == Some(self)
-    }
-    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
-}
-
-impl WorldParams {
-    /// Wraps a kind's parameters.
-    pub fn new<T: Any + PartialEq + fmt::Debug + Send + Sync>(params: T) -> Self {
-        WorldParams(Arc::new(params))
-    }
-
-    /// The parameters as their kind's type, or `None` for another kind's.
-    pub fn get<T: Any>(&self) -> Option<&T> {
-        self.0.as_any().downcast_ref()
-    }
-}
-
-impl fmt::Debug for WorldParams {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.debug(f)
-    }
-}
-
-impl PartialEq for WorldParams {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.eq_dyn(other.0.as_ref())
+    /// The agents a role of this kind's worlds may run (`--agent ROLE=AGENT`); empty (the
+    /// default) for a kind without roles.
+    fn role_agent_names(&self) -> Vec<&'static str> {
+        Vec::new()
     }
 }
 
@@ -233,30 +156,10 @@ impl From<WorldFileError> for BuildError {
     }
 }
 
-/// A registered kind, type-erased: what the world-file loader and the CLI call.
-pub trait Kind: Send + Sync {
-    /// The `kind = "..."` name.
-    fn name(&self) -> &str;
-    /// Parses and validates `[world.params]` (`None`: the table is absent); returns the
-    /// parameters and the world's [`Shiftable`] parameter list for checking regimes.
-    ///
-    /// # Errors
-    ///
-    /// A field is unknown, has the wrong type or is out of range.
-    fn load(
-        &self,
-        params: Option<&toml::Table>,
-    ) -> Result<(WorldParams, Vec<ParamInfo>), ParamError>;
-    /// The reward signals a `[reward]` section may read.
-    fn reward_signals(&self) -> &'static [&'static str];
-    /// The reward specification when the file gives none.
-    fn default_reward(&self) -> Option<RewardSpec>;
-    /// The agents this kind can run, generic ones first.
-    fn agent_names(&self) -> Vec<&'static str>;
-    /// The operation kinds its `[roles]` table may assign; empty for a kind without roles.
-    fn operations(&self) -> &'static [&'static str] {
-        &[]
-    }
+/// A registered kind, type-erased: what the CLI, sweeps and the Python package call. What
+/// loading a world file asks of its kind ([`KindRules`]: parameters, reward signals,
+/// agents, operations) is the supertrait, defined beside the loader.
+pub trait Kind: KindRules + Send + Sync {
     /// Builds the file's world, type-erased (see [`crate::dyn_env`]).
     ///
     /// # Errors
@@ -393,7 +296,7 @@ impl<K: WorldKind> Entry<K> {
     }
 }
 
-impl<K: WorldKind> Kind for Entry<K> {
+impl<K: WorldKind> KindRules for Entry<K> {
     fn name(&self) -> &str {
         self.kind.name()
     }
@@ -439,6 +342,30 @@ impl<K: WorldKind> Kind for Entry<K> {
         self.kind.operations()
     }
 
+    fn role_agent_names(&self) -> Vec<&'static str> {
+        self.kind.role_agent_names()
+    }
+
+    fn check_agent_options(
+        &self,
+        world: &WorldFile,
+        agent: &str,
+        options: &toml::Table,
+    ) -> Result<(), AgentCheckError> {
+        self.check_agent(world, agent, options, 0)
+            .map_err(|e| match e {
+                BuildError::Agent(AgentError::Option { field, message, .. }) => {
+                    AgentCheckError::Option { field, message }
+                }
+                BuildError::Agent(AgentError::Build { message, .. }) => {
+                    AgentCheckError::Build { message }
+                }
+                other => AgentCheckError::Other(other.to_string()),
+            })
+    }
+}
+
+impl<K: WorldKind> Kind for Entry<K> {
     fn build_env(&self, world: &WorldFile) -> Result<Box<dyn DynEnv>, BuildError> {
         Ok(Box::new(self.env(world)?))
     }
@@ -530,28 +457,6 @@ impl Registry {
         Registry::default()
     }
 
-    /// CartPole (`cartpole`) and the enterprise world (`morpheus`), with their agents.
-    pub fn builtin() -> Self {
-        Registry::empty()
-            .world_with_agents(
-                KindFn::new("cartpole", |params: &CartPoleParams| {
-                    Ok(CartPole::new(params.clone()))
-                }),
-                agents::for_cartpole(),
-            )
-            .world_with_agents(MorpheusKind, agents::for_morpheus())
-            .world_with_agents(
-                morpheus::roles::EnterpriseKind,
-                morpheus::roles::for_enterprise(),
-            )
-    }
-
-    /// The built-in registry, built once.
-    pub fn shared_builtin() -> &'static Registry {
-        static BUILTIN: OnceLock<Registry> = OnceLock::new();
-        BUILTIN.get_or_init(Registry::builtin)
-    }
-
     /// Adds (or replaces) a kind with the generic agents only.
     pub fn world<K: WorldKind>(self, kind: K) -> Self {
         self.world_with_agents(kind, Vec::new())
@@ -583,6 +488,16 @@ impl Registry {
     /// The registered kind names, sorted.
     pub fn kind_names(&self) -> Vec<&str> {
         self.kinds.keys().map(String::as_str).collect()
+    }
+}
+
+impl Kinds for Registry {
+    fn rules(&self, name: &str) -> Option<&dyn KindRules> {
+        self.kind(name).map(|k| k as &dyn KindRules)
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.kind_names()
     }
 }
 
@@ -619,7 +534,7 @@ where
 }
 
 /// The persistent enterprise world (see [`crate::morpheus`]).
-struct MorpheusKind;
+pub(crate) struct MorpheusKind;
 
 impl WorldKind for MorpheusKind {
     type Env = Morpheus;

@@ -38,7 +38,8 @@
 //! level = "none"                     # none | flag | delta | label
 //! ```
 //!
-//! The kind is looked up in a [`Registry`] ([`WorldFile::load`] uses the built-in one,
+//! The kind is looked up in a [`Registry`](crate::registry::Registry), through the
+//! [`kinds::Kinds`] trait it implements ([`WorldFile::load`] uses the built-in one,
 //! [`WorldFile::load_with`] takes yours); the kind parses and checks its own
 //! `[world.params]`. `[harness] agent` and every `[agent.<name>]` table must name an agent
 //! the kind has, and each table's agent is built on the file's world at load, so a bad
@@ -65,13 +66,12 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::agents::AgentError;
 use crate::config::serde_field;
 use crate::regime::{
     NotifyLevel, ParamInfo, Plan, Regime, RegimeError, Scheduler, validate_conditions,
 };
-use crate::registry::{BuildError, Registry, WorldParams};
 use crate::reward::{RewardSpec, Term};
+use kinds::{AgentCheckError, KindRules, Kinds};
 
 /// A world file that cannot be used, with where and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -111,53 +111,6 @@ impl WorldFileError {
             message: message.into(),
         }
     }
-}
-
-/// Run defaults a world file may set for `perennial run`.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HarnessDefaults {
-    /// Step budget.
-    pub steps: Option<u64>,
-    /// Steps per rollout window.
-    pub window_steps: Option<usize>,
-    /// Reset at episode ends and go on.
-    pub auto_reset: Option<bool>,
-    /// Run seed.
-    pub seed: Option<u64>,
-    /// Agent name (see `perennial run --help`).
-    pub agent: Option<String>,
-}
-
-/// A loaded and validated world file.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WorldFile {
-    /// Where it was loaded from.
-    pub path: PathBuf,
-    /// One-line description.
-    pub description: String,
-    /// The world's kind name, as registered.
-    pub kind: String,
-    /// The kind's parameters (read them with [`WorldFile::params`]).
-    pub params: WorldParams,
-    /// The regimes, in file order; the first is the initial regime unless the schedule says otherwise.
-    pub regimes: Vec<Regime>,
-    /// The schedule.
-    pub plan: Plan,
-    /// The reward specification, when the file gives one.
-    pub reward: Option<RewardSpec>,
-    /// Run defaults.
-    pub harness: HarnessDefaults,
-    /// Agent options by agent name, from `[agent.<name>]` tables.
-    pub agents: BTreeMap<String, toml::Table>,
-    /// What the agent is told about regime shifts, from `[notify] level` (default `none`).
-    pub notify: NotifyLevel,
-    /// The roles, from a `[roles]` table (see [`crate::morpheus::roles`]).
-    pub roles: Option<crate::morpheus::roles::RoleTable>,
-    /// The kind's reward specification, used when the file gives none.
-    default_reward: Option<RewardSpec>,
-    /// The text it was parsed from.
-    text: String,
 }
 
 #[derive(Deserialize)]
@@ -446,49 +399,14 @@ impl Ctx<'_> {
 }
 
 impl WorldFile {
-    /// Reads and validates a world file.
-    ///
-    /// # Errors
-    ///
-    /// The file cannot be read, or is not a valid world file; the error names the file,
-    /// line and field.
-    pub fn load(path: &Path) -> Result<Self, WorldFileError> {
-        Self::load_with(path, Registry::shared_builtin())
-    }
-
     /// Reads and validates a world file whose kind is looked up in `registry`.
     ///
     /// # Errors
     ///
     /// As [`WorldFile::load`].
-    pub fn load_with(path: &Path, registry: &Registry) -> Result<Self, WorldFileError> {
+    pub fn load_with(path: &Path, registry: &dyn Kinds) -> Result<Self, WorldFileError> {
         let text = read_text(path)?;
         Self::parse_with(&text, path, registry)
-    }
-
-    /// Validates world-file text; `path` is used in errors.
-    ///
-    /// # Errors
-    ///
-    /// As [`WorldFile::load`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use perennial::world_file::WorldFile;
-    /// use std::path::Path;
-    ///
-    /// let text = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"moon\"\nconditions = { gravity = 1.6 }\n";
-    /// let world = WorldFile::parse(text, Path::new("moon.toml")).unwrap();
-    /// assert_eq!(world.regimes[0].conditions["gravity"], 1.6);
-    ///
-    /// let bad = text.replace("gravity", "gravty");
-    /// let err = WorldFile::parse(&bad, Path::new("moon.toml")).unwrap_err();
-    /// assert_eq!(err.line, Some(6));
-    /// assert!(err.to_string().starts_with("moon.toml:6: field `regimes.moon.conditions.gravty`"));
-    /// ```
-    pub fn parse(text: &str, path: &Path) -> Result<Self, WorldFileError> {
-        Self::parse_with(text, path, Registry::shared_builtin())
     }
 
     /// Validates world-file text whose kind is looked up in `registry`.
@@ -499,13 +417,13 @@ impl WorldFile {
     pub fn parse_with(
         text: &str,
         path: &Path,
-        registry: &Registry,
+        registry: &dyn Kinds,
     ) -> Result<Self, WorldFileError> {
         let ctx = Ctx { path, text };
         let def: FileDef = ctx.parse("")?;
         let world_def = def.world.get_ref();
         let kind_name = world_def.kind.get_ref();
-        let Some(kind) = registry.kind(kind_name) else {
+        let Some(kind) = registry.rules(kind_name) else {
             let message = if kind_name == PYTHON_KIND {
                 "this world is written in Python (kind = \"python\"); the `perennial` binary \
                  cannot build it: use the Python package's command line, \
@@ -514,7 +432,7 @@ impl WorldFile {
             } else {
                 format!(
                     "unknown world kind `{kind_name}`; use one of: {}",
-                    registry.kind_names().join(", ")
+                    registry.names().join(", ")
                 )
             };
             return Err(ctx.err(Some(world_def.kind.span()), Some("world.kind"), message));
@@ -604,11 +522,11 @@ impl WorldFile {
         let mut known = kind.agent_names();
         if let Some(roles) = &role_table {
             // `[agent.<name>]` may hold the options of an agent a role runs.
-            let role_agents = crate::morpheus::roles::role_agents();
+            let role_agents = kind.role_agent_names();
             known.extend(
                 role_agents
                     .iter()
-                    .map(|(n, _)| *n)
+                    .copied()
                     .filter(|n| !known.contains(n))
                     .collect::<Vec<_>>(),
             );
@@ -620,9 +538,9 @@ impl WorldFile {
                     .map_err(|m| ctx.err(span.clone(), Some("harness.agent"), m))?;
                 if let Some((role, a)) = pairs
                     .iter()
-                    .find(|(_, a)| !role_agents.iter().any(|(n, _)| n == a))
+                    .find(|(_, a)| !role_agents.contains(&a.as_str()))
                 {
-                    let names: Vec<&str> = role_agents.iter().map(|(n, _)| *n).collect();
+                    let names = &role_agents;
                     return Err(ctx.err(
                         span,
                         Some("harness.agent"),
@@ -662,65 +580,13 @@ impl WorldFile {
         check_agent_options(&ctx, kind, &world)?;
         Ok(world)
     }
-
-    /// The world's kind name as written in the file.
-    pub fn kind(&self) -> &str {
-        &self.kind
-    }
-
-    /// The text the file was parsed from, e.g. for a run manifest.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// The manifest's record of this file: its path, the hash of its text, and the text.
-    pub fn record(&self) -> crate::trace::WorldFileRecord {
-        crate::trace::WorldFileRecord {
-            path: self.path.clone(),
-            hash: crate::trace::content_hash(&self.text),
-            text: self.text.clone(),
-        }
-    }
-
-    /// The kind's parameters as `T` (e.g. [`crate::cartpole::CartPoleParams`] for a
-    /// `cartpole` file), or `None` when the file is of another kind.
-    pub fn params<T: std::any::Any>(&self) -> Option<&T> {
-        self.params.get()
-    }
-
-    /// The options table of agent `name`: its `[agent.<name>]` table, or an empty one.
-    /// For a roles agent (`ROLE=AGENT,...`), one table per role: its agent's options.
-    pub fn agent_options(&self, name: &str) -> toml::Table {
-        if name.contains('=') {
-            return name
-                .split(',')
-                .filter_map(|part| part.split_once('='))
-                .map(|(role, agent)| {
-                    let options = self.agent_options(agent.trim());
-                    (role.trim().to_string(), toml::Value::Table(options))
-                })
-                .collect();
-        }
-        self.agents.get(name).cloned().unwrap_or_default()
-    }
-
-    /// The reward specification the world runs with: the file's, else the kind's default
-    /// (none for CartPole, whose reward is Gymnasium's).
-    pub fn reward_spec(&self) -> Option<RewardSpec> {
-        self.reward.clone().or_else(|| self.default_reward.clone())
-    }
-
-    /// A scheduler for these regimes and plan, its stream seeded with `seed`.
-    ///
-    /// # Errors
-    ///
-    /// Never for a loaded file (the plan was checked at load).
-    pub fn scheduler(&self, seed: u64) -> Result<Scheduler, RegimeError> {
-        Scheduler::new(self.regimes.clone(), self.plan.clone(), seed)
-    }
 }
 
+mod file;
+pub mod kinds;
 mod roles_def;
+
+pub use file::{HarnessDefaults, WorldFile, WorldParams};
 
 /// The kind name of worlds written in Python, which the Python package registers.
 pub const PYTHON_KIND: &str = "python";
@@ -1061,7 +927,7 @@ fn agent_tables(
 /// bad option is a load error naming its line and field (`agent.<name>.<option>`).
 fn check_agent_options(
     ctx: &Ctx<'_>,
-    kind: &dyn crate::registry::Kind,
+    kind: &dyn KindRules,
     world: &WorldFile,
 ) -> Result<(), WorldFileError> {
     let own = kind.agent_names();
@@ -1071,25 +937,23 @@ fn check_agent_options(
         .iter()
         .filter(|(n, _)| own.contains(&n.as_str()))
     {
-        let Err(e) = kind.check_agent(world, name, options, 0) else {
+        let Err(e) = kind.check_agent_options(world, name, options) else {
             continue;
         };
         let table = format!("agent.{name}");
         return Err(match e {
-            BuildError::Agent(AgentError::Option { field, message, .. }) => ctx.err(
+            AgentCheckError::Option { field, message } => ctx.err(
                 ctx.find_agent_option(name, &field),
                 Some(&format!("{table}.{field}")),
                 message,
             ),
-            BuildError::Agent(AgentError::Build { message, .. }) => {
+            AgentCheckError::Build { message } => {
                 ctx.err(ctx.find_header(&table, true), Some(&table), message)
             }
             // The world was built when `[world.params]` was checked.
-            other => ctx.err(
-                ctx.find_header(&table, true),
-                Some(&table),
-                other.to_string(),
-            ),
+            AgentCheckError::Other(message) => {
+                ctx.err(ctx.find_header(&table, true), Some(&table), message)
+            }
         });
     }
     Ok(())

@@ -2,9 +2,9 @@
 
 use toml::Spanned;
 
+use super::kinds::KindRules;
 use super::{Ctx, WorldFileError};
 use crate::morpheus::roles::{Observe, OpKind, Role, RoleError, RoleTable};
-use crate::registry::Kind;
 
 /// Where role `role`'s `field` is written: its key in `[roles.<role>]`, else that header,
 /// else the `[roles]` table.
@@ -48,7 +48,7 @@ fn error(ctx: &Ctx<'_>, all: &Spanned<toml::Table>, e: RoleError) -> WorldFileEr
 pub(super) fn parse(
     ctx: &Ctx<'_>,
     all: &Spanned<toml::Table>,
-    kind: &dyn Kind,
+    kind: &dyn KindRules,
     kind_name: &str,
 ) -> Result<RoleTable, WorldFileError> {
     let operations = kind.operations();

@@ -9,7 +9,7 @@ use crate::regime::Notification;
 use crate::seed::{self, Stream};
 
 use super::env::{EnterpriseEnv, RewardTap, joint, split};
-use super::{RoleLayout, RoleTable};
+use super::{RoleLayout, agent_id, parse_agent_spec};
 
 /// One role's view of an enterprise world: its observation space and action table. Agents
 /// are built on it; it never steps (the [`EnterpriseEnv`] does).
@@ -118,54 +118,6 @@ pub fn role_agents() -> Vec<(&'static str, AgentBuilder<RoleView>)> {
         }))
     }));
     list
-}
-
-/// `--agent ROLE=AGENT,ROLE=AGENT` as (role, agent) pairs in role order.
-///
-/// # Errors
-///
-/// A part is not `ROLE=AGENT`, names a role the world does not have or one given twice,
-/// or a role is missing; the message names the part.
-pub fn parse_agent_spec(spec: &str, roles: &RoleTable) -> Result<Vec<(String, String)>, String> {
-    let names = roles.names().join(", ");
-    let mut out: Vec<Option<String>> = vec![None; roles.roles.len()];
-    for part in spec.split(',') {
-        let Some((role, agent)) = part.split_once('=') else {
-            return Err(format!(
-                "--agent part `{part}` is not ROLE=AGENT; this world's roles are: {names}"
-            ));
-        };
-        let (role, agent) = (role.trim(), agent.trim());
-        let Some(r) = roles.position(role) else {
-            return Err(format!(
-                "--agent names unknown role `{role}`; this world's roles are: {names}"
-            ));
-        };
-        if agent.is_empty() {
-            return Err(format!("--agent gives role `{role}` no agent"));
-        }
-        if out[r].replace(agent.to_string()).is_some() {
-            return Err(format!("--agent gives role `{role}` twice"));
-        }
-    }
-    roles
-        .roles
-        .iter()
-        .zip(out)
-        .map(|(role, agent)| match agent {
-            Some(a) => Ok((role.name.clone(), a)),
-            None => Err(format!(
-                "--agent gives role `{}` no agent; name one agent per role: {names}",
-                role.name
-            )),
-        })
-        .collect()
-}
-
-/// The id of a roles agent spec (`warehouse.base-stock+logistics.random`): one that
-/// run ids and the trace's `algorithm_id` accept.
-pub fn agent_id(spec: &str) -> String {
-    spec.replace('=', ".").replace(',', "+").replace(' ', "")
 }
 
 /// One agent per role, acting together: each sees its role's observation, chooses in its

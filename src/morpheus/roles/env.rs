@@ -9,7 +9,6 @@ use super::{RoleLayout, RoleTable};
 use crate::env::{Env, EnvError, EnvSpec, SavedState, Space, Transition, WorldEvent};
 use crate::morpheus::{self, Morpheus, MorpheusConfig, Op};
 use crate::regime::{ParamInfo, RegimeError, Shiftable};
-use crate::registry::{ParamError, WorldKind};
 use crate::reward::{Ceiling, RewardSpec};
 
 /// The `[world.params]` of an `enterprise` world: the enterprise layout, and the roles
@@ -318,53 +317,5 @@ impl Shiftable for EnterpriseEnv {
 
     fn set(&mut self, name: &str, value: f64) -> Result<(), RegimeError> {
         self.world.set(name, value)
-    }
-}
-
-/// The `enterprise` world kind: [`EnterpriseEnv`] from [`EnterpriseParams`].
-pub struct EnterpriseKind;
-
-impl WorldKind for EnterpriseKind {
-    type Env = EnterpriseEnv;
-    type Params = EnterpriseParams;
-
-    fn name(&self) -> &'static str {
-        "enterprise"
-    }
-
-    fn build(
-        &self,
-        params: &EnterpriseParams,
-        reward: Option<&RewardSpec>,
-    ) -> Result<EnterpriseEnv, ParamError> {
-        params
-            .config
-            .validate()
-            .map_err(|e| ParamError::field(e.field, e.message.clone()))?;
-        let reward = reward
-            .cloned()
-            .unwrap_or_else(morpheus::default_reward_spec);
-        EnterpriseEnv::new(params.config.clone(), reward, params.roles.clone())
-            .map_err(|m| ParamError::field("roles", m))
-    }
-
-    fn reward_signals(&self) -> &'static [&'static str] {
-        morpheus::signal_names()
-    }
-
-    fn default_reward(&self) -> Option<RewardSpec> {
-        Some(morpheus::default_reward_spec())
-    }
-
-    fn operations(&self) -> &'static [&'static str] {
-        &[
-            "noop",
-            "reorder",
-            "choose_carrier",
-            "expedite",
-            "repair_dock",
-            "prioritize_sku",
-            "hold_wave",
-        ]
     }
 }

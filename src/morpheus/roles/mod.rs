@@ -22,11 +22,13 @@
 
 mod agent;
 mod env;
+mod kind;
 
 use serde::{Deserialize, Serialize};
 
-pub use agent::{RoleView, RolesAgent, agent_id, for_enterprise, parse_agent_spec, role_agents};
-pub use env::{EnterpriseEnv, EnterpriseKind, EnterpriseParams, RewardTap};
+pub use agent::{RoleView, RolesAgent, for_enterprise, role_agents};
+pub use env::{EnterpriseEnv, EnterpriseParams, RewardTap};
+pub use kind::EnterpriseKind;
 
 use super::{MorpheusConfig, Op};
 
@@ -480,6 +482,54 @@ fn own_view(ops: &[OpKind], cfg: &MorpheusConfig) -> Vec<usize> {
     // The clock, the failure count and the flags.
     seen.extend(base + 3..base + 8);
     seen.into_iter().collect()
+}
+
+/// `--agent ROLE=AGENT,ROLE=AGENT` as (role, agent) pairs in role order.
+///
+/// # Errors
+///
+/// A part is not `ROLE=AGENT`, names a role the world does not have or one given twice,
+/// or a role is missing; the message names the part.
+pub fn parse_agent_spec(spec: &str, roles: &RoleTable) -> Result<Vec<(String, String)>, String> {
+    let names = roles.names().join(", ");
+    let mut out: Vec<Option<String>> = vec![None; roles.roles.len()];
+    for part in spec.split(',') {
+        let Some((role, agent)) = part.split_once('=') else {
+            return Err(format!(
+                "--agent part `{part}` is not ROLE=AGENT; this world's roles are: {names}"
+            ));
+        };
+        let (role, agent) = (role.trim(), agent.trim());
+        let Some(r) = roles.position(role) else {
+            return Err(format!(
+                "--agent names unknown role `{role}`; this world's roles are: {names}"
+            ));
+        };
+        if agent.is_empty() {
+            return Err(format!("--agent gives role `{role}` no agent"));
+        }
+        if out[r].replace(agent.to_string()).is_some() {
+            return Err(format!("--agent gives role `{role}` twice"));
+        }
+    }
+    roles
+        .roles
+        .iter()
+        .zip(out)
+        .map(|(role, agent)| match agent {
+            Some(a) => Ok((role.name.clone(), a)),
+            None => Err(format!(
+                "--agent gives role `{}` no agent; name one agent per role: {names}",
+                role.name
+            )),
+        })
+        .collect()
+}
+
+/// The id of a roles agent spec (`warehouse.base-stock+logistics.random`): one that
+/// run ids and the trace's `algorithm_id` accept.
+pub fn agent_id(spec: &str) -> String {
+    spec.replace('=', ".").replace(',', "+").replace(' ', "")
 }
 
 #[cfg(test)]
