@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -26,7 +27,10 @@ def _enterprise_with_alpha(tmp_path, alpha):
 def test_parallel_api_test_passes(observe):
     env = perennial.parallel_env("perennial/Enterprise-v0", seed=0, observe=observe)
     assert isinstance(env, pettingzoo.ParallelEnv)
-    parallel_api_test(env, num_cycles=1000)
+    # The test only warns about agents given too little or too much: a warning fails here.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parallel_api_test(env, num_cycles=1000)
 
 
 def test_agents_spaces_and_state():
@@ -114,7 +118,8 @@ def test_role_rewards_partition_the_team_reward(tmp_path):
     env = perennial.parallel_env("perennial/Enterprise-v0", seed=2)
     env.reset()
     for _ in range(500):
-        _, rewards, _, _, infos = env.step({a: env.action_space(a).sample() for a in env.agents})
+        obs, rewards, _, _, infos = env.step({a: env.action_space(a).sample() for a in env.agents})
+        assert all(env.observation_space(a).contains(obs[a]) for a in ROLES)
         team = infos["warehouse"]["team_reward"]
         own = sum(infos[a]["own_reward"] for a in ROLES)
         assert abs(own - team) <= 1e-9 * max(abs(team), 1.0)
