@@ -60,6 +60,9 @@ class PerennialParallelEnv(ParallelEnv):
         trace, run_id, algorithm_id, record_transitions, trace_format, reveal_regime,
         notify, part_seconds, render_mode: as ``PerennialEnv``'s. The trace has one row per
         hour with the team reward, as ``perennial run`` writes for a roles world.
+
+    A pickled copy is a fresh env rebuilt from the world file and these options, without
+    the trace.
     """
 
     metadata = {"render_modes": [], "name": "perennial_enterprise_v0", "is_parallelizable": True}
@@ -89,6 +92,18 @@ class PerennialParallelEnv(ParallelEnv):
         path = resolve(world)
         seed = check_seed(default_seed(path) if seed is None else seed)
         self._world = path
+        self._options = dict(
+            seed=seed,
+            observe=observe,
+            max_steps=max_steps,
+            run_id=run_id,
+            algorithm_id=algorithm_id,
+            record_transitions=record_transitions,
+            trace_format=trace_format,
+            reveal_regime=reveal_regime,
+            notify=notify,
+            part_seconds=part_seconds,
+        )
         self._run = _core.Run(
             path,
             seed,
@@ -232,6 +247,15 @@ class PerennialParallelEnv(ParallelEnv):
         run = getattr(self, "_run", None)
         if run is not None:
             run.close()
+
+    def __reduce__(self):
+        # A copy is a fresh env rebuilt from the world file and options. It writes no trace:
+        # a trace file belongs to one env, and a copy writing to it would destroy it.
+        return (_rebuild, (self._world, self._options))
+
+
+def _rebuild(world: str, options: dict[str, Any]) -> PerennialParallelEnv:
+    return PerennialParallelEnv(world, **options)
 
 
 def parallel_env(world: str | os.PathLike = "perennial/Enterprise-v0", **options: Any) -> PerennialParallelEnv:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import warnings
 
 import numpy as np
@@ -178,3 +179,13 @@ def test_the_trace_has_one_row_per_hour_with_the_team_reward(tmp_path):
     rows = [json.loads(line) for line in trace.read_text().splitlines()]
     assert [r["reward"] for r in rows] == pytest.approx(team, rel=1e-12, abs=1e-12)
     assert rows[0]["notify"] == "flag"
+
+
+def test_a_pickled_copy_is_a_fresh_env_with_the_same_options():
+    env = perennial.parallel_env("perennial/Enterprise-v0", seed=5, observe="full", max_steps=3)
+    copy = pickle.loads(pickle.dumps(env))
+    assert copy.possible_agents == ROLES and copy.max_steps == 3
+    assert copy.observation_space("warehouse").shape == env.state_space.shape
+    a, _ = env.reset()
+    b, _ = copy.reset()
+    np.testing.assert_array_equal(a["logistics"], b["logistics"])
