@@ -24,16 +24,16 @@ fn enterprise(run: &Run) -> PyResult<&EnterpriseEnv> {
         })
 }
 
+/// One role as Python reads it: (name, action count, indices of the state it sees).
+type RoleInfo = (String, usize, Vec<usize>);
+
 /// The roles of `run`'s world, in the order their operations apply: a list of `(name,
 /// actions, seen)`, where `actions` is the size of the role's `Discrete` space and `seen`
 /// the indices of the full observation it observes (as its role says, or as `observe`,
 /// "own" or "full", says for every role), and the roles' `alpha`.
 #[pyfunction]
 #[pyo3(signature = (run, observe = None))]
-pub fn roles(
-    run: PyRef<'_, Run>,
-    observe: Option<&str>,
-) -> PyResult<(Vec<(String, usize, Vec<usize>)>, f64)> {
+pub fn roles(run: PyRef<'_, Run>, observe: Option<&str>) -> PyResult<(Vec<RoleInfo>, f64)> {
     guarded(|| {
         let env = enterprise(&run)?;
         let observe = match observe {
