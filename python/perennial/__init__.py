@@ -5,7 +5,10 @@
 - ``perennial/CartPole-v1``: Gymnasium's CartPole-v1, bit for bit;
 - ``perennial/CartPoleDrift-v0``: CartPole whose physics shift mid-episode;
 - ``perennial/Warehouse-v0``: the enterprise world's inbound warehouse task;
-- ``perennial/Logistics-v0``: the enterprise world's outbound logistics task.
+- ``perennial/Logistics-v0``: the enterprise world's outbound logistics task;
+- ``perennial/Enterprise-v0``: the enterprise world run by two roles, ``warehouse`` and
+  ``logistics``, with one joint action (``perennial.parallel_env`` gives it to PettingZoo
+  as one agent per role).
 
 The worlds run in Rust, regimes shift without telling the agent, and every step can land
 in a trace that ``perennial.evaluate`` (or ``perennial eval``) scores::
@@ -58,6 +61,7 @@ __all__ = [
     "load_events",
     "make",
     "make_vec",
+    "parallel_env",
     "shipped_worlds",
     "sweep",
     "world_file",
@@ -103,6 +107,28 @@ def make(world: str | os.PathLike, **options: Any) -> PerennialEnv:
         registered = gym.registry[key]
         env.spec = dataclasses.replace(registered, kwargs={**registered.kwargs, **options})
     return env
+
+
+def parallel_env(world: str | os.PathLike = "perennial/Enterprise-v0", **options: Any) -> Any:
+    """Builds a world file with a ``[roles]`` table (a path, a shipped name or a registered
+    id) as a ``pettingzoo.ParallelEnv``, one agent per role; see
+    ``perennial.parallel.PerennialParallelEnv``.
+
+    ``options`` are ``make``'s (``seed``, ``trace``, ``run_id``, ``algorithm_id``,
+    ``record_transitions``, ``trace_format``, ``reveal_regime``, ``notify``,
+    ``part_seconds``) and ``observe`` (``"own"`` or ``"full"``: what every role observes;
+    default: the world file's) and ``max_steps`` (truncate every role together after that
+    many steps; default never). Needs PettingZoo (``pip install perennial[pettingzoo]``).
+    Raises ``ValueError`` for a world without roles and for bad options.
+    """
+    try:
+        from .parallel import parallel_env as build
+    except ImportError as e:
+        raise ImportError(
+            f"perennial.parallel_env needs PettingZoo ({e}); install it with "
+            "pip install 'perennial[pettingzoo]'"
+        ) from e
+    return build(world, **options)
 
 
 #: The most rollouts ``fork`` makes at once, as ``perennial fork --rollouts``.

@@ -17,6 +17,7 @@ SHIPPED_IDS = {
     "perennial/CartPoleDrift-v0": "cartpole-drift.toml",
     "perennial/Warehouse-v0": "warehouse.toml",
     "perennial/Logistics-v0": "logistics.toml",
+    "perennial/Enterprise-v0": "enterprise.toml",
 }
 
 _PREFIX = "shipped:"

@@ -8,6 +8,7 @@
 
 mod desk;
 mod pyworld;
+mod roles;
 mod run;
 mod snapshot;
 mod vector;
@@ -299,6 +300,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(desk::tools, m)?)?;
     m.add_function(wrap_pyfunction!(desk::action_call, m)?)?;
     m.add_function(wrap_pyfunction!(desk::render, m)?)?;
+    m.add_function(wrap_pyfunction!(roles::roles, m)?)?;
+    m.add_function(wrap_pyfunction!(roles::joint_action, m)?)?;
+    m.add_function(wrap_pyfunction!(roles::role_rewards, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::restore, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::open_trace, m)?)?;

@@ -36,6 +36,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "logistics.toml",
         include_str!("../../worlds/logistics.toml"),
     ),
+    (
+        "enterprise.toml",
+        include_str!("../../worlds/enterprise.toml"),
+    ),
 ];
 
 /// How the Python layer names a shipped world: `shipped:<file name>`.

@@ -12,7 +12,13 @@ from gymnasium.utils.env_checker import check_env
 
 import perennial
 
-IDS = ["perennial/CartPole-v1", "perennial/CartPoleDrift-v0", "perennial/Warehouse-v0", "perennial/Logistics-v0"]
+IDS = [
+    "perennial/CartPole-v1",
+    "perennial/CartPoleDrift-v0",
+    "perennial/Warehouse-v0",
+    "perennial/Logistics-v0",
+    "perennial/Enterprise-v0",
+]
 
 
 @pytest.mark.parametrize("env_id", IDS)

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
-use super::{RoleLayout, RoleTable};
+use super::{Observe, Role, RoleLayout, RoleTable};
 use crate::env::{Env, EnvError, EnvSpec, SavedState, Space, Transition, WorldEvent};
 use crate::morpheus::{self, Morpheus, MorpheusConfig, Op};
 use crate::regime::{ParamInfo, RegimeError, Shiftable};
@@ -195,6 +195,39 @@ impl EnterpriseEnv {
         &self.own
     }
 
+    /// What each role's agent learns from on the last step, whose team reward was `team`:
+    /// `alpha × team + (1 − alpha) × own`, in role order (exactly `team` at `alpha` 1).
+    pub fn learning_rewards(&self, team: f64) -> Vec<f64> {
+        let alpha = self.roles.alpha;
+        self.own
+            .iter()
+            .map(|&own| {
+                if alpha == 1.0 {
+                    team
+                } else {
+                    alpha * team + (1.0 - alpha) * own
+                }
+            })
+            .collect()
+    }
+
+    /// The indices of the full observation role `r` sees: as its role says, or as
+    /// `observe` says in its place (the PettingZoo env's `observe` option). `None` for no
+    /// such role.
+    pub fn seen(&self, r: usize, observe: Option<Observe>) -> Option<Vec<usize>> {
+        let layout = self.layouts.get(r)?;
+        match observe {
+            None => Some(layout.seen.clone()),
+            Some(observe) => {
+                let role = Role {
+                    observe,
+                    ..self.roles.roles[r].clone()
+                };
+                Some(RoleLayout::new(&role, &layout.config).seen)
+            }
+        }
+    }
+
     /// Where each step's learning rewards per role go (for [`super::RolesAgent`]).
     pub fn reward_tap(&self) -> RewardTap {
         self.tap.clone()
@@ -261,19 +294,7 @@ impl Env for EnterpriseEnv {
                     .sum();
             }
         }
-        let alpha = self.roles.alpha;
-        let learn = self
-            .own
-            .iter()
-            .map(|&own| {
-                if alpha == 1.0 {
-                    t.reward
-                } else {
-                    alpha * t.reward + (1.0 - alpha) * own
-                }
-            })
-            .collect();
-        self.tap.push(learn);
+        self.tap.push(self.learning_rewards(t.reward));
         Ok(t)
     }
 

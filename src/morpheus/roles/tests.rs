@@ -135,6 +135,45 @@ fn own_views_are_projections_and_full_views_are_the_state() {
     }
 }
 
+#[test]
+fn an_observe_override_replaces_what_each_role_sees() {
+    let mut full = RoleTable::default();
+    full.roles[1].observe = Observe::Full;
+    let e = env(full);
+    let every: Vec<usize> = (0..MorpheusConfig::default().observation_len()).collect();
+    assert_eq!(e.seen(1, None), Some(every.clone()));
+    assert_eq!(e.seen(0, Some(Observe::Full)), Some(every));
+    let own = env(RoleTable::default());
+    assert_eq!(
+        e.seen(1, Some(Observe::Own)),
+        Some(own.layouts()[1].seen.clone())
+    );
+    assert_eq!(e.seen(2, None), None);
+}
+
+#[test]
+fn learning_rewards_mix_the_team_reward_and_each_roles_own_by_alpha() {
+    let half = RoleTable {
+        alpha: 0.5,
+        ..RoleTable::default()
+    };
+    let mut cooperative = env(RoleTable::default());
+    let mut mixed = env(half);
+    cooperative.reset(8);
+    mixed.reset(8);
+    for a in [0, 7, 100, 7] {
+        let t = cooperative.step(&a).unwrap();
+        assert_eq!(cooperative.learning_rewards(t.reward), vec![t.reward; 2]);
+        let t = mixed.step(&a).unwrap();
+        let own = mixed.role_rewards().to_vec();
+        let learn = mixed.learning_rewards(t.reward);
+        for (l, o) in learn.iter().zip(&own) {
+            assert_eq!(l.to_bits(), (0.5 * t.reward + 0.5 * o).to_bits());
+        }
+        assert_eq!(mixed.reward_tap().take(1), vec![learn]);
+    }
+}
+
 /// Same seed, same joint actions: the same observations and rewards, bit for bit.
 #[test]
 fn a_roles_world_is_deterministic() {
