@@ -146,3 +146,133 @@ fn a_roles_run_writes_one_row_per_hour_with_the_team_reward() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs `steps` hours of the shipped roles world into a fresh trace of `format`, with
+/// `extra` flags, and returns its directory (removed by the caller) and path.
+fn roles_trace(
+    format: &str,
+    steps: u32,
+    extra: &[&str],
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!(
+        "perennial-roles-{format}-{}-{}",
+        extra.len(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join(format!("t.{format}"));
+    let steps = steps.to_string();
+    let mut args = vec![
+        "run",
+        "worlds/enterprise.toml",
+        "--agent",
+        "warehouse=base-stock,logistics=random",
+        "--steps",
+        &steps,
+        "--format",
+        format,
+        "--trace",
+        trace.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = perennial(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, trace)
+}
+
+/// Every row read back has both roles' rewards, and they sum to the team reward.
+fn assert_role_rewards_read_back(trace: &Path, rows: usize) {
+    let read: Vec<_> = perennial::trace::TraceReader::open(&[trace])
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(read.len(), rows);
+    for row in &read {
+        let roles: Vec<&str> = row.role_rewards.keys().map(String::as_str).collect();
+        assert_eq!(roles, ["logistics", "warehouse"], "step {}", row.step);
+        let sum: f64 = row.role_rewards.values().sum();
+        assert!(
+            (sum - row.reward).abs() <= 1e-9 * row.reward.abs().max(1.0),
+            "step {}: roles {sum} vs team {}",
+            row.step,
+            row.reward
+        );
+    }
+}
+
+#[test]
+fn a_jsonl_roles_trace_writes_role_rewards_after_bound_and_reads_them_back() {
+    let (dir, trace) = roles_trace("jsonl", 200, &[]);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let first = text.lines().next().unwrap();
+    let at = first.find(r#","role_rewards":{"warehouse":"#).expect(first);
+    assert!(first.find(r#","bound":"#).unwrap() < at, "{first}");
+    assert_role_rewards_read_back(&trace, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_csv_roles_trace_has_one_r_column_per_role_and_reads_them_back() {
+    let (dir, trace) = roles_trace("csv", 200, &["--record-transitions"]);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.ends_with(",bound,r.warehouse,r.logistics,obs,action"),
+        "{header}"
+    );
+    assert_role_rewards_read_back(&trace, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_parquet_roles_trace_has_a_role_rewards_struct_and_reads_it_back() {
+    let (dir, trace) = roles_trace("parquet", 200, &["--record-transitions"]);
+    let part = std::fs::File::open(trace.join("part-00000.parquet")).unwrap();
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(part).unwrap();
+    let field = reader
+        .schema()
+        .field_with_name("role_rewards")
+        .unwrap()
+        .clone();
+    match field.data_type() {
+        arrow_schema::DataType::Struct(fields) => {
+            let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+            assert_eq!(names, ["warehouse", "logistics"]);
+        }
+        other => panic!("role_rewards is {other}"),
+    }
+    assert_role_rewards_read_back(&trace, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_trace_of_a_world_without_roles_has_no_role_rewards() {
+    let dir = std::env::temp_dir().join(format!("perennial-noroles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.jsonl");
+    let out = perennial(&[
+        "run",
+        "worlds/warehouse.toml",
+        "--steps",
+        "20",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(!text.contains("role_rewards"));
+    let rows: Vec<_> = perennial::trace::TraceReader::open(&[&trace])
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(rows.iter().all(|r| r.role_rewards.is_empty()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
