@@ -276,3 +276,73 @@ fn a_trace_of_a_world_without_roles_has_no_role_rewards() {
     assert!(rows.iter().all(|r| r.role_rewards.is_empty()));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `perennial eval --json` of `args`, parsed; panics unless it succeeds.
+fn eval_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["eval", "--json"];
+    all.extend_from_slice(args);
+    let out = perennial(&all);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn mean_estimate(report: &serde_json::Value) -> f64 {
+    report["aggregate"]["algorithms"][0]["mean"]["estimate"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn eval_role_measures_each_roles_own_reward_and_they_add_up_to_the_team() {
+    let (dir, trace) = roles_trace("jsonl", 1000, &[]);
+    let (pdir, parquet) = roles_trace("parquet", 1000, &[]);
+    let t = trace.to_str().unwrap();
+    let team = mean_estimate(&eval_json(&[t]));
+    let warehouse = mean_estimate(&eval_json(&[t, "--role", "warehouse"]));
+    let logistics = mean_estimate(&eval_json(&[t, "--role", "logistics"]));
+    assert!(warehouse != team && logistics != team);
+    assert!(
+        (warehouse + logistics - team).abs() <= 1e-6 * team.abs().max(1.0),
+        "{warehouse} + {logistics} vs {team}"
+    );
+    // Parquet goes the row path for a role and gives the same figures.
+    let p = parquet.to_str().unwrap();
+    assert_eq!(
+        eval_json(&[p, "--role", "logistics"])["aggregate"],
+        eval_json(&[t, "--role", "logistics"])["aggregate"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&pdir);
+}
+
+#[test]
+fn eval_role_refuses_an_unknown_role_or_a_trace_without_roles_naming_the_flag() {
+    let (dir, trace) = roles_trace("csv", 20, &[]);
+    let out = perennial(&["eval", trace.to_str().unwrap(), "--role", "sales"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`--role sales`"), "{err}");
+    assert!(err.contains("its roles are logistics, warehouse"), "{err}");
+    let single = dir.join("single.jsonl");
+    let out = perennial(&[
+        "run",
+        "worlds/warehouse.toml",
+        "--steps",
+        "20",
+        "--trace",
+        single.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let out = perennial(&["eval", single.to_str().unwrap(), "--role", "warehouse"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`--role warehouse`") && err.contains("no `role_rewards` column"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
