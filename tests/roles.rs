@@ -346,3 +346,63 @@ fn eval_role_refuses_an_unknown_role_or_a_trace_without_roles_naming_the_flag() 
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn episodes_of_a_roles_trace_hold_one_trajectory_per_role_grouped_per_role() {
+    let (dir, trace) = roles_trace("jsonl", 300, &["--record-transitions"]);
+    let out = dir.join("ep.jsonl");
+    let run = perennial(&[
+        "episodes",
+        trace.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--advantage",
+        "grpo",
+        "--chunk-steps",
+        "100",
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        summary.contains("enterprise:warehouse (3 trajectories")
+            && summary.contains("enterprise:logistics (3 trajectories"),
+        "{summary}"
+    );
+    let rows: Vec<perennial::trace::TraceRow> = perennial::trace::TraceReader::open(&[&trace])
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut splits = Vec::new();
+    for (e, line) in text.lines().enumerate() {
+        let episode: serde_json::Value = serde_json::from_str(line).unwrap();
+        let t = episode["trajectories"].as_array().unwrap();
+        let names: Vec<&str> = t.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["warehouse", "logistics"]);
+        for (k, step) in t[0]["steps"].as_array().unwrap().iter().enumerate() {
+            let row = &rows[e * 100 + k];
+            let (w, l) = (&t[0]["steps"][k], &t[1]["steps"][k]);
+            assert_eq!(w["reward"].as_f64(), Some(row.role_rewards["warehouse"]));
+            assert_eq!(l["reward"].as_f64(), Some(row.role_rewards["logistics"]));
+            assert_eq!(step["info"]["team_reward"].as_f64(), Some(row.reward));
+            // The joint index is the warehouse index times the logistics count plus the
+            // logistics index; both are role indices, not the joint one.
+            let joint = row.action.as_ref().unwrap().as_u64().unwrap();
+            let (wi, li) = (w["action"].as_u64().unwrap(), l["action"].as_u64().unwrap());
+            splits.push((joint, wi, li));
+            assert!(w["advantage"].is_number() && l["advantage"].is_number());
+        }
+    }
+    let (joint, wi, li) = *splits.iter().find(|s| s.1 > 0).unwrap();
+    let n_logistics = (joint - li) / wi;
+    for &(joint, wi, li) in &splits {
+        assert!(
+            li < n_logistics && joint == wi * n_logistics + li,
+            "{joint}: {wi} {li}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
