@@ -126,6 +126,7 @@ fn write_trace(path: &Path, rows: u64) {
         payouts: payouts.to_vec(),
         record_transitions: false,
         bound: false,
+        roles: Vec::new(),
     };
     let mut w = perennial::trace::create(path, TraceFormat::Jsonl, &identity, &columns)
         .expect("create the bench trace");
@@ -161,6 +162,7 @@ fn write_trace(path: &Path, rows: u64) {
             truncated: false,
             ceiling: Some(if done { 13.0 } else { 3.0 }),
             bound: None,
+            role_rewards: &[],
             obs: None,
             action_json: None,
         })

@@ -50,6 +50,10 @@ pub trait DynEnv {
     fn reward_ceiling(&self) -> Option<Ceiling>;
     /// See [`Env::expected_bound`].
     fn reward_bound(&self) -> Option<f64>;
+    /// See [`Env::role_names`].
+    fn role_names_dyn(&self) -> &[String];
+    /// See [`Env::role_rewards`].
+    fn role_rewards_dyn(&self) -> &[f64];
     /// See [`Env::drain_events`].
     fn drain_world_events(&mut self, out: &mut Vec<WorldEvent>);
     /// See [`Env::save_state`].
@@ -126,6 +130,14 @@ impl<E: Env<Action = usize> + Shiftable + 'static> DynEnv for E {
         Env::expected_bound(self)
     }
 
+    fn role_names_dyn(&self) -> &[String] {
+        Env::role_names(self)
+    }
+
+    fn role_rewards_dyn(&self) -> &[f64] {
+        Env::role_rewards(self)
+    }
+
     fn drain_world_events(&mut self, out: &mut Vec<WorldEvent>) {
         Env::drain_events(self, out);
     }
@@ -189,6 +201,14 @@ impl Env for Box<dyn DynEnv> {
 
     fn expected_bound(&self) -> Option<f64> {
         self.as_ref().reward_bound()
+    }
+
+    fn role_names(&self) -> &[String] {
+        self.as_ref().role_names_dyn()
+    }
+
+    fn role_rewards(&self) -> &[f64] {
+        self.as_ref().role_rewards_dyn()
     }
 
     fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {

@@ -89,6 +89,19 @@ pub trait Env {
         None
     }
 
+    /// The roles of a world run by several agents at once (one joint action, one index
+    /// per role), in role order; empty (the default) for a world with one agent. A trace
+    /// of a world with roles writes a `role_rewards` column.
+    fn role_names(&self) -> &[String] {
+        &[]
+    }
+
+    /// The last step's own reward per role, in [`Env::role_names`] order (empty by
+    /// default). The team reward stays the transition's `reward`.
+    fn role_rewards(&self) -> &[f64] {
+        &[]
+    }
+
     /// Moves the exogenous events the world injected during the last [`Env::step`]
     /// (failures, outages, demand spikes) into `out`, oldest first, leaving none behind.
     /// The harness calls it after every step when a trace is written and records them in

@@ -49,6 +49,7 @@ fn args(traces: Vec<PathBuf>) -> EvalArgs {
         profile_plot: None,
         gamma: 1.0,
         events: false,
+        role: None,
     }
 }
 

@@ -146,3 +146,263 @@ fn a_roles_run_writes_one_row_per_hour_with_the_team_reward() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs `steps` hours of the shipped roles world into a fresh trace of `format`, with
+/// `extra` flags, and returns its directory (removed by the caller) and path.
+fn roles_trace(
+    format: &str,
+    steps: u32,
+    extra: &[&str],
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!(
+        "perennial-roles-{format}-{}-{}",
+        extra.len(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join(format!("t.{format}"));
+    let steps = steps.to_string();
+    let mut args = vec![
+        "run",
+        "worlds/enterprise.toml",
+        "--agent",
+        "warehouse=base-stock,logistics=random",
+        "--steps",
+        &steps,
+        "--format",
+        format,
+        "--trace",
+        trace.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = perennial(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, trace)
+}
+
+/// Every row read back has both roles' rewards, and they sum to the team reward.
+fn assert_role_rewards_read_back(trace: &Path, rows: usize) {
+    let read: Vec<_> = perennial::trace::TraceReader::open(&[trace])
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(read.len(), rows);
+    for row in &read {
+        let roles: Vec<&str> = row.role_rewards.keys().map(String::as_str).collect();
+        assert_eq!(roles, ["logistics", "warehouse"], "step {}", row.step);
+        let sum: f64 = row.role_rewards.values().sum();
+        assert!(
+            (sum - row.reward).abs() <= 1e-9 * row.reward.abs().max(1.0),
+            "step {}: roles {sum} vs team {}",
+            row.step,
+            row.reward
+        );
+    }
+}
+
+#[test]
+fn a_jsonl_roles_trace_writes_role_rewards_after_bound_and_reads_them_back() {
+    let (dir, trace) = roles_trace("jsonl", 200, &[]);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let first = text.lines().next().unwrap();
+    let at = first.find(r#","role_rewards":{"warehouse":"#).expect(first);
+    assert!(first.find(r#","bound":"#).unwrap() < at, "{first}");
+    assert_role_rewards_read_back(&trace, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_csv_roles_trace_has_one_r_column_per_role_and_reads_them_back() {
+    let (dir, trace) = roles_trace("csv", 200, &["--record-transitions"]);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.ends_with(",bound,r.warehouse,r.logistics,obs,action"),
+        "{header}"
+    );
+    assert_role_rewards_read_back(&trace, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_parquet_roles_trace_has_a_role_rewards_struct_and_reads_it_back() {
+    let (dir, trace) = roles_trace("parquet", 200, &["--record-transitions"]);
+    let part = std::fs::File::open(trace.join("part-00000.parquet")).unwrap();
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(part).unwrap();
+    let field = reader
+        .schema()
+        .field_with_name("role_rewards")
+        .unwrap()
+        .clone();
+    match field.data_type() {
+        arrow_schema::DataType::Struct(fields) => {
+            let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+            assert_eq!(names, ["warehouse", "logistics"]);
+        }
+        other => panic!("role_rewards is {other}"),
+    }
+    assert_role_rewards_read_back(&trace, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_trace_of_a_world_without_roles_has_no_role_rewards() {
+    let dir = std::env::temp_dir().join(format!("perennial-noroles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.jsonl");
+    let out = perennial(&[
+        "run",
+        "worlds/warehouse.toml",
+        "--steps",
+        "20",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(!text.contains("role_rewards"));
+    let rows: Vec<_> = perennial::trace::TraceReader::open(&[&trace])
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(rows.iter().all(|r| r.role_rewards.is_empty()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `perennial eval --json` of `args`, parsed; panics unless it succeeds.
+fn eval_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["eval", "--json"];
+    all.extend_from_slice(args);
+    let out = perennial(&all);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn mean_estimate(report: &serde_json::Value) -> f64 {
+    report["aggregate"]["algorithms"][0]["mean"]["estimate"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn eval_role_measures_each_roles_own_reward_and_they_add_up_to_the_team() {
+    let (dir, trace) = roles_trace("jsonl", 1000, &[]);
+    let (pdir, parquet) = roles_trace("parquet", 1000, &[]);
+    let t = trace.to_str().unwrap();
+    let team = mean_estimate(&eval_json(&[t]));
+    let warehouse = mean_estimate(&eval_json(&[t, "--role", "warehouse"]));
+    let logistics = mean_estimate(&eval_json(&[t, "--role", "logistics"]));
+    assert!(warehouse != team && logistics != team);
+    assert!(
+        (warehouse + logistics - team).abs() <= 1e-6 * team.abs().max(1.0),
+        "{warehouse} + {logistics} vs {team}"
+    );
+    // Parquet goes the row path for a role and gives the same figures.
+    let p = parquet.to_str().unwrap();
+    assert_eq!(
+        eval_json(&[p, "--role", "logistics"])["aggregate"],
+        eval_json(&[t, "--role", "logistics"])["aggregate"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&pdir);
+}
+
+#[test]
+fn eval_role_refuses_an_unknown_role_or_a_trace_without_roles_naming_the_flag() {
+    let (dir, trace) = roles_trace("csv", 20, &[]);
+    let out = perennial(&["eval", trace.to_str().unwrap(), "--role", "sales"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`--role sales`"), "{err}");
+    assert!(err.contains("its roles are logistics, warehouse"), "{err}");
+    let single = dir.join("single.jsonl");
+    let out = perennial(&[
+        "run",
+        "worlds/warehouse.toml",
+        "--steps",
+        "20",
+        "--trace",
+        single.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let out = perennial(&["eval", single.to_str().unwrap(), "--role", "warehouse"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`--role warehouse`") && err.contains("no `role_rewards` column"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn episodes_of_a_roles_trace_hold_one_trajectory_per_role_grouped_per_role() {
+    let (dir, trace) = roles_trace("jsonl", 300, &["--record-transitions"]);
+    let out = dir.join("ep.jsonl");
+    let run = perennial(&[
+        "episodes",
+        trace.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--advantage",
+        "grpo",
+        "--chunk-steps",
+        "100",
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        summary.contains("enterprise:warehouse (3 trajectories")
+            && summary.contains("enterprise:logistics (3 trajectories"),
+        "{summary}"
+    );
+    let rows: Vec<perennial::trace::TraceRow> = perennial::trace::TraceReader::open(&[&trace])
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut splits = Vec::new();
+    for (e, line) in text.lines().enumerate() {
+        let episode: serde_json::Value = serde_json::from_str(line).unwrap();
+        let t = episode["trajectories"].as_array().unwrap();
+        let names: Vec<&str> = t.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["warehouse", "logistics"]);
+        for (k, step) in t[0]["steps"].as_array().unwrap().iter().enumerate() {
+            let row = &rows[e * 100 + k];
+            let (w, l) = (&t[0]["steps"][k], &t[1]["steps"][k]);
+            assert_eq!(w["reward"].as_f64(), Some(row.role_rewards["warehouse"]));
+            assert_eq!(l["reward"].as_f64(), Some(row.role_rewards["logistics"]));
+            assert_eq!(step["info"]["team_reward"].as_f64(), Some(row.reward));
+            // The joint index is the warehouse index times the logistics count plus the
+            // logistics index; both are role indices, not the joint one.
+            let joint = row.action.as_ref().unwrap().as_u64().unwrap();
+            let (wi, li) = (w["action"].as_u64().unwrap(), l["action"].as_u64().unwrap());
+            splits.push((joint, wi, li));
+            assert!(w["advantage"].is_number() && l["advantage"].is_number());
+        }
+    }
+    let (joint, wi, li) = *splits.iter().find(|s| s.1 > 0).unwrap();
+    let n_logistics = (joint - li) / wi;
+    for &(joint, wi, li) in &splits {
+        assert!(
+            li < n_logistics && joint == wi * n_logistics + li,
+            "{joint}: {wi} {li}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -50,6 +50,43 @@ struct Source {
     row: u64,
     /// The `fork` event of the file's events table, when the trace is a fork's rollout.
     fork: Option<ForkOrigin>,
+    /// The run's roles in role order with their action counts, from the world file its
+    /// manifest records: read at the first row with role rewards (`None` until then;
+    /// `Some(None)` when no manifest names an enterprise world).
+    roles: Option<Option<Vec<(String, usize)>>>,
+}
+
+/// Each role of the run beside `trace` and its number of actions, in role order, from the
+/// world file the run's manifest records; `None` without a manifest or a roles world.
+fn role_actions(trace: &Path) -> Option<Vec<(String, usize)>> {
+    let record = crate::trace::Manifest::beside(trace)?.world_file?;
+    let world = crate::world_file::WorldFile::parse(&record.text, &record.path).ok()?;
+    let env = crate::registry::build(&world, crate::registry::Registry::shared_builtin()).ok()?;
+    let roles = env
+        .as_ref()
+        .world_any()
+        .downcast_ref::<crate::morpheus::roles::EnterpriseEnv>()?;
+    Some(
+        roles
+            .roles()
+            .roles
+            .iter()
+            .zip(roles.layouts())
+            .map(|(r, l)| (r.name.clone(), l.actions))
+            .collect(),
+    )
+}
+
+/// The index of each role in the joint action `joint` (the first role most significant,
+/// as the enterprise world combines them), `None` when it is not such an index.
+fn split_joint(joint: &Value, roles: &[(String, usize)]) -> Option<Vec<usize>> {
+    let mut j = usize::try_from(joint.as_u64()?).ok()?;
+    let mut out = vec![0; roles.len()];
+    for (slot, (_, n)) in out.iter_mut().zip(roles).rev() {
+        *slot = j % (*n).max(1);
+        j /= (*n).max(1);
+    }
+    (j == 0).then_some(out)
 }
 
 /// Where a fork's rollout came from: its group and its index in it.
@@ -102,6 +139,10 @@ struct Pending {
     signals: BTreeMap<String, f64>,
     regimes: Vec<String>,
     fork: Option<ForkOrigin>,
+    /// Per Step, each role's own reward (empty maps in a run without roles).
+    role_rewards: Vec<BTreeMap<String, f64>>,
+    /// The roles and their action counts, when the run's world file was found.
+    roles: Option<Vec<(String, usize)>>,
 }
 
 impl EpisodeReader {
@@ -183,6 +224,7 @@ impl EpisodeReader {
                 self.source = Some(Source {
                     reader: TraceReader::open(&[&path]),
                     fork: ForkOrigin::of(&path),
+                    roles: None,
                     path,
                     row: 0,
                 });
@@ -301,9 +343,18 @@ impl EpisodeReader {
         cursor.next_episode_step = row.episode_step + 1;
         let done = row.terminated || row.truncated;
         let reason = TerminationReason::from_flags(row.terminated, row.truncated);
+        let roles = match self.source.as_mut() {
+            Some(s) if !row.role_rewards.is_empty() => {
+                s.roles.get_or_insert_with(|| role_actions(&s.path)).clone()
+            }
+            _ => None,
+        };
         let pending = self
             .pending
             .get_or_insert_with(|| Pending::start(&row, cursor.chunks, fork));
+        if pending.roles.is_none() {
+            pending.roles = roles;
+        }
         match (call_steps, transition) {
             (Some(steps), _) => {
                 pending.note(&row);
@@ -356,6 +407,8 @@ impl Pending {
             signals: BTreeMap::new(),
             regimes: Vec::new(),
             fork,
+            role_rewards: Vec::new(),
+            roles: None,
         }
     }
 
@@ -371,8 +424,10 @@ impl Pending {
     }
 
     /// Counts `row` in the episode and adds its Step.
-    fn push(&mut self, row: TraceRow, obs: Vec<f64>, action: Value) {
+    fn push(&mut self, mut row: TraceRow, obs: Vec<f64>, action: Value) {
         self.note(&row);
+        self.role_rewards
+            .push(std::mem::take(&mut row.role_rewards));
         let mut info = BTreeMap::new();
         info.insert("step".to_string(), Value::from(row.step));
         info.insert("episode_step".into(), Value::from(row.episode_step));
@@ -422,22 +477,22 @@ fn finish(
             (p.task.clone(), idx)
         }
     };
-    let mut to_go = 0.0;
-    for s in p.steps.iter_mut().rev() {
-        to_go += s.reward;
-        s.mc_return = to_go;
-    }
     let reward: f64 = p.steps.iter().map(|s| s.reward).sum();
     let n = p.steps.len() as u64;
     let task = Value::from(p.task.as_str());
-    let trajectory = Trajectory {
-        uid: format!("{}:{}:{}", p.run_id, p.episode, p.first_step),
-        name: AGENT_NAME.into(),
-        task: task.clone(),
-        steps: p.steps,
-        reward,
-        signals: p.signals,
-        metadata: BTreeMap::from([("algorithm_id".into(), Value::from(p.algorithm_id.as_str()))]),
+    let uid = format!("{}:{}:{}", p.run_id, p.episode, p.first_step);
+    let metadata = BTreeMap::from([("algorithm_id".into(), Value::from(p.algorithm_id.as_str()))]);
+    let trajectories = if p.role_rewards.iter().all(BTreeMap::is_empty) {
+        vec![trajectory(
+            uid,
+            AGENT_NAME.into(),
+            &task,
+            std::mem::take(&mut p.steps),
+            std::mem::take(&mut p.signals),
+            metadata,
+        )]
+    } else {
+        role_trajectories(&mut p, &uid, &task, &metadata)
     };
     let mut metadata = BTreeMap::from([
         ("run_id".to_string(), Value::from(p.run_id.as_str())),
@@ -466,11 +521,100 @@ fn finish(
         termination_reason: reason,
         is_correct: false,
         session_id: Some(p.run_id),
-        trajectories: vec![trajectory],
+        trajectories,
         artifacts: BTreeMap::new(),
         metrics: BTreeMap::from([("steps".to_string(), n as f64), ("reward".into(), reward)]),
         metadata,
     }
+}
+
+/// A trajectory of `steps`, their rewards-to-go filled in.
+fn trajectory(
+    uid: String,
+    name: String,
+    task: &Value,
+    mut steps: Vec<Step>,
+    signals: BTreeMap<String, f64>,
+    metadata: BTreeMap<String, Value>,
+) -> Trajectory {
+    let mut to_go = 0.0;
+    for s in steps.iter_mut().rev() {
+        to_go += s.reward;
+        s.mc_return = to_go;
+    }
+    Trajectory {
+        uid,
+        name,
+        task: task.clone(),
+        reward: steps.iter().map(|s| s.reward).sum(),
+        steps,
+        signals,
+        metadata,
+    }
+}
+
+/// One trajectory per role of a roles run, in role order: each Step's reward the role's
+/// own, its observation the one the trace recorded (the full state), its action the
+/// role's own index, split from the joint action by the action counts of the world file
+/// the run's manifest records (the joint action, with `joint_action` in the Step's info,
+/// when no manifest is found). The Step's info keeps the team reward as `team_reward`.
+fn role_trajectories(
+    p: &mut Pending,
+    uid: &str,
+    task: &Value,
+    metadata: &BTreeMap<String, Value>,
+) -> Vec<Trajectory> {
+    let names: Vec<String> = match &p.roles {
+        Some(roles) => roles.iter().map(|(n, _)| n.clone()).collect(),
+        None => p
+            .role_rewards
+            .iter()
+            .flat_map(|m| m.keys())
+            .fold(Vec::new(), |mut v, k| {
+                if !v.contains(k) {
+                    v.push(k.clone());
+                }
+                v
+            }),
+    };
+    names
+        .iter()
+        .enumerate()
+        .map(|(r, name)| {
+            let steps = p
+                .steps
+                .iter()
+                .zip(&p.role_rewards)
+                .map(|(s, own)| {
+                    let mut s = s.clone();
+                    s.metadata
+                        .insert("team_reward".into(), Value::from(s.reward));
+                    s.reward = own.get(name).copied().unwrap_or(0.0);
+                    match p
+                        .roles
+                        .as_deref()
+                        .and_then(|roles| split_joint(&s.action, roles))
+                    {
+                        Some(split) => s.action = Value::from(split[r]),
+                        None => {
+                            s.metadata.insert("joint_action".into(), Value::from(true));
+                        }
+                    }
+                    s
+                })
+                .collect();
+            let mut metadata = metadata.clone();
+            metadata.insert("role".into(), Value::from(name.as_str()));
+            trajectory(
+                format!("{uid}:{name}"),
+                name.clone(),
+                task,
+                steps,
+                p.signals.clone(),
+                metadata,
+            )
+        })
+        .collect()
 }
 
 impl Iterator for EpisodeReader {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use super::{EvalError, EvalOptions, evaluate, plot_svg, profile_plot_svg};
 
 /// `perennial eval TRACE... [--json] [--plot FILE.svg] [--window W] [--include-payout]
-/// [--reference REF...] [--floor TRACE...] [--profile-plot FILE.svg] [--gamma G]`
+/// [--reference REF...] [--floor TRACE...] [--profile-plot FILE.svg] [--gamma G] [--role R]`
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct EvalArgs {
@@ -45,6 +45,10 @@ pub struct EvalArgs {
     /// beside its trace as `<trace-stem>.events.<format>`; with `--json` under `"events"`.
     #[cfg_attr(feature = "cli", arg(long))]
     pub events: bool,
+    /// In a trace of a world with roles: the metrics on this role's own reward (its
+    /// `role_rewards` entry) instead of the team reward; gap metrics are left out.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "ROLE"))]
+    pub role: Option<String>,
 }
 
 #[cfg(feature = "cli")]
@@ -68,6 +72,7 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
         references: args.references.clone(),
         floors: args.floors.clone(),
         gamma: args.gamma,
+        role: args.role.clone(),
         ..EvalOptions::default()
     };
     // Before any work: a plot must not replace a trace it reads (or the other plot), nor

@@ -42,6 +42,17 @@ pub enum EvalError {
         /// The files given.
         paths: Vec<PathBuf>,
     },
+    /// `--role` names a role the trace has no reward for (or the trace has no roles).
+    UnknownRole {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number of the first row without it.
+        line: u64,
+        /// The role asked for.
+        role: String,
+        /// The roles that row has, sorted (none in a trace of a world without roles).
+        roles: Vec<String>,
+    },
     /// An option is out of range.
     InvalidOptions(String),
     /// A file eval writes could not be written or read back: the plot, or the spill file
@@ -91,6 +102,27 @@ impl fmt::Display for EvalError {
                     }
                 )
             }
+            EvalError::UnknownRole {
+                path,
+                line,
+                role,
+                roles,
+            } if roles.is_empty() => write!(
+                f,
+                "{}:{line}: `--role {role}`: the trace has no `role_rewards` column (no roles: it is not a run of a world with roles such as worlds/enterprise.toml); drop `--role`",
+                path.display()
+            ),
+            EvalError::UnknownRole {
+                path,
+                line,
+                role,
+                roles,
+            } => write!(
+                f,
+                "{}:{line}: `--role {role}`: the trace has no role `{role}`; its roles are {}",
+                path.display(),
+                roles.join(", ")
+            ),
             EvalError::InvalidOptions(m) => f.write_str(m),
             EvalError::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }

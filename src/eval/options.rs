@@ -22,6 +22,10 @@ pub struct EvalOptions {
     /// The γ of the aggregate optimality gap (1.0, rliable's default, meant for normalized
     /// scores).
     pub gamma: f64,
+    /// Measure this role's own reward (the trace's `role_rewards` column) instead of the
+    /// team reward (none). Ceilings and bounds bound the team reward, not a role's, so the
+    /// gap metrics are left out.
+    pub role: Option<String>,
 }
 
 impl Default for EvalOptions {
@@ -34,6 +38,7 @@ impl Default for EvalOptions {
             references: Vec::new(),
             floors: Vec::new(),
             gamma: 1.0,
+            role: None,
         }
     }
 }

@@ -21,7 +21,7 @@ use super::error::EvalError;
 use super::options::EvalOptions;
 use super::run::{Ceiling, RunScan, Span};
 use super::spill::Spill;
-use crate::trace::{Columns, Located, ParquetSource, Projection, TraceReader};
+use crate::trace::{Columns, Located, ParquetSource, Projection, Terms, TraceReader};
 
 /// Pass 1's state across files.
 pub(crate) struct Pass1<'o> {
@@ -98,7 +98,8 @@ impl<'o> Pass1<'o> {
                 Some(Err(e)) => return Err(e.into()),
                 Some(Ok(())) => {}
             }
-            match source.columns() {
+            // A role's reward is not among the metric columns: its rows go the row path.
+            match source.columns().filter(|_| self.options.role.is_none()) {
                 Some(columns) => self.columns(&source, &columns)?,
                 None => {
                     for i in 0..source.batch_len() {
@@ -217,8 +218,17 @@ impl<'o> Pass1<'o> {
         Ok(())
     }
 
-    /// One row: its run found or opened, its identity, step and ceiling checked.
+    /// One row: its run found or opened, its identity, step and ceiling checked. With
+    /// [`EvalOptions::role`], the row as that role sees it ([`role_row`]).
     pub(crate) fn row(&mut self, at: &Located<'_>) -> Result<(), EvalError> {
+        let own;
+        let at = match &self.options.role {
+            None => at,
+            Some(role) => {
+                own = role_row(at, role)?;
+                &own
+            }
+        };
         let row = &at.row;
         let r = match self.current {
             Some(r) if self.runs[r].run_id == row.run_id => r,
@@ -297,4 +307,45 @@ impl<'o> Pass1<'o> {
         }
         Ok(())
     }
+}
+
+/// `at` with role `role`'s own reward as its reward: no components, payouts, ceiling or
+/// bound, which are the team's.
+///
+/// # Errors
+///
+/// [`EvalError::UnknownRole`] when the row has no reward for `role`.
+fn role_row<'a>(at: &Located<'a>, role: &str) -> Result<Located<'a>, EvalError> {
+    let row = &at.row;
+    let reward = row
+        .role_rewards
+        .iter()
+        .find(|(name, _)| *name == role)
+        .map(|(_, v)| v)
+        .ok_or_else(|| {
+            let mut roles: Vec<String> = row
+                .role_rewards
+                .iter()
+                .map(|(n, _)| n.to_string())
+                .collect();
+            roles.sort_unstable();
+            EvalError::UnknownRole {
+                path: at.path.to_path_buf(),
+                line: at.line,
+                role: role.to_string(),
+                roles,
+            }
+        })?;
+    let mut own = row.clone();
+    own.reward = reward;
+    own.components = Terms::default();
+    own.payout = Terms::default();
+    own.ceiling = None;
+    own.bound = None;
+    own.role_rewards = Terms::default();
+    Ok(Located {
+        path: at.path,
+        line: at.line,
+        row: own,
+    })
 }

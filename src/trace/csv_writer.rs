@@ -1,4 +1,4 @@
-//! The CSV trace writer: maps flattened into `c.<name>` and `p.<name>` columns.
+//! The CSV trace writer: maps flattened into `c.<name>`, `p.<name>` and `r.<role>` columns.
 
 use super::line::LineFormat;
 use super::row::{BOUND, COLUMNS, RowRecord, RunIdentity};
@@ -33,6 +33,7 @@ pub(crate) fn header(columns: &TraceColumns, notify: bool) -> Vec<String> {
     if columns.bound {
         h.push(BOUND.into());
     }
+    h.extend(columns.roles.iter().map(|r| format!("r.{r}")));
     if columns.record_transitions {
         h.push("obs".into());
         h.push("action".into());
@@ -105,6 +106,8 @@ impl LineFormat for CsvWriter {
         if self.bound {
             self.fields.push(row.bound.map(fmt_f64).unwrap_or_default());
         }
+        self.fields
+            .extend(row.role_rewards.iter().map(|&v| fmt_f64(v)));
         if self.record_transitions {
             let obs: Vec<f32> = row.obs.unwrap_or_default().to_vec();
             self.fields

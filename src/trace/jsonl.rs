@@ -14,6 +14,8 @@ pub(crate) struct JsonlWriter {
     payout_keys: Vec<Vec<u8>>,
     record_transitions: bool,
     bound: bool,
+    /// Each role's key in the `role_rewards` map; empty without roles.
+    role_keys: Vec<Vec<u8>>,
     last_regime: String,
     last_regime_json: Vec<u8>,
 }
@@ -50,6 +52,7 @@ impl JsonlWriter {
             payout_keys: columns.payouts.iter().map(key).collect(),
             record_transitions: columns.record_transitions,
             bound: columns.bound,
+            role_keys: columns.roles.iter().map(key).collect(),
             last_regime: String::new(),
             last_regime_json: json_string(""),
         }
@@ -125,6 +128,10 @@ impl LineFormat for JsonlWriter {
                 Some(c) => push_f64(b, c),
                 None => b.extend(b"null"),
             }
+        }
+        if !self.role_keys.is_empty() {
+            b.extend(b",\"role_rewards\":");
+            push_map(b, &self.role_keys, row.role_rewards);
         }
         if self.record_transitions {
             b.extend(b",\"obs\":[");

@@ -88,7 +88,7 @@ pub use events::{
 pub use line::tail_hash;
 use line::{LineSink, RowBuffer};
 pub use reader::{Located, RowRef, Terms, TraceFormat, TraceReader};
-pub use row::{BOUND, COLUMNS, RowRecord, RunIdentity, TraceRow};
+pub use row::{BOUND, COLUMNS, ROLE_REWARDS, RowRecord, RunIdentity, TraceRow};
 pub use sink::{TraceColumns, TraceSink};
 
 use std::fs::File;
@@ -489,6 +489,7 @@ mod tests {
             truncated: !payouts.is_empty(),
             ceiling: Some(2.0),
             bound: None,
+            role_rewards: &[],
             obs: None,
             action_json: None,
         }
@@ -507,6 +508,7 @@ mod tests {
             payouts: vec!["settle".to_string()],
             record_transitions: false,
             bound,
+            roles: Vec::new(),
         };
         let mut sink = create(path, format, &identity(), &columns).unwrap();
         for s in 0..rows {

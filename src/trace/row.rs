@@ -35,6 +35,11 @@ pub const COLUMNS: [&str; 15] = [
 /// as null.
 pub const BOUND: &str = "bound";
 
+/// The optional column after `bound`: each role's own reward (`{role: reward}`), written
+/// only for a world run by several roles ([`Env::role_names`]); CSV writes one
+/// `r.<role>` column per role, Parquet a struct. Readers take a missing column as no roles.
+pub const ROLE_REWARDS: &str = "role_rewards";
+
 /// Who ran what: the columns that are the same on every row of a run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunIdentity {
@@ -96,6 +101,10 @@ pub struct TraceRow {
     /// trace has no `bound` column.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound: Option<f64>,
+    /// Each role's own reward in a world run by several roles (their team reward is
+    /// `reward`); empty where the world has no roles.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub role_rewards: BTreeMap<String, f64>,
     /// With `--record-transitions`: the observation the agent acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub obs: Option<Vec<f64>>,
@@ -138,6 +147,8 @@ pub struct RowRecord<'a> {
     pub ceiling: Option<f64>,
     /// The expected-reward bound in force.
     pub bound: Option<f64>,
+    /// Each role's own reward, in the writer's role order; empty without roles.
+    pub role_rewards: &'a [f64],
     /// The observation acted on, when transitions are recorded.
     pub obs: Option<&'a [f32]>,
     /// The action as JSON text, when transitions are recorded.
@@ -148,7 +159,7 @@ impl<'a> RowRecord<'a> {
     /// The row of step `step` (the `episode_step`-th of episode `episode`) that produced `t`,
     /// under the label `regime` of origin `origin`, in `env`: `t`'s reward, flags and
     /// terms, its payouts only when it ended the episode, `env`'s ceiling for such a step
-    /// and its expected bound. No observation or action: set `obs` and `action_json` when
+    /// and its expected bound, and its roles' own rewards. No observation or action: set `obs` and `action_json` when
     /// transitions are recorded. The harness and the Python envs write their rows through
     /// this one definition.
     #[inline]
@@ -157,7 +168,7 @@ impl<'a> RowRecord<'a> {
         t: &'a Transition<E::Obs>,
         regime: &'a str,
         origin: Origin,
-        env: &E,
+        env: &'a E,
     ) -> Self {
         let done = t.done();
         let ceiling: Option<Ceiling> = env.ceiling();
@@ -178,6 +189,7 @@ impl<'a> RowRecord<'a> {
             truncated: t.truncated,
             ceiling: ceiling.map(|c| c.applicable(done)),
             bound: env.expected_bound(),
+            role_rewards: env.role_rewards(),
             obs: None,
             action_json: None,
         }

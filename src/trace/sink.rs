@@ -86,11 +86,14 @@ pub struct TraceColumns {
     pub record_transitions: bool,
     /// Write the [`BOUND`](row::BOUND) column: the env declares an expected bound.
     pub bound: bool,
+    /// The env's roles: with any, the [`ROLE_REWARDS`](super::row::ROLE_REWARDS) column
+    /// is written.
+    pub roles: Vec<String>,
 }
 
 impl TraceColumns {
     /// The columns of a trace of `env`: its spec's component and payout names, and the
-    /// `bound` column when it declares an expected bound.
+    /// `bound` column when it declares an expected bound, and its roles.
     pub fn for_env<E: crate::env::Env + ?Sized>(env: &E, record_transitions: bool) -> Self {
         let spec = env.spec();
         TraceColumns {
@@ -98,6 +101,7 @@ impl TraceColumns {
             payouts: spec.payouts.clone(),
             record_transitions,
             bound: env.expected_bound().is_some(),
+            roles: env.role_names().to_vec(),
         }
     }
 }

@@ -88,6 +88,7 @@ pub struct EnterpriseEnv {
     /// Per role, the indices of the breakdown's components it owns.
     owned: Vec<Vec<usize>>,
     spec: EnvSpec,
+    names: Vec<String>,
     own: Vec<f64>,
     tap: RewardTap,
     ops: Vec<Op>,
@@ -136,6 +137,7 @@ impl EnterpriseEnv {
         };
         Ok(EnterpriseEnv {
             own: vec![0.0; roles.roles.len()],
+            names: roles.roles.iter().map(|r| r.name.clone()).collect(),
             world,
             roles,
             layouts,
@@ -304,6 +306,14 @@ impl Env for EnterpriseEnv {
 
     fn expected_bound(&self) -> Option<f64> {
         self.world.expected_bound()
+    }
+
+    fn role_names(&self) -> &[String] {
+        &self.names
+    }
+
+    fn role_rewards(&self) -> &[f64] {
+        &self.own
     }
 
     fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {

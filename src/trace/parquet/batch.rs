@@ -10,7 +10,7 @@ use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 
 use crate::trace::error::TraceError;
-use crate::trace::row::{BOUND, COLUMNS};
+use crate::trace::row::{BOUND, COLUMNS, ROLE_REWARDS};
 
 /// The run a part's rows belong to, by the manifest perennial stores in every part's
 /// metadata: its run id, seed and agent.
@@ -142,6 +142,8 @@ pub(super) struct Batch {
     pub(super) ceiling: Option<Float64Array>,
     /// `None` for a trace without a `bound` column (null in every row).
     pub(super) bound: Option<Float64Array>,
+    /// Each role's name and rewards; empty for a trace without roles.
+    pub(super) role_rewards: Vec<(String, Float64Array)>,
     pub(super) obs: Option<ListArray>,
     pub(super) action: Option<ListArray>,
 }
@@ -385,6 +387,24 @@ pub(super) fn to_batch(batch: &RecordBatch, part: &Part) -> Result<Batch, TraceE
         bound: match col(BOUND) {
             None => None,
             Some(_) => Some(floats(BOUND, true)?),
+        },
+        role_rewards: match col(ROLE_REWARDS) {
+            None => Vec::new(),
+            Some(a) => {
+                let s = a
+                    .as_struct_opt()
+                    .ok_or_else(|| kind(ROLE_REWARDS, "a struct of float64", a.data_type()))?;
+                no_nulls(ROLE_REWARDS, a.as_ref())?;
+                s.fields()
+                    .iter()
+                    .zip(s.columns())
+                    .map(|(f, c)| {
+                        c.as_primitive_opt::<Float64Type>()
+                            .map(|v| (f.name().clone(), v.clone()))
+                            .ok_or_else(|| kind(ROLE_REWARDS, "a struct of float64", a.data_type()))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
         },
         obs: list("obs")?,
         action: list("action")?,

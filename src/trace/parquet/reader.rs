@@ -24,7 +24,7 @@ use super::layout::{ACTION_KEY, MANIFEST_KEY, list_parts, not_parquet, part_numb
 use crate::regime::{NotifyLevel, Origin};
 use crate::trace::error::{TornTail, TraceError};
 use crate::trace::reader::{Located, RowRef, Terms};
-use crate::trace::row::{BOUND, TraceRow};
+use crate::trace::row::{BOUND, ROLE_REWARDS, TraceRow};
 
 use super::batch::{
     Columns, Ints, Part, PartRun, Projection, every, finite, number, required, schema_error,
@@ -201,6 +201,7 @@ impl ParquetSource {
                 wanted.push(i);
             } else if *name == "notify"
                 || *name == BOUND
+                || *name == ROLE_REWARDS
                 || ((*name == "obs" || *name == "action") && self.projection.reads(name))
             {
                 wanted.push(i);
@@ -458,6 +459,13 @@ impl ParquetSource {
             Some(c) if c.is_valid(i) => Some(real(BOUND, c.value(i))?),
             _ => None,
         };
+        let mut role_rewards = Vec::with_capacity(b.role_rewards.len());
+        for (name, col) in &b.role_rewards {
+            if col.is_null(i) {
+                return Err(err(format!("column `{ROLE_REWARDS}.{name}` is null")));
+            }
+            role_rewards.push((Cow::Borrowed(name.as_str()), real(name, col.value(i))?));
+        }
         let notify = match &b.notify {
             None => NotifyLevel::None,
             Some(n) => n
@@ -486,6 +494,7 @@ impl ParquetSource {
             truncated: b.truncated.as_ref().is_some_and(|c| c.value(i)),
             ceiling,
             bound,
+            role_rewards: Terms(role_rewards),
             _obs: b.obs.as_ref().map(|_| serde::de::IgnoredAny),
             _action: b.action.as_ref().map(|_| serde::de::IgnoredAny),
         };
@@ -567,6 +576,11 @@ impl ParquetSource {
             truncated: r.truncated,
             ceiling: r.ceiling,
             bound: r.bound,
+            role_rewards: r
+                .role_rewards
+                .iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
             obs,
             action,
         })

@@ -10,7 +10,7 @@ use parquet::schema::types::ColumnPath;
 
 use super::pages::zstd_level;
 use crate::regime::Origin;
-use crate::trace::row::{BOUND, RunIdentity};
+use crate::trace::row::{BOUND, ROLE_REWARDS, RunIdentity};
 use crate::trace::sink::TraceColumns;
 
 pub(super) const ORIGINS: [&str; 4] = ["initial", "scheduled", "stochastic", "manual"];
@@ -70,6 +70,18 @@ pub fn schema(columns: &TraceColumns) -> Schema {
     ]);
     if columns.bound {
         fields.push(Field::new(BOUND, DataType::Float64, true));
+    }
+    if !columns.roles.is_empty() {
+        let roles: Vec<Field> = columns
+            .roles
+            .iter()
+            .map(|r| Field::new(r, DataType::Float64, false))
+            .collect();
+        fields.push(Field::new(
+            ROLE_REWARDS,
+            DataType::Struct(roles.into()),
+            false,
+        ));
     }
     if columns.record_transitions {
         fields.push(Field::new(

@@ -98,6 +98,8 @@ struct Columns {
     ceiling_valid: Vec<bool>,
     bound: Vec<f64>,
     bound_valid: Vec<bool>,
+    /// Each role's own rewards (the `role_rewards` struct's fields).
+    roles: Vec<Vec<f64>>,
     obs: Vec<f32>,
     obs_ends: Vec<usize>,
     action: Vec<f64>,
@@ -115,8 +117,8 @@ fn touch<T: Clone + Default>(v: &mut Vec<T>, rows: usize) {
 }
 
 impl Columns {
-    /// Empty buffers for `rows` rows of a trace with these many terms.
-    fn with_capacity(rows: usize, components: usize, payouts: usize) -> Self {
+    /// Empty buffers for `rows` rows of a trace with these many terms and roles.
+    fn with_capacity(rows: usize, components: usize, payouts: usize, roles: usize) -> Self {
         let f64s = || Vec::with_capacity(rows);
         Columns {
             step: Vec::with_capacity(rows),
@@ -132,6 +134,7 @@ impl Columns {
             ceiling_valid: Vec::with_capacity(rows),
             bound: f64s(),
             bound_valid: Vec::with_capacity(rows),
+            roles: (0..roles).map(|_| f64s()).collect(),
             limit: rows,
             ..Columns::default()
         }
@@ -156,6 +159,7 @@ impl Columns {
         touch(&mut self.ceiling_valid, rows);
         touch(&mut self.bound, rows);
         touch(&mut self.bound_valid, rows);
+        self.roles.iter_mut().for_each(|v| touch(v, rows));
     }
 
     fn len(&self) -> usize {
@@ -178,6 +182,7 @@ impl Columns {
         self.ceiling_valid.clear();
         self.bound.clear();
         self.bound_valid.clear();
+        self.roles.iter_mut().for_each(Vec::clear);
         self.obs.clear();
         self.obs_ends.clear();
         self.action.clear();
@@ -261,7 +266,7 @@ fn list<T: ArrowPrimitiveType>(values: &[T::Native], ends: &[usize]) -> ArrayRef
 }
 
 impl PartLayout {
-    /// The chunks of the part's columns up to `ceiling` (and `bound`), in schema order, encoded from
+    /// The chunks of the part's columns up to `ceiling` (and `bound`, `role_rewards`), in schema order, encoded from
     /// its buffers by [`ChunkEncoder`].
     fn chunks(&mut self, job: &PartJob) -> Result<Vec<Chunk>, ParquetError> {
         let c = &job.cols;
@@ -304,6 +309,10 @@ impl PartLayout {
         if self.bound {
             chunks.push(pages.floats(at(&chunks), &c.bound, Some(&c.bound_valid[..]))?);
         }
+        // The struct is required and so are its fields: each field is a plain leaf.
+        for v in &c.roles {
+            chunks.push(pages.floats(at(&chunks), v, None)?);
+        }
         Ok(chunks)
     }
 
@@ -345,12 +354,16 @@ impl PartLayout {
                 list::<Float32Type>(&c.obs, &c.obs_ends),
                 list::<Float64Type>(&c.action, &c.action_ends),
             ];
+            // One encoder per leaf (a struct has several): `obs` and `action` are the
+            // last two leaves and the last two fields.
             let encoders = factory.create_column_writers(0).map_err(err)?;
             let at = encoders.len() - arrays.len();
+            let field = self.schema.fields().len() - arrays.len();
             encoders
                 .into_iter()
-                .enumerate()
                 .skip(at)
+                .enumerate()
+                .map(|(k, e)| (field + k, e))
                 .zip(arrays)
                 .collect()
         } else {
@@ -452,7 +465,7 @@ impl ParquetWriter {
     ) -> Result<Self, TraceError> {
         let (components, payouts) = (&columns.components[..], &columns.payouts[..]);
         let record_transitions = columns.record_transitions;
-        let row_bytes = 8 * (6 + components.len() + payouts.len())
+        let row_bytes = 8 * (6 + components.len() + payouts.len() + columns.roles.len())
             + 12
             + if record_transitions { 64 } else { 0 };
         let part_rows = (PART_BYTES / row_bytes).max(1024);
@@ -476,7 +489,7 @@ impl ParquetWriter {
         // The second set of buffers is grown on the part thread while the first, small
         // one fills: the first part holds at most FIRST_PART_ROWS rows.
         parts.send(PartJob {
-            cols: Columns::with_capacity(0, components.len(), payouts.len()),
+            cols: Columns::with_capacity(0, components.len(), payouts.len(), columns.roles.len()),
             index: next_part,
             regimes: Vec::new(),
             manifest: None,
@@ -492,6 +505,7 @@ impl ParquetWriter {
                 part_rows.min(FIRST_PART_ROWS),
                 components.len(),
                 payouts.len(),
+                columns.roles.len(),
             ),
             spare: None,
             parts,
@@ -561,6 +575,7 @@ impl ParquetWriter {
                 self.part_rows,
                 self.cols.components.len(),
                 self.cols.payouts.len(),
+                self.cols.roles.len(),
             ),
         };
         let cols = std::mem::replace(&mut self.cols, next);
@@ -617,6 +632,9 @@ impl TraceSink for ParquetWriter {
         let bound = row.bound.filter(|v| v.is_finite());
         c.bound.push(bound.unwrap_or(0.0));
         c.bound_valid.push(bound.is_some());
+        for (col, &v) in c.roles.iter_mut().zip(row.role_rewards) {
+            col.push(v);
+        }
         if self.record_transitions {
             c.obs.extend_from_slice(row.obs.unwrap_or_default());
             c.obs_ends.push(c.obs.len());

@@ -69,6 +69,9 @@ pub struct RowRef<'a> {
     /// The expected-reward bound; absent in traces of worlds without one.
     #[serde(default)]
     pub bound: Option<f64>,
+    /// Each role's own reward; empty in traces of worlds without roles.
+    #[serde(default, borrow)]
+    pub role_rewards: Terms<'a>,
     #[serde(default, rename = "obs")]
     pub(in crate::trace) _obs: Option<IgnoredAny>,
     #[serde(default, rename = "action")]
@@ -102,6 +105,7 @@ impl<'a> RowRef<'a> {
             truncated: row.truncated,
             ceiling: row.ceiling,
             bound: row.bound,
+            role_rewards: terms(&row.role_rewards),
             _obs: row.obs.as_ref().map(|_| IgnoredAny),
             _action: row.action.as_ref().map(|_| IgnoredAny),
         }

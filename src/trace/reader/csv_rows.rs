@@ -59,9 +59,12 @@ pub(super) fn parse_csv(
     };
     let mut components = BTreeMap::new();
     let mut payout = BTreeMap::new();
+    let mut role_rewards = BTreeMap::new();
     for (h, v) in header.iter().zip(&fields) {
         if let Some(name) = h.strip_prefix("c.") {
             components.insert(name.to_string(), real(h, v)?);
+        } else if let Some(name) = h.strip_prefix("r.") {
+            role_rewards.insert(name.to_string(), real(h, v)?);
         } else if let Some(name) = h.strip_prefix("p.")
             && !v.is_empty()
         {
@@ -126,6 +129,7 @@ pub(super) fn parse_csv(
         truncated: flag("truncated")?,
         ceiling,
         bound,
+        role_rewards,
         obs,
         action: json("action")?,
     };

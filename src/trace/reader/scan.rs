@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use super::borrowed::{RowRef, Terms};
 use crate::regime::{NotifyLevel, Origin};
-use crate::trace::{BOUND, COLUMNS};
+use crate::trace::{BOUND, COLUMNS, ROLE_REWARDS};
 
 /// The position of `name` in [`COLUMNS`], found at compile time: the scanner's bit for
 /// a column is its position there, so the mask of every column and the identity prefix
@@ -270,6 +270,7 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
     let (mut terminated, mut truncated) = (false, false);
     let mut ceiling = None;
     let mut bound = None;
+    let mut role_rewards = None;
     let mut notify = None;
     let mut next = 0;
     // Where `run_id`, `algorithm_id` and `task` lie.
@@ -295,6 +296,22 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
         } else {
             let key = s.str()?;
             s.byte(b':')?;
+            if key == ROLE_REWARDS {
+                // Optional, written after `bound` for a world with roles.
+                if role_rewards.is_some() {
+                    return None;
+                }
+                role_rewards = Some(s.terms()?);
+                match s.peek()? {
+                    b',' => s.i += 1,
+                    b'}' => {
+                        s.i += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+                continue;
+            }
             if key == BOUND {
                 // Optional, written after `ceiling` for a world with an expected bound.
                 if bound.is_some() {
@@ -414,6 +431,7 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
         truncated,
         ceiling,
         bound: bound.flatten(),
+        role_rewards: role_rewards.unwrap_or_default(),
         _obs: None,
         _action: None,
     })

@@ -65,7 +65,8 @@ pub(super) fn parse_jsonl_ref<'a>(
         || row.components.iter().any(|(_, v)| !ok(v))
         || row.payout.iter().any(|(_, v)| !ok(v))
         || row.ceiling.is_some_and(|c| !ok(c))
-        || row.bound.is_some_and(|c| !ok(c));
+        || row.bound.is_some_and(|c| !ok(c))
+        || row.role_rewards.iter().any(|(_, v)| !ok(v));
     if bad {
         return Err(not_finite(path, line, row.step));
     }
@@ -78,7 +79,8 @@ pub(super) fn check_finite(row: &TraceRow, path: &Path, line: u64) -> Result<(),
         || row.components.values().any(|v| !ok(*v))
         || row.payout.values().any(|v| !ok(*v))
         || row.ceiling.is_some_and(|c| !ok(c))
-        || row.bound.is_some_and(|c| !ok(c));
+        || row.bound.is_some_and(|c| !ok(c))
+        || row.role_rewards.values().any(|v| !ok(*v));
     if bad {
         return Err(not_finite(path, line, row.step));
     }
