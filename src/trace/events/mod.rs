@@ -38,9 +38,9 @@ pub use writer::EventWriter;
 mod tests {
     use super::*;
     use crate::env::WorldEvent;
+    use crate::output::Scratch;
     use crate::regime::Origin;
     use crate::trace::TraceFormat;
-    use crate::output::Scratch;
 
     fn rows() -> Vec<EventRow> {
         let failure = WorldEvent {
