@@ -50,9 +50,9 @@ pub struct Morpheus {
     conditions: MorpheusConditions,
     reward: RewardSpec,
     bound: BoundSpec,
-    /// The expected-reward bound under `conditions`, kept in step with them; `None` when
-    /// the reward is not the default profit.
-    expected: Option<f64>,
+    /// The expected-reward bound under `conditions`, computed when first asked for after
+    /// they last changed; `None` when the reward is not the default profit.
+    expected: Option<std::sync::OnceLock<f64>>,
     spec: EnvSpec,
     sim: Option<Sim>,
     breakdown: Breakdown,
@@ -230,8 +230,8 @@ impl Morpheus {
             payouts: bound.payout_names().to_vec(),
         };
         let conditions = MorpheusConditions::default();
-        let expected = (reward == super::default_reward_spec())
-            .then(|| super::expected_bound::expected_bound_cached(&config, &conditions));
+        // Computed when first asked for (a trace row), not at every change of a condition.
+        let expected = (reward == super::default_reward_spec()).then(std::sync::OnceLock::new);
         Ok(Morpheus {
             config,
             conditions,
@@ -357,11 +357,8 @@ impl Morpheus {
 
     /// Brings what follows from the conditions up to date with them.
     fn conditions_changed(&mut self) {
-        if self.expected.is_some() {
-            self.expected = Some(super::expected_bound::expected_bound_cached(
-                &self.config,
-                &self.conditions,
-            ));
+        if let Some(bound) = &mut self.expected {
+            *bound = std::sync::OnceLock::new();
         }
     }
 
@@ -699,7 +696,10 @@ impl Env for Morpheus {
     /// The expected-reward bound under the conditions in force, for the default reward
     /// (see [`expected_bound`](super::expected_bound) for the derivation).
     fn expected_bound(&self) -> Option<f64> {
-        self.expected
+        let bound = self.expected.as_ref()?;
+        Some(*bound.get_or_init(|| {
+            super::expected_bound::expected_bound_cached(&self.config, &self.conditions)
+        }))
     }
 }
 
