@@ -38,6 +38,7 @@ import gymnasium as gym
 
 from . import _core
 from ._core import Snapshot, WorldFileError
+from ._options import RunOptions
 from ._worlds import SHIPPED_IDS, resolve, shipped_worlds
 from .env import PerennialEnv
 from .sweep import SweepError, sweep
@@ -49,6 +50,7 @@ __all__ = [
     "ContractError",
     "PerennialEnv",
     "PerennialVectorEnv",
+    "RunOptions",
     "Snapshot",
     "SweepError",
     "WorldFileError",
