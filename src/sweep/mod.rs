@@ -30,7 +30,7 @@
 //! | `traces/<run-id>.<format>` | each run's trace (a directory of part files for Parquet), with its `<run-id>.manifest.json` (and its `.lock`) and `<run-id>.events.<format>` beside it |
 //! | `checkpoints/<run-id>.ckpt.json` | each run's last checkpoint |
 //! | `logs/<run-id>.log` | each run's output, one header line per attempt |
-//! | `manifest.json` | [`Manifest`]: status, exit code, attempts, steps done, paths, error of every run; rewritten atomically now and then (after ten times as long as its last write took) and at the end |
+//! | `manifest.json` | [`SweepManifest`]: status, exit code, attempts, steps done, paths, error of every run; rewritten atomically now and then (after ten times as long as its last write took) and at the end |
 //! | `manifest.journal` | each run's record as it starts or ends, one JSON line, applied over `manifest.json` when it is read; emptied whenever the manifest is rewritten and removed at the end |
 //! | `eval.json`, `eval.txt`, `plot.svg` | `perennial eval` of every finished trace: `eval.json` the whole report, `eval.txt` the group comparison (one group per (task, agent), each metric's mean over seeds with its 95% bootstrap CI), `plot.svg` the plot |
 //! | `sweep.lock` | the lock, holding the pid of the sweep using the directory |
@@ -85,7 +85,7 @@ use crate::registry::Registry;
 pub use error::{SweepError, SweepFileError};
 pub use file::{SweepFile, SweepWorld};
 pub use lock::DirLock;
-pub use manifest::{MANIFEST_VERSION, Manifest, RunRecord, RunStatus};
+pub use manifest::{MANIFEST_VERSION, RunRecord, RunStatus, SweepManifest};
 pub use plan::{PlannedRun, plan};
 pub use runner::{SweepOutcome, run_local, run_local_until};
 
@@ -217,7 +217,7 @@ pub fn run_cli(
 /// The `--plan-json` document.
 fn plan_json(sweep: &SweepFile, dir: &Path) -> Result<String, SweepError> {
     let runs = plan(sweep, dir);
-    let manifest = Manifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
+    let manifest = SweepManifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
     let runs: Vec<serde_json::Value> = runs
         .iter()
         .zip(&manifest.runs)
@@ -230,7 +230,7 @@ fn plan_json(sweep: &SweepFile, dir: &Path) -> Result<String, SweepError> {
     let doc = serde_json::json!({
         "name": sweep.name,
         "dir": dir,
-        "manifest": Manifest::path_in(dir),
+        "manifest": SweepManifest::path_in(dir),
         "lock": DirLock::path_in(dir),
         "runs": runs,
     });
@@ -271,7 +271,7 @@ fn collect(sweep: &SweepFile, dir: &Path, results: &Path) -> Result<SweepOutcome
         })?;
     let _lock = DirLock::acquire(dir)?;
     let runs = plan(sweep, dir);
-    let mut manifest = Manifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
+    let mut manifest = SweepManifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
     if let Some(unknown) = results
         .keys()
         .find(|id| !runs.iter().any(|r| &r.run_id == *id))
