@@ -59,59 +59,17 @@
 //! Each error names the file, the line and the field.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::config::serde_field;
 use crate::regime::{
     NotifyLevel, ParamInfo, Plan, Regime, RegimeError, Scheduler, validate_conditions,
 };
 use crate::reward::{RewardSpec, Term};
 use kinds::{AgentCheckError, KindRules, Kinds};
-
-/// A world file that cannot be used, with where and why.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WorldFileError {
-    /// The file.
-    pub path: PathBuf,
-    /// 1-based line, when known.
-    pub line: Option<usize>,
-    /// The offending field (dotted path), when known.
-    pub field: Option<String>,
-    /// What is wrong and what to do.
-    pub message: String,
-}
-
-impl fmt::Display for WorldFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.path.display())?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-        }
-        if let Some(field) = &self.field {
-            write!(f, ": field `{field}`")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for WorldFileError {}
-
-impl WorldFileError {
-    /// An error about the file as a whole: no line or field to point at.
-    pub fn whole(path: &Path, message: impl Into<String>) -> Self {
-        WorldFileError {
-            path: path.to_path_buf(),
-            line: None,
-            field: None,
-            message: message.into(),
-        }
-    }
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -175,227 +133,6 @@ struct ShiftDef {
 #[serde(deny_unknown_fields)]
 struct RewardDef {
     terms: Vec<Spanned<Term>>,
-}
-
-/// Reads at most [`MAX_WORLD_FILE_BYTES`](crate::limits::MAX_WORLD_FILE_BYTES), so
-/// `/dev/zero` or a huge file is refused instead of read without bound.
-fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let limit = crate::limits::MAX_WORLD_FILE_BYTES;
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read the file: {e}"))?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read the file: {e}"))?;
-    if bytes.len() as u64 > limit {
-        return Err(format!(
-            "is larger than {limit} bytes, the limit for a world or sweep file; is it the right file?"
-        ));
-    }
-    Ok(bytes)
-}
-
-/// The text of a TOML file the user names (a world or sweep file): read with
-/// [`read_bounded`], and UTF-8, else an error naming the line of the first invalid byte.
-pub(crate) fn read_text(path: &Path) -> Result<String, WorldFileError> {
-    let error = |line, message| WorldFileError {
-        path: path.to_path_buf(),
-        line,
-        field: None,
-        message,
-    };
-    let bytes = read_bounded(path).map_err(|message| error(None, message))?;
-    String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
-        let message = format!("byte {at} is not valid UTF-8; save the file as UTF-8");
-        error(Some(line), message)
-    })
-}
-
-/// Locates byte offsets as lines and builds errors for one file (a world file, or a sweep
-/// file: its errors have the same form).
-pub(crate) struct Ctx<'a> {
-    pub(crate) path: &'a Path,
-    pub(crate) text: &'a str,
-}
-
-impl Ctx<'_> {
-    /// The file's text as `T`; serde's error at its line, with the field it names (prefixed
-    /// with `prefix`, e.g. `sweep.`).
-    pub(crate) fn parse<T: serde::de::DeserializeOwned>(
-        &self,
-        prefix: &str,
-    ) -> Result<T, WorldFileError> {
-        toml::from_str(self.text).map_err(|e| {
-            let msg = e.message().trim();
-            let at = e.span().map(|s| s.start);
-            // A value of the wrong type or range names no field: the key on its line does.
-            let field = serde_field(msg)
-                .map(str::to_string)
-                .or_else(|| at.and_then(|a| self.key_at(a)))
-                .map(|f| match at.and_then(|a| self.table_at(a, &f)) {
-                    Some(table) => table,
-                    None => format!("{prefix}{f}"),
-                });
-            self.err(e.span(), field.as_deref(), msg.to_string())
-        })
-    }
-
-    /// The line holding byte `offset`, and the offset where it starts.
-    fn line_at(&self, offset: usize) -> (usize, &str) {
-        let offset = offset.min(self.text.len());
-        let start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
-        let end = self.text[offset..]
-            .find('\n')
-            .map_or(self.text.len(), |i| offset + i);
-        (start, &self.text[start..end])
-    }
-
-    /// The key of the `key = value` line holding byte `offset`.
-    fn key_at(&self, offset: usize) -> Option<String> {
-        let (_, line) = self.line_at(offset);
-        let key = line.split_once('=')?.0.trim();
-        let bare = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
-        (!key.is_empty() && key.chars().all(bare)).then(|| key.to_string())
-    }
-
-    /// `field` in full, for an error at byte `offset`: within the table whose header
-    /// (`[harness]`, `[[regimes]]`) comes last at or before it, so `[notify] extra = 1`
-    /// is `notify.extra`, not `extra`. An error on a header line itself is about that
-    /// table (`[harnes]`) or a field it lacks. `None` before any header.
-    fn table_at(&self, offset: usize, field: &str) -> Option<String> {
-        let header = |line: &str| {
-            let t = line.trim();
-            let name = t
-                .strip_prefix("[[")
-                .and_then(|r| r.split_once("]]"))
-                .or_else(|| t.strip_prefix('[').and_then(|r| r.split_once(']')))?
-                .0
-                .trim();
-            // A line of a multi-line array (`[0, "a"],`) is not a header.
-            let bare = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
-            (!name.is_empty() && name.chars().all(bare)).then(|| name.to_string())
-        };
-        let (start, line) = self.line_at(offset);
-        if let Some(table) = header(line) {
-            let last = table.rsplit('.').next().unwrap_or(&table);
-            return Some(if last == field {
-                table
-            } else {
-                format!("{table}.{field}")
-            });
-        }
-        self.text[..start]
-            .lines()
-            .rev()
-            .find_map(header)
-            .map(|table| format!("{table}.{field}"))
-    }
-
-    fn line(&self, offset: usize) -> usize {
-        let end = offset.min(self.text.len());
-        self.text.as_bytes()[..end]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
-    }
-
-    pub(crate) fn err(
-        &self,
-        span: Option<Range<usize>>,
-        field: Option<&str>,
-        message: impl Into<String>,
-    ) -> WorldFileError {
-        WorldFileError {
-            path: self.path.to_path_buf(),
-            line: span.map(|s| self.line(s.start)),
-            field: field.map(str::to_string),
-            message: message.into(),
-        }
-    }
-
-    /// The line of `key = ...` at or after `from`, for errors serde reports without a span.
-    fn find_key(&self, from: usize, key: &str) -> Option<Range<usize>> {
-        let mut offset = from.min(self.text.len());
-        for line in self.text[offset..].split_inclusive('\n') {
-            let trimmed = line.trim_start();
-            if let Some(rest) = trimmed.strip_prefix(key)
-                && rest.trim_start().starts_with('=')
-            {
-                let start = offset + (line.len() - trimmed.len());
-                return Some(start..start + key.len());
-            }
-            offset += line.len();
-        }
-        None
-    }
-
-    /// The line of a table header `[path]` (spaces and quotes inside the brackets aside),
-    /// or with `prefix`, of the first header that starts with `path.` or is `path`.
-    fn find_header(&self, path: &str, prefix: bool) -> Option<Range<usize>> {
-        let mut offset = 0;
-        for line in self.text.split_inclusive('\n') {
-            let trimmed = line.trim_start();
-            if let Some(rest) = trimmed.strip_prefix('[')
-                && !rest.starts_with('[')
-                && let Some((inside, _)) = rest.split_once(']')
-            {
-                let name: String = inside
-                    .chars()
-                    .filter(|c| !c.is_whitespace() && *c != '"' && *c != '\'')
-                    .collect();
-                let hit = name == path
-                    || (prefix && name.strip_prefix(path).is_some_and(|r| r.starts_with('.')));
-                if hit {
-                    let start = offset + (line.len() - trimmed.len());
-                    return Some(start..start + trimmed.trim_end().len());
-                }
-            }
-            offset += line.len();
-        }
-        None
-    }
-
-    /// The line of `key = ...` within the table whose header ends at `from` (up to the
-    /// next header).
-    fn find_key_in_table(&self, from: usize, key: &str) -> Option<Range<usize>> {
-        let end = self.text[from..]
-            .split_inclusive('\n')
-            .skip(1)
-            .scan(from, |at, line| {
-                let start = *at;
-                *at += line.len();
-                Some((start, line))
-            })
-            .find(|(_, line)| line.trim_start().starts_with('['))
-            .map_or(self.text.len(), |(start, _)| start);
-        self.find_key(from, key).filter(|span| span.start < end)
-    }
-
-    /// Where option `field` (dotted, within `[agent.<agent>]`) is written: the deepest
-    /// `[agent.<agent>.…]` header on its path holding the next key, else the first header
-    /// of the agent's tables.
-    fn find_agent_option(&self, agent: &str, field: &str) -> Option<Range<usize>> {
-        let parts: Vec<&str> = field.split('.').collect();
-        let table = format!("agent.{agent}");
-        for depth in (0..parts.len()).rev() {
-            let mut header = table.clone();
-            for part in &parts[..depth] {
-                header.push('.');
-                header.push_str(part);
-            }
-            if let Some(at) = self.find_header(&header, false)
-                && let Some(span) = self.find_key_in_table(at.end, parts[depth])
-            {
-                return Some(span);
-            }
-        }
-        // The option is a whole table (`[agent.oracle.<label>]`), else point at the agent's.
-        self.find_header(&format!("{table}.{field}"), false)
-            .or_else(|| self.find_header(&table, true))
-    }
 }
 
 impl WorldFile {
@@ -582,10 +319,13 @@ impl WorldFile {
     }
 }
 
+mod ctx;
 mod file;
 pub mod kinds;
 mod roles_def;
 
+pub use ctx::WorldFileError;
+pub(crate) use ctx::{Ctx, read_text};
 pub use file::{HarnessDefaults, WorldFile, WorldParams};
 
 /// The kind name of worlds written in Python, which the Python package registers.
@@ -989,129 +729,4 @@ fn reward(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> Result<WorldFile, WorldFileError> {
-        WorldFile::parse(text, Path::new("w.toml"))
-    }
-
-    const BASE: &str = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\n\n[[regimes]]\nlabel = \"b\"\nconditions = { gravity = 12.0 }\n";
-
-    #[test]
-    fn a_cycle_file_loads_with_its_regimes_and_plan() {
-        let w = parse(&format!(
-            "{BASE}\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"b\"]\nevery = 50\n"
-        ))
-        .unwrap();
-        assert_eq!(w.regimes.len(), 2);
-        assert_eq!(w.plan, Plan::cycle(&["a", "b"], 50));
-    }
-
-    /// The scheduler alone judges the plan's values; the file maps its verdict to the line
-    /// and field at fault.
-    #[test]
-    fn plan_values_the_scheduler_refuses_name_their_line_and_field() {
-        for (schedule, line, field) in [
-            (
-                "plan = \"cycle\"\nlabels = [\"a\"]\nevery = 0",
-                14,
-                "schedule.every",
-            ),
-            (
-                "plan = \"stochastic\"\nlabels = [\"a\", \"b\"]\nmin_dwell = 5\nmean_dwell = inf",
-                15,
-                "schedule.mean_dwell",
-            ),
-            (
-                "plan = \"stochastic\"\nlabels = [\"a\", \"b\"]\nmin_dwell = 0\nmean_dwell = 9.0",
-                14,
-                "schedule.min_dwell",
-            ),
-            (
-                "plan = \"fixed\"\nshifts = [{ step = 9, label = \"b\" },\n  { step = 9, label = \"a\" }]",
-                14,
-                "schedule.shifts.step",
-            ),
-            (
-                "plan = \"cycle\"\nlabels = [\"a\", \"z\"]\nevery = 5",
-                13,
-                "schedule.labels",
-            ),
-        ] {
-            let err = parse(&format!("{BASE}\n[schedule]\n{schedule}\n")).unwrap_err();
-            assert_eq!(
-                (err.line, err.field.as_deref()),
-                (Some(line), Some(field)),
-                "{err}"
-            );
-        }
-    }
-
-    #[test]
-    fn syntax_errors_name_the_line() {
-        let err = parse("[world]\nkind = \"cartpole\"\nx = = 3\n").unwrap_err();
-        assert_eq!(err.line, Some(3), "{err}");
-    }
-
-    #[test]
-    fn unknown_keys_are_rejected_with_their_line() {
-        let err = parse(&format!("{BASE}\n[harness]\nstepz = 4\n")).unwrap_err();
-        assert_eq!(err.line, Some(12), "{err}");
-        assert!(err.to_string().contains("stepz"), "{err}");
-    }
-
-    #[test]
-    fn unknown_world_params_point_at_their_key() {
-        let err =
-            parse("[world]\nkind = \"cartpole\"\n[world.params]\ngravity = 9.8\nmasscar = 2.0\n")
-                .unwrap_err();
-        assert_eq!(err.line, Some(5), "{err}");
-        assert_eq!(err.field.as_deref(), Some("world.params.masscar"));
-    }
-
-    #[test]
-    fn out_of_range_params_and_conditions_are_rejected() {
-        let err =
-            parse("[world]\nkind = \"cartpole\"\n[world.params]\nmasscart = 0.0\n").unwrap_err();
-        assert_eq!(err.line, Some(4), "{err}");
-        let err = parse(&BASE.replace("gravity = 12.0", "gravity = -3.0")).unwrap_err();
-        assert_eq!(err.line, Some(9), "{err}");
-        assert!(err.message.contains("out of range"), "{err}");
-    }
-
-    #[test]
-    fn a_fraction_for_an_integer_parameter_is_rejected_at_load_not_mid_run() {
-        let err = parse(&BASE.replace("gravity = 12.0", "max_episode_steps = 2.5")).unwrap_err();
-        assert_eq!(err.line, Some(9), "{err}");
-        assert!(err.message.contains("max_episode_steps"), "{err}");
-    }
-
-    #[test]
-    fn schedules_naming_undefined_labels_are_rejected() {
-        let err = parse(&format!(
-            "{BASE}\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"c\"]\nevery = 5\n"
-        ))
-        .unwrap_err();
-        assert_eq!(err.line, Some(13), "{err}");
-        assert!(err.message.contains("`c`"), "{err}");
-    }
-
-    #[test]
-    fn empty_regime_lists_and_zero_periods_are_rejected() {
-        let err = parse("regimes = []\n[world]\nkind = \"cartpole\"\n").unwrap_err();
-        assert_eq!(err.line, Some(1), "{err}");
-        let err = parse(&format!(
-            "{BASE}\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\"]\nevery = 0\n"
-        ))
-        .unwrap_err();
-        assert_eq!(err.field.as_deref(), Some("schedule.every"), "{err}");
-    }
-
-    #[test]
-    fn unknown_kind_lists_the_known_ones() {
-        let err = parse("[world]\nkind = \"pendulum\"\n").unwrap_err();
-        assert_eq!(err.line, Some(2));
-        assert!(err.message.contains("cartpole"), "{err}");
-    }
-}
+mod tests;

@@ -1,7 +1,6 @@
 //! Trace rows to episodes, streaming: one episode in memory at a time.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -11,7 +10,9 @@ use serde_json::Value;
 use super::advantage::{AdvantageEstimator, GroupedRewards};
 use super::calls::Calls;
 use super::error::EpisodeError;
-use super::model::{Episode, Step, TerminationReason, Trajectory};
+use super::model::{Episode, Step, TerminationReason, trajectory};
+use super::roles::{RoleSteps, role_actions, role_trajectories};
+use super::summary::{ExportSummary, GroupSummary};
 use crate::trace::{TornTail, TraceReader, TraceRow};
 
 /// The trajectory name of a perennial run's single agent.
@@ -54,39 +55,6 @@ struct Source {
     /// manifest records: read at the first row with role rewards (`None` until then;
     /// `Some(None)` when no manifest names an enterprise world).
     roles: Option<Option<Vec<(String, usize)>>>,
-}
-
-/// Each role of the run beside `trace` and its number of actions, in role order, from the
-/// world file the run's manifest records; `None` without a manifest or a roles world.
-fn role_actions(trace: &Path) -> Option<Vec<(String, usize)>> {
-    let record = crate::trace::Manifest::beside(trace)?.world_file?;
-    let world = crate::world_file::WorldFile::parse(&record.text, &record.path).ok()?;
-    let env = crate::registry::build(&world, crate::registry::Registry::shared_builtin()).ok()?;
-    let roles = env
-        .as_ref()
-        .world_any()
-        .downcast_ref::<crate::morpheus::roles::EnterpriseEnv>()?;
-    Some(
-        roles
-            .roles()
-            .roles
-            .iter()
-            .zip(roles.layouts())
-            .map(|(r, l)| (r.name.clone(), l.actions))
-            .collect(),
-    )
-}
-
-/// The index of each role in the joint action `joint` (the first role most significant,
-/// as the enterprise world combines them), `None` when it is not such an index.
-fn split_joint(joint: &Value, roles: &[(String, usize)]) -> Option<Vec<usize>> {
-    let mut j = usize::try_from(joint.as_u64()?).ok()?;
-    let mut out = vec![0; roles.len()];
-    for (slot, (_, n)) in out.iter_mut().zip(roles).rev() {
-        *slot = j % (*n).max(1);
-        j /= (*n).max(1);
-    }
-    (j == 0).then_some(out)
 }
 
 /// Where a fork's rollout came from: its group and its index in it.
@@ -492,7 +460,13 @@ fn finish(
             metadata,
         )]
     } else {
-        role_trajectories(&mut p, &uid, &task, &metadata)
+        let steps = RoleSteps {
+            roles: p.roles.as_deref(),
+            steps: &p.steps,
+            role_rewards: &p.role_rewards,
+            signals: &p.signals,
+        };
+        role_trajectories(steps, &uid, &task, &metadata)
     };
     let mut metadata = BTreeMap::from([
         ("run_id".to_string(), Value::from(p.run_id.as_str())),
@@ -526,95 +500,6 @@ fn finish(
         metrics: BTreeMap::from([("steps".to_string(), n as f64), ("reward".into(), reward)]),
         metadata,
     }
-}
-
-/// A trajectory of `steps`, their rewards-to-go filled in.
-fn trajectory(
-    uid: String,
-    name: String,
-    task: &Value,
-    mut steps: Vec<Step>,
-    signals: BTreeMap<String, f64>,
-    metadata: BTreeMap<String, Value>,
-) -> Trajectory {
-    let mut to_go = 0.0;
-    for s in steps.iter_mut().rev() {
-        to_go += s.reward;
-        s.mc_return = to_go;
-    }
-    Trajectory {
-        uid,
-        name,
-        task: task.clone(),
-        reward: steps.iter().map(|s| s.reward).sum(),
-        steps,
-        signals,
-        metadata,
-    }
-}
-
-/// One trajectory per role of a roles run, in role order: each Step's reward the role's
-/// own, its observation the one the trace recorded (the full state), its action the
-/// role's own index, split from the joint action by the action counts of the world file
-/// the run's manifest records (the joint action, with `joint_action` in the Step's info,
-/// when no manifest is found). The Step's info keeps the team reward as `team_reward`.
-fn role_trajectories(
-    p: &mut Pending,
-    uid: &str,
-    task: &Value,
-    metadata: &BTreeMap<String, Value>,
-) -> Vec<Trajectory> {
-    let names: Vec<String> = match &p.roles {
-        Some(roles) => roles.iter().map(|(n, _)| n.clone()).collect(),
-        None => p
-            .role_rewards
-            .iter()
-            .flat_map(|m| m.keys())
-            .fold(Vec::new(), |mut v, k| {
-                if !v.contains(k) {
-                    v.push(k.clone());
-                }
-                v
-            }),
-    };
-    names
-        .iter()
-        .enumerate()
-        .map(|(r, name)| {
-            let steps = p
-                .steps
-                .iter()
-                .zip(&p.role_rewards)
-                .map(|(s, own)| {
-                    let mut s = s.clone();
-                    s.metadata
-                        .insert("team_reward".into(), Value::from(s.reward));
-                    s.reward = own.get(name).copied().unwrap_or(0.0);
-                    match p
-                        .roles
-                        .as_deref()
-                        .and_then(|roles| split_joint(&s.action, roles))
-                    {
-                        Some(split) => s.action = Value::from(split[r]),
-                        None => {
-                            s.metadata.insert("joint_action".into(), Value::from(true));
-                        }
-                    }
-                    s
-                })
-                .collect();
-            let mut metadata = metadata.clone();
-            metadata.insert("role".into(), Value::from(name.as_str()));
-            trajectory(
-                format!("{uid}:{name}"),
-                name.clone(),
-                task,
-                steps,
-                p.signals.clone(),
-                metadata,
-            )
-        })
-        .collect()
 }
 
 impl Iterator for EpisodeReader {
@@ -666,97 +551,6 @@ pub struct ExportOptions {
     /// Estimate advantages per group and broadcast them to the steps (off: `advantage`
     /// stays null).
     pub advantage: Option<AdvantageEstimator>,
-}
-
-/// One advantage group in an [`ExportSummary`].
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct GroupSummary {
-    /// Trajectories in the group.
-    pub trajectories: u64,
-    /// Their mean reward.
-    pub mean_reward: f64,
-}
-
-/// What an export wrote.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ExportSummary {
-    /// Trace files read.
-    pub traces: usize,
-    /// Episodes written.
-    pub episodes: u64,
-    /// Steps written, over all episodes.
-    pub steps: u64,
-    /// Episodes per termination reason (every reason present, 0 included).
-    pub reasons: BTreeMap<TerminationReason, u64>,
-    /// Per group key `"{task_id}:{name}"`.
-    pub groups: BTreeMap<String, GroupSummary>,
-    /// The estimator used, if any.
-    pub advantage: Option<AdvantageEstimator>,
-    /// Torn trace tails met (their complete rows were exported).
-    pub torn_tails: Vec<TornTail>,
-    /// With transcripts: model calls made after their run's last row (they let no hour
-    /// pass and earned nothing), left out of the Steps.
-    pub calls_after_end: u64,
-}
-
-/// Groups listed by name in the summary paragraph; the rest are counted.
-const GROUPS_SHOWN: usize = 4;
-
-impl fmt::Display for ExportSummary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let plural =
-            |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        write!(
-            f,
-            "{} ({}) from {}: ",
-            plural(self.episodes, "episode", "episodes"),
-            plural(self.steps, "step", "steps"),
-            plural(self.traces as u64, "trace", "traces"),
-        )?;
-        let reasons: Vec<String> = TerminationReason::ALL
-            .iter()
-            .map(|r| format!("{} {r}", self.reasons.get(r).copied().unwrap_or(0)))
-            .collect();
-        write!(
-            f,
-            "{}; {}",
-            reasons.join(", "),
-            plural(self.groups.len() as u64, "group", "groups")
-        )?;
-        let shown: Vec<String> = self
-            .groups
-            .iter()
-            .take(GROUPS_SHOWN)
-            .map(|(key, g)| {
-                format!(
-                    "{key} ({}, mean reward {:.4})",
-                    plural(g.trajectories, "trajectory", "trajectories"),
-                    g.mean_reward
-                )
-            })
-            .collect();
-        if !shown.is_empty() {
-            write!(f, ": {}", shown.join(", "))?;
-            if self.groups.len() > GROUPS_SHOWN {
-                write!(f, " and {} more", self.groups.len() - GROUPS_SHOWN)?;
-            }
-        }
-        match self.advantage {
-            Some(a) => write!(f, "; advantages: {a}.")?,
-            None => write!(f, "; no advantages (pass --advantage to estimate them).")?,
-        }
-        if self.calls_after_end > 0 {
-            write!(
-                f,
-                " {} made after the last trace row left out.",
-                plural(self.calls_after_end, "model call", "model calls")
-            )?;
-        }
-        for torn in &self.torn_tails {
-            write!(f, " Warning: {torn}.")?;
-        }
-        Ok(())
-    }
 }
 
 /// Exports the episodes of `traces` to `out` as JSON Lines, one [`Episode`] per line.

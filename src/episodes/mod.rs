@@ -89,17 +89,17 @@ mod cli;
 mod error;
 mod export;
 mod model;
+mod roles;
+mod summary;
 pub mod transcript;
 
 pub use advantage::{AdvantageEstimator, GRPO_EPSILON, assign_advantages};
 pub(crate) use cli::without_their_events_tables;
 pub use cli::{EpisodesArgs, RenderFormat, run_cli};
 pub use error::EpisodeError;
-pub use export::{
-    AGENT_NAME, EpisodeReader, ExportOptions, ExportSummary, GroupSummary, export, export_calls,
-    read_episodes,
-};
+pub use export::{AGENT_NAME, EpisodeReader, ExportOptions, export, export_calls, read_episodes};
 pub use model::{Episode, Step, TerminationReason, Trajectory};
+pub use summary::{ExportSummary, GroupSummary};
 pub use transcript::{
     Conversation, RecordedToolCall, TranscriptCall, TranscriptError, TranscriptReader,
     TranscriptWriter,

@@ -269,6 +269,31 @@ impl Episode {
     }
 }
 
+/// A trajectory of `steps`, their rewards-to-go filled in.
+pub(super) fn trajectory(
+    uid: String,
+    name: String,
+    task: &Value,
+    mut steps: Vec<Step>,
+    signals: BTreeMap<String, f64>,
+    metadata: BTreeMap<String, Value>,
+) -> Trajectory {
+    let mut to_go = 0.0;
+    for s in steps.iter_mut().rev() {
+        to_go += s.reward;
+        s.mc_return = to_go;
+    }
+    Trajectory {
+        uid,
+        name,
+        task: task.clone(),
+        reward: steps.iter().map(|s| s.reward).sum(),
+        steps,
+        signals,
+        metadata,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
