@@ -262,7 +262,7 @@ mod report;
 mod run;
 mod spill;
 mod sum;
-mod table;
+pub(crate) mod table;
 
 use std::path::PathBuf;
 
@@ -271,6 +271,7 @@ pub use aggregate::{
     aggregate, improvement_interval, iqm, mean, median, optimality_gap, probability_of_improvement,
     profile, profile_interval, stratified_interval,
 };
+pub(crate) use cli::read_events;
 pub use cli::{EvalArgs, run_cli};
 pub use compare::{
     Comparison, Estimate, LabelComparison, METRICS, bootstrap, compare, comparison_text,
