@@ -44,7 +44,7 @@ from .env import PerennialEnv
 from .sweep import SweepError, sweep
 from .vector import PerennialVectorEnv
 from .wrapper import WrappedEnv, world_text, wrap
-from . import llm
+from . import bench, llm
 
 __all__ = [
     "ContractError",

@@ -216,6 +216,19 @@ pub fn run_cli(
 
 /// The `--plan-json` document.
 fn plan_json(sweep: &SweepFile, dir: &Path) -> Result<String, SweepError> {
+    let doc = plan_document(sweep, dir)?;
+    let mut out = serde_json::to_string_pretty(&doc).expect("the plan is strings and numbers");
+    out.push('\n');
+    Ok(out)
+}
+
+/// The sweep's planned runs with their status in `dir`'s manifest, its paths and name:
+/// what the Ray backend runs (`--plan-json`, and `perennial bench run --plan-json` per
+/// sweep).
+pub(crate) fn plan_document(
+    sweep: &SweepFile,
+    dir: &Path,
+) -> Result<serde_json::Value, SweepError> {
     let runs = plan(sweep, dir);
     let manifest = SweepManifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
     let runs: Vec<serde_json::Value> = runs
@@ -227,21 +240,19 @@ fn plan_json(sweep: &SweepFile, dir: &Path) -> Result<String, SweepError> {
             v
         })
         .collect();
-    let doc = serde_json::json!({
+    Ok(serde_json::json!({
         "name": sweep.name,
         "dir": dir,
         "manifest": SweepManifest::path_in(dir),
         "lock": DirLock::path_in(dir),
         "runs": runs,
-    });
-    let mut out = serde_json::to_string_pretty(&doc).expect("the plan is strings and numbers");
-    out.push('\n');
-    Ok(out)
+    }))
 }
 
-#[derive(Deserialize)]
+/// How a run made elsewhere ended: an entry of a `--collect` results file.
+#[derive(Clone, Copy, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RunResult {
+pub(crate) struct RunExit {
     exit_code: Option<i32>,
     #[serde(default = "one")]
     attempts: u32,
@@ -262,13 +273,23 @@ fn collect(sweep: &SweepFile, dir: &Path, results: &Path) -> Result<SweepOutcome
         path: results.to_path_buf(),
         message,
     })?;
-    let results: BTreeMap<String, RunResult> =
+    let results: BTreeMap<String, RunExit> =
         serde_json::from_slice(&text).map_err(|e| SweepError::Manifest {
             path: results.to_path_buf(),
             message: format!(
                 "not a results file ({e}); expected {{\"<run-id>\": {{\"exit_code\": 0, \"attempts\": 1}}}}"
             ),
         })?;
+    collect_exits(sweep, dir, &results)
+}
+
+/// Records the exits of runs made elsewhere in `dir`'s manifest and scores the finished
+/// traces, under the directory's lock.
+pub(crate) fn collect_exits(
+    sweep: &SweepFile,
+    dir: &Path,
+    results: &BTreeMap<String, RunExit>,
+) -> Result<SweepOutcome, SweepError> {
     let _lock = DirLock::acquire(dir)?;
     let runs = plan(sweep, dir);
     let mut manifest = SweepManifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
