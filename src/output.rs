@@ -465,19 +465,11 @@ impl OutputLock {
     /// assert!(OutputLock::beside(&path).is_ok());
     /// ```
     pub fn beside(path: &Path) -> Result<Self, OutputError> {
-        use std::os::unix::fs::OpenOptionsExt;
         let mut name: OsString = path.as_os_str().to_owned();
         name.push(".lock");
         let lock_path = PathBuf::from(name);
         check_output(&lock_path)?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&lock_path)
-            .map_err(io(&lock_path))?;
+        let mut file = open_lock_file(&lock_path).map_err(io(&lock_path))?;
         match lock_file(&file, path) {
             Ok(()) => {}
             Err(OutputError::Locked { path, pid: None }) => {
@@ -519,6 +511,23 @@ impl OutputLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Opens (creating it) the lock file `path` for reading and writing, never through a
+/// symbolic link and without blocking on a FIFO; its contents are kept.
+///
+/// # Errors
+///
+/// What opening the file returns.
+pub fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
 }
 
 /// Takes an exclusive lock on `file`, an open handle of `path`, without waiting. The lock

@@ -1,9 +1,8 @@
 //! The sweep directory's lock: the lock every output takes ([`crate::output::lock_file`]),
 //! on `DIR/sweep.lock`, which also holds the pid.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::error::SweepError;
@@ -40,14 +39,7 @@ impl DirLock {
         std::fs::create_dir_all(dir).map_err(SweepError::io(dir))?;
         let path = Self::path_in(dir);
         crate::output::check_output(&path).map_err(SweepError::Output)?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&path)
-            .map_err(SweepError::io(&path))?;
+        let mut file = crate::output::open_lock_file(&path).map_err(SweepError::io(&path))?;
         match crate::output::lock_file(&file, &path) {
             Ok(()) => {}
             Err(crate::output::OutputError::Locked { pid, .. }) => {
