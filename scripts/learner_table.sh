@@ -8,7 +8,9 @@
 #
 # Usage: scripts/learner_table.sh [BIN]
 #   env: SEEDS (10), STEPS (200000), JOBS (2), WORLD (worlds/warehouse.toml),
-#        AGENTS ("base-stock random ppo ppo-replay ppo-ewc ppo-context ppo-plastic")
+#        AGENTS ("base-stock random ppo ppo-replay ppo-ewc ppo-context ppo-plastic");
+#        an entry NAME:K=V,K=V passes each K=V to the agent as --agent-opt K=V
+#        (e.g. `ppo:actions=cover`), and the table names the row by the whole entry.
 # Needs python3 (standard library only). Traces go to a temporary directory, deleted at
 # the end; only the table is printed.
 set -euo pipefail
@@ -25,17 +27,22 @@ trap 'rm -rf "$work"' EXIT
 
 # One run: its CSV trace is reduced to "agent seed whole last_quarter seconds" and deleted.
 one_run() {
-    local agent=$1 seed=$2 trace="$work/$1-$2.csv" start end
+    local agent=$1 seed=$2 trace start end opts=()
+    trace="$work/$(echo "$agent" | tr -c 'A-Za-z0-9_.\n-' _)-$seed"
+    if [[ $agent == *:* ]]; then
+        IFS=, read -ra kvs <<<"${agent#*:}"
+        for kv in "${kvs[@]}"; do opts+=(--agent-opt "$kv"); done
+    fi
     start=$(date +%s.%N)
-    "$bin" run "$world" --agent "$agent" --seed "$seed" --steps "$steps" \
-        --format csv --trace "$trace" >/dev/null
+    "$bin" run "$world" --agent "${agent%%:*}" "${opts[@]}" --seed "$seed" --steps "$steps" \
+        --format csv --trace "$trace.csv" >/dev/null
     end=$(date +%s.%N)
     awk -F, -v agent="$agent" -v seed="$seed" -v steps="$steps" -v secs="$(echo "$end - $start" | bc)" '
         NR == 1 { for (i = 1; i <= NF; i++) if ($i == "reward") col = i; next }
         { n++; total += $col; if ($5 >= steps * 3 / 4) { q++; last += $col } }
         END { printf "%s %s %.6f %.6f %.2f\n", agent, seed, total / n, last / q, secs }
-    ' "$trace"
-    rm -f "$trace" "$work/$1-$2".*
+    ' "$trace.csv"
+    rm -f "$trace".*
 }
 export -f one_run
 export bin world steps work
