@@ -185,7 +185,7 @@ impl BaseStockAgent {
 
     /// What the stock in `obs` is worth at `unit_cost` per unit of each SKU: its inventory
     /// position (on hand + in the pipeline − backlog), or `None` for a missing reading.
-    fn stock_value(&self, obs: &[f32], unit_cost: &[f64]) -> Option<f64> {
+    pub(super) fn stock_value(&self, obs: &[f32], unit_cost: &[f64]) -> Option<f64> {
         let s = self.skus;
         let at = |i: usize| obs.get(i).map_or(0.0, |&v| f64::from(v));
         (at(4 * s + self.docks + self.carriers + 7) >= 0.5).then(|| {
