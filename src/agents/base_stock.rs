@@ -358,7 +358,11 @@ impl AdaptiveBaseStock {
 
     /// The side (`+1` for `θ + σε`) the current pair plays first: alternates.
     fn first_sign(&self) -> f64 {
-        if self.pairs % 2 == 0 { 1.0 } else { -1.0 }
+        if self.pairs.is_multiple_of(2) {
+            1.0
+        } else {
+            -1.0
+        }
     }
 
     /// Sets the acting policy to `theta + sign · σ · direction`, keeping the start's
@@ -387,7 +391,9 @@ impl AdaptiveBaseStock {
         }
         let value = |i: usize| self.policy.stock_value(window.obs.get(i)?, &self.unit_cost);
         let first = (from..window.len()).find_map(|i| Some((i, value(i)?)));
-        let last = (from..window.len()).rev().find_map(|i| Some((i, value(i)?)));
+        let last = (from..window.len())
+            .rev()
+            .find_map(|i| Some((i, value(i)?)));
         match (first, last) {
             (Some((a, start)), Some((b, end))) if b > a => {
                 (rewards[a..b].iter().sum::<f64>() + end - start) / (b - a) as f64

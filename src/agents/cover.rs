@@ -186,7 +186,12 @@ where
             }
             held
         };
-        for ((r, o), next) in own.rewards.iter_mut().zip(&window.obs).zip(&window.next_obs) {
+        for ((r, o), next) in own
+            .rewards
+            .iter_mut()
+            .zip(&window.obs)
+            .zip(&window.next_obs)
+        {
             let now = phi(o);
             *r += gamma * phi(next) - now;
         }
@@ -352,7 +357,10 @@ mod tests {
         let ctx = crate::agents::AgentCtx::new("ppo", &pole, &cover, 1);
         let build = crate::agents::by_name::<crate::cartpole::CartPole>("ppo").unwrap();
         let err = build(&ctx).err().unwrap().to_string();
-        assert!(err.contains("`actions`") && err.contains("enterprise"), "{err}");
+        assert!(
+            err.contains("`actions`") && err.contains("enterprise"),
+            "{err}"
+        );
         let typo: toml::Table = toml::from_str("actions = \"covers\"").unwrap();
         let ctx = crate::agents::AgentCtx::new("ppo", &env, &typo, 1);
         let build = crate::agents::by_name::<Morpheus>("ppo").unwrap();

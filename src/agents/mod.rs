@@ -338,7 +338,9 @@ fn cover_actions<E: Env + 'static>(
         _ => Err(AgentError::option(
             ctx.name,
             "actions",
-            format!("is {value}; use \"cover\" (the enterprise world's cover levels) or \"world\" (the world's own actions, the default)"),
+            format!(
+                "is {value}; use \"cover\" (the enterprise world's cover levels) or \"world\" (the world's own actions, the default)"
+            ),
         )),
     }
 }

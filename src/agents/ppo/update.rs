@@ -30,7 +30,12 @@ impl Ppo {
         x
     }
 
-    pub(super) fn learn<O: Observation>(&mut self, window: &Window<O, usize>, taught: usize, lr: f32) {
+    pub(super) fn learn<O: Observation>(
+        &mut self,
+        window: &Window<O, usize>,
+        taught: usize,
+        lr: f32,
+    ) {
         let n = window.len();
         if n == 0 {
             return;
@@ -332,4 +337,5 @@ impl Ppo {
             bc_loss: stats.bc_loss / taught_samples.max(1) as f64,
             grad_norm: stats.grad_norm / nb,
         }
-    }}
+    }
+}
