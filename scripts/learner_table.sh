@@ -4,8 +4,7 @@
 # last quarter of the run. The table gives, per agent, the IQM over seeds of each, and the
 # whole-run IQM's ratio to base-stock's with a 95% bootstrap interval (seeds resampled with
 # replacement, independently per agent, 2,000 resamples, generator seeded by the agent's
-# entry), and the
-# median wall time of one run.
+# entry), and the median wall time of one run.
 #
 # Usage: scripts/learner_table.sh [BIN]
 #   env: SEEDS (10), STEPS (200000), JOBS (2), WORLD (worlds/warehouse.toml),
