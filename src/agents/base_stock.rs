@@ -183,6 +183,19 @@ impl BaseStockAgent {
         })
     }
 
+    /// What the stock in `obs` is worth at `unit_cost` per unit of each SKU: its inventory
+    /// position (on hand + in the pipeline − backlog), or `None` for a missing reading.
+    pub(super) fn stock_value(&self, obs: &[f32], unit_cost: &[f64]) -> Option<f64> {
+        let s = self.skus;
+        let at = |i: usize| obs.get(i).map_or(0.0, |&v| f64::from(v));
+        (at(4 * s + self.docks + self.carriers + 7) >= 0.5).then(|| {
+            (0..s)
+                .zip(unit_cost)
+                .map(|(i, c)| (at(i) + at(2 * s + i) - at(3 * s + i)) * self.stock_scale * c)
+                .sum()
+        })
+    }
+
     /// The index of `op` in the world's action table (`Noop` for an operation outside it,
     /// which this policy never builds: its SKUs, buckets, carriers and docks come from the
     /// same layout).
@@ -215,31 +228,69 @@ impl Agent<Morpheus> for BaseStockAgent {
 pub struct AdaptiveParams {
     /// Where the search starts (deliberately poor by default: 4 and 8 hours of cover).
     pub start: BaseStockParams,
-    /// Size of the log-scale perturbation tried in each pair of windows (0.25).
+    /// Size of the log-scale perturbation tried in the first pair of windows (0.8).
     pub sigma: f64,
-    /// Log-scale step taken towards the better of the two (0.08).
+    /// What the perturbation shrinks to (0.15).
+    pub sigma_end: f64,
+    /// Log-scale step per unit of standardized reward difference, in the first pair (0.4).
     pub step: f64,
+    /// What the step shrinks to (0.08).
+    pub step_end: f64,
+    /// Pairs of windows over which the perturbation and the step cover half their way from
+    /// the first values to the last (50).
+    pub half_life: f64,
+    /// Hours at the start of each window left out of its mean reward, while the stock
+    /// left by the previous setting sells off or fills up (64; at most half a window).
+    pub settle: usize,
+    /// Limit of the standardized reward difference, in its running RMS (2).
+    pub clip: f64,
+    /// Count the change in the stock's value at list cost in a window's profit (true): a
+    /// setting that fills the shelves pays for stock it sells in later windows, and one
+    /// that empties them sells stock an earlier window paid for.
+    pub value_stock: bool,
 }
 
 impl Default for AdaptiveParams {
     fn default() -> Self {
         AdaptiveParams {
             start: BaseStockParams::levels(4.0, 8.0),
-            sigma: 0.25,
-            step: 0.08,
+            sigma: 0.8,
+            sigma_end: 0.15,
+            step: 0.4,
+            step_end: 0.08,
+            half_life: 50.0,
+            settle: 64,
+            clip: 2.0,
+            value_stock: true,
         }
+    }
+}
+
+impl AdaptiveParams {
+    /// `first` moving towards `last`, half the way after `half_life` pairs.
+    fn anneal(&self, first: f64, last: f64, pairs: u64) -> f64 {
+        let left = if self.half_life > 0.0 {
+            (-(pairs as f64) / self.half_life).exp2()
+        } else {
+            0.0
+        };
+        last + (first - last) * left
     }
 }
 
 /// A base-stock policy that learns its own reorder point and target, window by window.
 ///
 /// The policy is [`BaseStockAgent`]'s, with two parameters in log space: the reorder point
-/// and the target's ratio to it. Learning is antithetic random search: for a pair of
-/// windows it perturbs the parameters by `+σε` and then `−σε` (ε a random unit direction
-/// from the agent stream), compares the two windows' mean rewards, and steps the
-/// parameters by `step` along ε towards the better one. It never stops, so when a regime
-/// shift moves the best stock levels it follows them. It reads the same observation as the
-/// fixed policy and never sees the regime.
+/// and the target's ratio to it. Learning is antithetic random search over pairs of
+/// windows: the pair plays `θ + σε` and `θ − σε` (ε a random unit direction from the agent
+/// stream; which of the two goes first alternates from pair to pair, so the stock one
+/// setting leaves to the next favours neither side), each window's mean reward is taken
+/// after its first `settle` hours, and θ moves along ε by `step` times the difference of
+/// the two means divided by the running RMS of such differences (clipped to `±clip`). The
+/// perturbation and the step start large, so a poor start is left within a few dozen
+/// pairs, and shrink towards `sigma_end` and `step_end`, which they keep: it never stops,
+/// so when a regime shift moves the best stock levels it follows them. It reads the same
+/// observation as the fixed policy and never sees the regime.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AdaptiveBaseStock {
     policy: BaseStockAgent,
@@ -247,8 +298,18 @@ pub struct AdaptiveBaseStock {
     /// log(reorder_hours), log(target_hours / reorder_hours)
     theta: [f64; 2],
     direction: [f64; 2],
-    /// Mean reward of the `+σε` window, while the `−σε` window runs.
-    plus_reward: Option<f64>,
+    /// Mean reward of the pair's first window, while its second runs.
+    #[serde(alias = "plus_reward")]
+    first_reward: Option<f64>,
+    /// Pairs of windows compared so far.
+    #[serde(default)]
+    pairs: u64,
+    /// Running mean square of the pairs' reward differences (0 before the first pair).
+    #[serde(default)]
+    diff_square: f64,
+    /// List cost of a unit of each SKU, what its stock is valued at.
+    #[serde(default)]
+    unit_cost: Vec<f64>,
     rng: ChaCha8Rng,
 }
 
@@ -267,18 +328,27 @@ impl AdaptiveBaseStock {
             params,
             theta,
             direction: [0.0; 2],
-            plus_reward: None,
+            first_reward: None,
+            pairs: 0,
+            diff_square: 0.0,
+            unit_cost: (0..config.skus)
+                .map(|i| config.sku_price(i) * config.unit_cost_ratio)
+                .collect(),
             rng: seed::rng(seed, Stream::Agent),
         };
         agent.new_direction();
-        agent.apply(1.0);
+        agent.apply(agent.first_sign());
         agent
     }
 
     /// The reorder point and target (hours of demand) it has learned so far.
     pub fn learned(&self) -> BaseStockParams {
         let [r, g] = self.theta;
-        BaseStockParams::levels(r.exp(), (r + g.max(0.0)).exp())
+        BaseStockParams {
+            reorder_hours: r.exp(),
+            target_hours: (r + g.max(0.0)).exp(),
+            ..self.params.start.clone()
+        }
     }
 
     fn new_direction(&mut self) {
@@ -286,12 +356,74 @@ impl AdaptiveBaseStock {
         self.direction = [a.cos(), a.sin()];
     }
 
-    /// Sets the acting policy to `theta + sign · σ · direction`.
+    /// The side (`+1` for `θ + σε`) the current pair plays first: alternates.
+    fn first_sign(&self) -> f64 {
+        if self.pairs.is_multiple_of(2) {
+            1.0
+        } else {
+            -1.0
+        }
+    }
+
+    /// Sets the acting policy to `theta + sign · σ · direction`, keeping the start's
+    /// carrier and repair settings.
     fn apply(&mut self, sign: f64) {
-        let s = sign * self.params.sigma;
+        let p = &self.params;
+        let s = sign * p.anneal(p.sigma, p.sigma_end, self.pairs);
         let r = self.theta[0] + s * self.direction[0];
         let g = (self.theta[1] + s * self.direction[1]).max(0.0);
-        self.policy.params = BaseStockParams::levels(r.exp(), (r + g).exp());
+        self.policy.params = BaseStockParams {
+            reorder_hours: r.exp(),
+            target_hours: (r + g).exp(),
+            ..p.start.clone()
+        };
+    }
+
+    /// The window's mean reward per hour after its first `settle` hours, plus (with
+    /// `value_stock`) the change in the stock's value between the first and the last
+    /// valid reading of that stretch.
+    fn profit_per_hour(&self, window: &Window<Vec<f32>, usize>) -> f64 {
+        let from = self.params.settle.min(window.len() / 2);
+        let rewards = &window.rewards;
+        let plain = || rewards[from..].iter().sum::<f64>() / (rewards.len() - from) as f64;
+        if !self.params.value_stock {
+            return plain();
+        }
+        let value = |i: usize| self.policy.stock_value(window.obs.get(i)?, &self.unit_cost);
+        let first = (from..window.len()).find_map(|i| Some((i, value(i)?)));
+        let last = (from..window.len())
+            .rev()
+            .find_map(|i| Some((i, value(i)?)));
+        match (first, last) {
+            (Some((a, start)), Some((b, end))) if b > a => {
+                (rewards[a..b].iter().sum::<f64>() + end - start) / (b - a) as f64
+            }
+            _ => plain(),
+        }
+    }
+
+    /// Moves θ by the pair's standardized difference `plus − minus` along ε.
+    fn learn(&mut self, plus: f64, minus: f64) {
+        let diff = plus - minus;
+        self.diff_square = if self.pairs == 0 {
+            diff * diff
+        } else {
+            0.9 * self.diff_square + 0.1 * diff * diff
+        };
+        let rms = self.diff_square.sqrt();
+        let p = &self.params;
+        let standard = if rms > 0.0 {
+            (diff / rms).clamp(-p.clip, p.clip)
+        } else {
+            0.0
+        };
+        let step = p.anneal(p.step, p.step_end, self.pairs) * standard;
+        for (t, d) in self.theta.iter_mut().zip(self.direction) {
+            *t += step * d;
+        }
+        self.theta[0] = self.theta[0].clamp(0.0, 8.0);
+        self.theta[1] = self.theta[1].clamp(0.0, 4.0);
+        self.pairs += 1;
     }
 }
 
@@ -312,27 +444,22 @@ impl Agent<Morpheus> for AdaptiveBaseStock {
         if window.is_empty() {
             return;
         }
-        let mean = window.rewards.iter().sum::<f64>() / window.len() as f64;
-        match self.plus_reward.take() {
+        let mean = self.profit_per_hour(window);
+        let first = self.first_sign();
+        match self.first_reward.take() {
             None => {
-                self.plus_reward = Some(mean);
-                self.apply(-1.0);
+                self.first_reward = Some(mean);
+                self.apply(-first);
             }
-            Some(plus) => {
-                let towards = if plus > mean {
-                    1.0
-                } else if plus < mean {
-                    -1.0
+            Some(earlier) => {
+                let (plus, minus) = if first > 0.0 {
+                    (earlier, mean)
                 } else {
-                    0.0
+                    (mean, earlier)
                 };
-                for (t, d) in self.theta.iter_mut().zip(self.direction) {
-                    *t += towards * self.params.step * d;
-                }
-                self.theta[0] = self.theta[0].clamp(0.0, 8.0);
-                self.theta[1] = self.theta[1].clamp(0.0, 4.0);
+                self.learn(plus, minus);
                 self.new_direction();
-                self.apply(1.0);
+                self.apply(self.first_sign());
             }
         }
     }
@@ -420,5 +547,81 @@ mod tests {
             first_act(config.docks as f64 - 1.0),
             Op::Reorder { .. }
         ));
+    }
+
+    /// A window of `len` hours earning `reward` each, every reading `obs`.
+    fn window(obs: &[f32], reward: f64, len: usize) -> Window<Vec<f32>, usize> {
+        Window {
+            obs: vec![obs.to_vec(); len],
+            actions: vec![0; len],
+            rewards: vec![reward; len],
+            next_obs: vec![obs.to_vec(); len],
+            terminated: vec![false; len],
+            truncated: vec![false; len],
+            ..Window::default()
+        }
+    }
+
+    #[test]
+    fn each_pair_plays_both_sides_and_alternates_which_goes_first() {
+        let config = MorpheusConfig::default();
+        let mut agent = AdaptiveBaseStock::new(&config, AdaptiveParams::default(), 3);
+        let obs = empty_shelves(&config, 0.0);
+        let mut sides = Vec::new();
+        for _ in 0..4 {
+            let theta = agent.theta[0];
+            let played = agent.policy.params().reorder_hours.ln();
+            sides.push((played - theta) * agent.direction[0] > 0.0);
+            agent.update(&window(&obs, 0.0, 256));
+        }
+        // Equal rewards leave θ where it was: + then −, then − then +.
+        assert_eq!(sides, [true, false, false, true]);
+    }
+
+    #[test]
+    fn stock_bought_in_a_window_counts_at_cost_so_buying_is_not_a_loss() {
+        let config = MorpheusConfig::default();
+        let s = config.skus;
+        let cost = config.sku_price(0) * config.unit_cost_ratio;
+        let bought = 50.0;
+        let mut w = window(&empty_shelves(&config, 0.0), 0.0, 256);
+        // At hour 100 the window pays for 50 units of SKU 0, which show in its pipeline.
+        w.rewards[100] = -bought * cost;
+        for obs in &mut w.obs[101..] {
+            obs[2 * s] = (bought / config.stock_scale) as f32;
+        }
+        let hours = 255.0 - 64.0;
+        let profit = |value_stock| {
+            let params = AdaptiveParams {
+                value_stock,
+                ..AdaptiveParams::default()
+            };
+            AdaptiveBaseStock::new(&config, params, 0).profit_per_hour(&w)
+        };
+        assert!(profit(true).abs() < 1e-6, "{}", profit(true));
+        assert!((profit(false) + bought * cost / (hours + 1.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn it_climbs_towards_the_side_that_earns_more_and_repeats_itself() {
+        let config = MorpheusConfig::default();
+        let obs = empty_shelves(&config, 0.0);
+        let climb = |seed| {
+            let mut agent = AdaptiveBaseStock::new(&config, AdaptiveParams::default(), seed);
+            let mut path = Vec::new();
+            for _ in 0..200 {
+                // More cover earns more, up to 40 hours.
+                let reorder = agent.policy.params().reorder_hours;
+                let reward = -(reorder.ln() - 40f64.ln()).powi(2);
+                agent.update(&window(&obs, reward, 256));
+                path.push(agent.learned().reorder_hours.to_bits());
+            }
+            path
+        };
+        let path = climb(5);
+        let learned = f64::from_bits(path[199]);
+        assert!((25.0..65.0).contains(&learned), "{learned}");
+        assert_eq!(path, climb(5), "same seed, same path");
+        assert_ne!(path, climb(6));
     }
 }

@@ -11,7 +11,8 @@
 //! | `ppo`, `ppo-replay`, `ppo-ewc`, `ppo-context`, `ppo-plastic` | [`Ppo`] | any with a `Discrete` action space | yes, on every window (see [`ppo`]) |
 //!
 //! Every PPO family also takes a warm start from a teacher, any other agent of the world:
-//! options `teacher` and `teacher_steps` (see [`warm_start`]).
+//! options `teacher` and `teacher_steps` (see [`warm_start`]); and on the enterprise world,
+//! `actions = "cover"`, a small structured action space (see [`cover`]).
 //!
 //! # The agent registry
 //!
@@ -54,6 +55,7 @@
 mod actor_critic;
 mod balance;
 mod base_stock;
+pub mod cover;
 mod oracle;
 pub mod ppo;
 mod random;
@@ -62,6 +64,7 @@ pub mod warm_start;
 pub use actor_critic::{ActorCritic, ActorCriticParams};
 pub use balance::BalanceAgent;
 pub use base_stock::{AdaptiveBaseStock, AdaptiveParams, BaseStockAgent, BaseStockParams};
+pub use cover::{CoverActions, CoverAdapter};
 pub use oracle::{Oracle, OracleParams};
 pub use ppo::{ContextParams, EwcParams, PlasticParams, Ppo, PpoParams, ReplayParams, UpdateStats};
 pub use random::RandomAgent;
@@ -268,20 +271,34 @@ fn ppo_family<E: Env<Action = usize> + 'static>(
 ) -> Result<Box<dyn Agent<E>>, AgentError> {
     let mut options = ctx.options.clone();
     let warm = WarmStartParams::take(ctx.name, &mut options)?;
-    let n = ctx
-        .discrete_actions()
-        .map_err(|e| match (&warm.teacher, e) {
-            (Some(_), AgentError::Build { agent, message }) => {
-                AgentError::option(&agent, "teacher", message)
-            }
-            (_, e) => e,
-        })?;
+    let cover = cover_actions(ctx, &mut options)?;
+    if cover.is_some() && warm.teacher.is_some() {
+        return Err(AgentError::option(
+            ctx.name,
+            "actions",
+            "`cover` cannot be combined with `teacher`, whose actions are the world's own; drop one",
+        ));
+    }
+    let n = match &cover {
+        Some(adapter) => adapter.choices(),
+        None => ctx
+            .discrete_actions()
+            .map_err(|e| match (&warm.teacher, e) {
+                (Some(_), AgentError::Build { agent, message }) => {
+                    AgentError::option(&agent, "teacher", message)
+                }
+                (_, e) => e,
+            })?,
+    };
     let dim = ctx.spec().observation_space.len();
     let agent = match Ppo::by_name(ctx.name, dim, n, options, ctx.seed) {
         Ok(Some(agent)) => agent,
         Ok(None) => return Err(AgentError::unknown(ctx.name, &ppo::FAMILIES)),
         Err(message) => return Err(AgentError::new(ctx.name, message)),
     };
+    if let Some(adapter) = cover {
+        return Ok(Box::new(CoverActions::new(agent, adapter)));
+    }
     Ok(match WarmStart::teacher(ctx, &warm)? {
         Some(teacher) => {
             let steps = warm
@@ -293,6 +310,39 @@ fn ppo_family<E: Env<Action = usize> + 'static>(
         }
         None => Box::new(agent),
     })
+}
+
+/// Takes a PPO family's `actions` option out of its table: `"cover"` is the enterprise
+/// world's [`CoverAdapter`], `"world"` (the default) the world's own actions.
+fn cover_actions<E: Env + 'static>(
+    ctx: &AgentCtx<'_, E>,
+    options: &mut toml::Table,
+) -> Result<Option<CoverAdapter>, AgentError> {
+    let Some(value) = options.remove("actions") else {
+        return Ok(None);
+    };
+    match value.as_str() {
+        Some("world") => Ok(None),
+        Some("cover") => {
+            let env: &dyn std::any::Any = ctx.env;
+            env.downcast_ref::<Morpheus>()
+                .map(|m| Some(CoverAdapter::new(m.config())))
+                .ok_or_else(|| {
+                    AgentError::option(
+                        ctx.name,
+                        "actions",
+                        "`cover` is the enterprise world's action space (kind \"morpheus\"); this world has none, leave `actions` out",
+                    )
+                })
+        }
+        _ => Err(AgentError::option(
+            ctx.name,
+            "actions",
+            format!(
+                "is {value}; use \"cover\" (the enterprise world's cover levels) or \"world\" (the world's own actions, the default)"
+            ),
+        )),
+    }
 }
 
 /// The generic agent named `name`, if there is one.
