@@ -25,8 +25,14 @@ if [ -n "${STEPS:-}" ]; then SMOKE+=(--steps "$STEPS"); fi
 
 # The learning agents, on every suite: add a new learner to this line.
 LEARNERS="ppo ppo-replay ppo-ewc ppo-context ppo-plastic"
+# The PPO families on the enterprise suites with the cover actions (docs/agents.md), as
+# NAME:KEY=VALUE,KEY=VALUE: each becomes `--agent NAME --agent-opt KEY=VALUE ...`.
+COVER="ppo:actions=cover,gamma=0.999,lambda=0.99"
+for family in ppo-replay ppo-ewc ppo-context ppo-plastic; do
+  COVER="$COVER $family:actions=cover,ppo.gamma=0.999,ppo.lambda=0.99"
+done
 ENTERPRISE_SUITES="warehouse warehouse-async logistics logistics-async"
-ENTERPRISE_AGENTS="random base-stock adaptive-base-stock oracle $LEARNERS"
+ENTERPRISE_AGENTS="random base-stock adaptive-base-stock oracle $LEARNERS $COVER"
 CARTPOLE_AGENTS="random balance $LEARNERS"
 
 # AGENTS selects among the agents above; an unknown name is an error before anything runs.
@@ -47,12 +53,17 @@ mkdir -p "$OUT"
 TIMES="$OUT/wall-times.tsv"
 [ -f "$TIMES" ] || printf 'agent\tsuites\tseconds\tseeds\tsteps\n' > "$TIMES"
 
-# Runs one agent on a group of suites and records its wall time.
+# Runs one agent (NAME or NAME:KEY=VALUE,...) on a group of suites and records its wall time.
 run_agent() {
-  local agent=$1 group=$2 suites=$3 began took
+  local agent=$1 group=$2 suites=$3 began took opts=()
+  if [[ $agent == *:* ]]; then
+    local kv
+    IFS=, read -ra kv <<< "${agent#*:}"
+    for o in "${kv[@]}"; do opts+=(--agent-opt "$o"); done
+  fi
   began=$(date +%s)
   # shellcheck disable=SC2086
-  "$PERENNIAL" bench run $suites --agent "$agent" --jobs "$JOBS" --out "$OUT" "${SMOKE[@]}"
+  "$PERENNIAL" bench run $suites --agent "${agent%%:*}" "${opts[@]}" --jobs "$JOBS" --out "$OUT" "${SMOKE[@]}"
   took=$(( $(date +%s) - began ))
   printf '%s\t%s\t%s\t%s\t%s\n' "$agent" "$group" "$took" "${SEEDS:-all}" "${STEPS:-full}" >> "$TIMES"
   echo "agent $agent on $group: wall $took s"

@@ -1,8 +1,12 @@
 //! Step 5 of the derivation: the loss that supplier delays force on every policy.
 
+use super::demand::EXACT_RATE;
 use super::demand::poisson_masses;
 use super::market::Market;
-use super::{EXACT_RATE, LONGEST_DELAY};
+
+/// The longest supplier delay the delay term looks at: a longer delay blocks receipts for
+/// at least this many hours, which is all the term uses.
+const LONGEST_DELAY: u64 = 96;
 
 /// Step 5: the least expected loss per hour that supplier `j`'s delays cost any policy
 /// (its SKUs' orders waiting out a delay, or the stock held against it); see the module

@@ -1,6 +1,9 @@
 //! Steps 3 and 4 of the derivation: the Poisson demand, its spikes, and the capacities as a knapsack.
 
-use super::EXACT_RATE;
+/// Above this demand rate per SKU and hour the exact sum over order sizes is replaced by
+/// its linear upper bound `margin·min(λ, cap)` (off by the per-order late risk only), and
+/// the delay term counts no loss.
+pub(super) const EXACT_RATE: f64 = 1000.0;
 
 /// The stationary share of hours with a spike in force, for a per-hour probability `q` and
 /// durations uniform on `1..=hours`.

@@ -174,15 +174,6 @@ use lots::{Lots, lot_bound};
 use market::Market;
 use shortfall::stock_shortfall;
 
-/// Above this demand rate per SKU and hour the exact sum over order sizes is replaced by
-/// its linear upper bound `margin·min(λ, cap)` (off by the per-order late risk only), and
-/// the delay term counts no loss.
-const EXACT_RATE: f64 = 1000.0;
-
-/// The longest supplier delay the delay term looks at: a longer delay blocks receipts for
-/// at least this many hours, which is all the term uses.
-const LONGEST_DELAY: u64 = 96;
-
 /// The long-run average profit per hour no policy can exceed under `k` (see the module
 /// docs for the derivation). Finite and at least 0 for every valid configuration.
 ///
