@@ -316,6 +316,21 @@ impl Env for EnterpriseEnv {
         &self.own
     }
 
+    fn role_transition(
+        &self,
+        obs: &[f32],
+        action: &usize,
+        views: &mut Vec<Vec<f32>>,
+        actions: &mut Vec<usize>,
+    ) {
+        views.resize_with(self.layouts.len(), Vec::new);
+        for (l, view) in self.layouts.iter().zip(views.iter_mut()) {
+            l.project(obs, view);
+        }
+        actions.clear();
+        actions.extend(split(&self.layouts, *action));
+    }
+
     fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {
         self.world.drain_events(out);
     }
