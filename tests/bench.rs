@@ -84,10 +84,16 @@ fn same_seeds_give_the_same_results_and_table_bit_for_bit() {
         tables.push((files(&out.join("results")), files(&report)));
     }
     assert_eq!(tables[0].0.len(), 2);
-    assert_eq!(tables[0].1.len(), 3);
+    assert_eq!(tables[0].1.len(), 4);
+    // The rows' commands name their --out folder: the second run's is b/.
+    let (a_out, b_out) = (
+        path(&dir.join("a")).to_string(),
+        path(&dir.join("b")).to_string(),
+    );
     for (a, b) in [(&tables[0].0, &tables[1].0), (&tables[0].1, &tables[1].1)] {
         for ((name, x), (_, y)) in a.iter().zip(b) {
-            assert!(x == y, "{name} differs between the two runs");
+            let y = String::from_utf8_lossy(y).replace(&b_out, &a_out);
+            assert!(*x == y.into_bytes(), "{name} differs between the two runs");
         }
     }
     let json: serde_json::Value = serde_json::from_slice(
@@ -103,6 +109,7 @@ fn same_seeds_give_the_same_results_and_table_bit_for_bit() {
         .map(|r| r["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["random", "best-fixed", "oracle"]);
+    check_plasticity_columns(&dir);
     // Each fixed policy ran with its own options: their means differ.
     let means: Vec<f64> = json["references"][1]["candidates"]
         .as_array()
@@ -112,6 +119,89 @@ fn same_seeds_give_the_same_results_and_table_bit_for_bit() {
         .collect();
     assert_eq!(means.len(), 7);
     assert!(means.windows(2).any(|w| w[0] != w[1]), "{means:?}");
+}
+
+/// The report's plasticity columns, as `a/` of [`same_seeds_give_the_same_results_and_table_bit_for_bit`]
+/// leaves them: ppo has a network, base-stock none.
+fn check_plasticity_columns(dir: &Scratch) {
+    let out = dir.join("a");
+    for (agent, neural) in [("ppo", true), ("base-stock", false)] {
+        let file = out.join(format!("results/warehouse.none.{agent}.json"));
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        for run in json["runs"].as_array().unwrap() {
+            let p = &run["plasticity"];
+            if neural {
+                let dormant = p["dormant_fraction"].as_f64().unwrap();
+                assert!((0.0..=1.0).contains(&dormant), "{p}");
+                assert!(p["effective_rank"].as_f64().unwrap() >= 1.0, "{p}");
+            } else {
+                assert!(p.is_null(), "{agent} has no network: {run}");
+            }
+        }
+    }
+    let report = dir.join("plasticity-report");
+    let json = run(&[
+        "bench",
+        "report",
+        path(&out),
+        "--json",
+        "--out",
+        path(&report),
+    ]);
+    let table: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let rows = table["sections"][0]["rows"].as_array().unwrap();
+    let row = |agent: &str| rows.iter().find(|r| r["agent"] == agent).unwrap();
+    assert!(row("ppo")["medians"]["dormant_fraction"].is_f64());
+    assert!(row("ppo")["medians"]["effective_rank"].is_f64());
+    assert!(row("base-stock")["medians"]["dormant_fraction"].is_null());
+    assert!(row("base-stock")["medians"]["effective_rank"].is_null());
+    assert_eq!(
+        row("ppo")["command"],
+        format!(
+            "perennial bench run warehouse --agent ppo --out {} --seeds 2 --steps 2000",
+            out.display()
+        )
+    );
+    // Text and Markdown: the last two columns are dormant and eff_rank, `–` without a network.
+    let text = common::text(&run(&["bench", "report", path(&out), "--out", path(&report)]).stdout);
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("agent"))
+        .unwrap();
+    assert!(header.trim_end().ends_with("dormant  eff_rank"), "{header}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("base-stock"))
+        .unwrap();
+    assert!(line.trim_end().ends_with("–         –"), "{line}");
+    let markdown = common::text(
+        &run(&[
+            "bench",
+            "report",
+            path(&out),
+            "--markdown",
+            "--out",
+            path(&report),
+        ])
+        .stdout,
+    );
+    assert!(
+        markdown.contains("| dormant | eff_rank | command |"),
+        "{markdown}"
+    );
+    let line = markdown
+        .lines()
+        .find(|l| l.starts_with("| base-stock |"))
+        .unwrap();
+    assert!(
+        line.contains(" | – | – | `perennial bench run warehouse --agent base-stock"),
+        "{line}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(report.join("table.md")).unwrap(),
+        markdown
+    );
 }
 
 #[test]

@@ -978,6 +978,26 @@ fn cases() -> Vec<Case> {
             expect: &["{file}: is not a directory", "give --out a directory"],
         },
         Case {
+            what: "bench run --collect: a run-exits file that is not one",
+            file: Some(("exits-list.json", "[1, 2]\n".into())),
+            args: &[
+                "bench", "run", "cartpole-drift", "--agent", "random", "--out", "{dir}/bench-out",
+                "--collect", "{file}",
+            ],
+            code: 2,
+            expect: &["{file}: not a run-exits file"],
+        },
+        Case {
+            what: "bench run --collect: run exits of a folder that is no sweep of the bench run",
+            file: Some(("exits-foreign.json", "{\"/elsewhere\": {}}\n".into())),
+            args: &[
+                "bench", "run", "cartpole-drift", "--agent", "random", "--out", "{dir}/bench-out",
+                "--collect", "{file}",
+            ],
+            code: 2,
+            expect: &["{file}: /elsewhere is not the folder of a sweep of this bench run"],
+        },
+        Case {
             what: "trace: a `bound` that is a string",
             file: Some((
                 "bound-string.jsonl",

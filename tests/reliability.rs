@@ -7,16 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::{cli, fails_with, run_args};
+use common::{Scratch, cli, fails_with, run_args};
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "perennial-reliability-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A folder for one test, removed when the test passes.
+fn dir(name: &str) -> Scratch {
+    Scratch::new(&format!("reliability-{name}"))
 }
 
 fn s(p: &Path) -> &str {

@@ -38,17 +38,19 @@ import gymnasium as gym
 
 from . import _core
 from ._core import Snapshot, WorldFileError
+from ._options import RunOptions
 from ._worlds import SHIPPED_IDS, resolve, shipped_worlds
 from .env import PerennialEnv
 from .sweep import SweepError, sweep
 from .vector import PerennialVectorEnv
 from .wrapper import WrappedEnv, world_text, wrap
-from . import llm
+from . import bench, llm
 
 __all__ = [
     "ContractError",
     "PerennialEnv",
     "PerennialVectorEnv",
+    "RunOptions",
     "Snapshot",
     "SweepError",
     "WorldFileError",

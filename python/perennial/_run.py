@@ -38,6 +38,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
+from ._options import RunOptions
 from ._spaces import to_space
 from ._worlds import resolve
 
@@ -276,7 +277,7 @@ def _run(args: argparse.Namespace) -> int:
     options = agent_options(args.agent_opt)
 
     try:
-        run = _core.Run(world, int(seed), None, "python", None, None, False, args.notify, None)
+        run = RunOptions(notify=args.notify).start(world, int(seed), traced=False)
     except ValueError as e:
         raise BadInput(str(e)) from None
     spec = run.spec()

@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from . import _core
+from ._options import RunOptions
 from ._spaces import to_space
 from ._worlds import resolve
 
@@ -193,8 +194,9 @@ class PerennialEnv(RunControls, gym.Env):
             seed = default_seed(path) if snapshot is None else snapshot.seed
         seed = check_seed(seed)
         self._world = path
-        self._options = dict(
+        run = RunOptions(
             seed=int(seed),
+            trace=trace,
             run_id=run_id,
             algorithm_id=algorithm_id,
             record_transitions=record_transitions,
@@ -202,24 +204,13 @@ class PerennialEnv(RunControls, gym.Env):
             reveal_regime=reveal_regime,
             notify=notify,
             part_seconds=part_seconds,
-            snapshot=snapshot,
-            fork_index=fork_index,
         )
+        self._options = dict(run.untraced(), snapshot=snapshot, fork_index=fork_index)
         if snapshot is None:
-            self._run = _core.Run(
-                path,
-                int(seed),
-                run_id,
-                algorithm_id,
-                None if trace is None else os.fspath(trace),
-                trace_format,
-                record_transitions,
-                notify,
-                None if part_seconds is None else float(part_seconds),
-            )
+            self._run = run.start(path, int(seed))
         else:
             # A fresh untraced run, put in the saved state, then traced from the saved step.
-            self._run = _core.Run(path, int(seed), None, algorithm_id, None, None, False, notify, None)
+            self._run = run.start(path, int(seed), traced=False)
             if run_id is None:
                 run_id = f"{snapshot.run_id}-s{snapshot.step}"
             _core.restore(self._run, snapshot, int(seed), run_id, notify)

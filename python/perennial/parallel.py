@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import os
 from typing import Any, Optional
@@ -11,6 +12,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from . import _core
+from ._options import RunOptions
 from ._spaces import to_space
 from ._worlds import resolve
 from .env import check_seed, default_seed
@@ -70,18 +72,11 @@ class PerennialParallelEnv(ParallelEnv):
     def __init__(
         self,
         world: str | os.PathLike = "perennial/Enterprise-v0",
-        seed: Optional[int] = None,
+        *,
         observe: Optional[str] = None,
         max_steps: Optional[int] = None,
-        trace: Optional[str | os.PathLike] = None,
-        run_id: Optional[str] = None,
-        algorithm_id: str = "python",
-        record_transitions: bool = False,
-        trace_format: Optional[str] = None,
-        reveal_regime: bool = False,
         render_mode: Optional[str] = None,
-        notify: Optional[str] = None,
-        part_seconds: Optional[float] = None,
+        **run_options: Any,
     ) -> None:
         if render_mode is not None:
             raise ValueError(f"render_mode={render_mode!r}: perennial worlds do not render; use None")
@@ -89,32 +84,13 @@ class PerennialParallelEnv(ParallelEnv):
             isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1
         ):
             raise ValueError(f"max_steps={max_steps!r}: give a whole number of steps, at least 1, or None")
+        run = RunOptions.of("parallel_env", run_options)
         path = resolve(world)
-        seed = check_seed(default_seed(path) if seed is None else seed)
+        seed = check_seed(default_seed(path) if run.seed is None else run.seed)
+        run = dataclasses.replace(run, seed=seed)
         self._world = path
-        self._options = dict(
-            seed=seed,
-            observe=observe,
-            max_steps=max_steps,
-            run_id=run_id,
-            algorithm_id=algorithm_id,
-            record_transitions=record_transitions,
-            trace_format=trace_format,
-            reveal_regime=reveal_regime,
-            notify=notify,
-            part_seconds=part_seconds,
-        )
-        self._run = _core.Run(
-            path,
-            seed,
-            run_id,
-            algorithm_id,
-            None if trace is None else os.fspath(trace),
-            trace_format,
-            record_transitions,
-            notify,
-            None if part_seconds is None else float(part_seconds),
-        )
+        self._options = dict(run.untraced(), observe=observe, max_steps=max_steps)
+        self._run = run.start(path, seed)
         roles, self.alpha = _core.roles(self._run, observe)
         spec = self._run.spec()
         self.state_space = to_space(spec["observation_space"])
@@ -130,7 +106,7 @@ class PerennialParallelEnv(ParallelEnv):
             name: spaces.Box(low=low[idx], high=high[idx], dtype=np.float32) for name, idx in self._seen.items()
         }
         self.action_spaces = {name: spaces.Discrete(int(n)) for name, n, _ in roles}
-        self._reveal = reveal_regime
+        self._reveal = run.reveal_regime
         self._notify = self._run.notify != "none"
         self._state: Optional[np.ndarray] = None
         self._steps = 0

@@ -189,6 +189,39 @@ def _import_ray():
     return ray
 
 
+def _pending(runs: list) -> list:
+    """The planned runs still to make: all but those done with their trace on disk."""
+    return [r for r in runs if not (r["status"] == "done" and Path(r["trace"]).exists())]
+
+
+def _run_on_ray(ray, runs: list, program: str, address: Optional[str], max_retries: int) -> list:
+    """Runs each planned run as one Ray task (``num_cpus=1``, retried up to ``max_retries``
+    times if its worker dies) and returns how each ended, in order: what ``--collect``
+    reads. A Ray already initialized in this process is used, else one is started (a local
+    one with this machine's cores when ``address`` is None) and shut down at the end."""
+    started_here = not ray.is_initialized()
+    if started_here:
+        if address is None:
+            ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False)
+        else:
+            ray.init(address=address)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=max_retries)(run_planned)
+        refs = [task.remote(r, program) for r in runs]
+        ended = []
+        for ref in refs:
+            try:
+                ended.append(ray.get(ref))
+            except ray.exceptions.RayError:
+                # Its worker died more often than Ray retries: recorded as ended by a
+                # signal; the next invocation continues it from its checkpoint.
+                ended.append({"exit_code": None, "attempts": 1})
+    finally:
+        if started_here:
+            ray.shutdown()
+    return ended
+
+
 def sweep(
     file: PathLike,
     backend: str = "local",
@@ -241,29 +274,9 @@ def sweep(
     dir_ = Path(plan["dir"])
     lock = _DirLock(Path(plan["lock"]))
     try:
-        todo = [
-            r for r in plan["runs"] if not (r["status"] == "done" and Path(r["trace"]).exists())
-        ]
-        started_here = not ray.is_initialized()
-        if started_here:
-            if address is None:
-                ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False)
-            else:
-                ray.init(address=address)
-        try:
-            task = ray.remote(num_cpus=1, max_retries=max_retries)(run_planned)
-            refs = {r["run_id"]: task.remote(r, program) for r in todo}
-            results = {}
-            for run_id, ref in refs.items():
-                try:
-                    results[run_id] = ray.get(ref)
-                except ray.exceptions.RayError:
-                    # Its worker died more often than Ray retries: recorded as ended by a
-                    # signal; the next sweep continues it from its checkpoint.
-                    results[run_id] = {"exit_code": None, "attempts": 1}
-        finally:
-            if started_here:
-                ray.shutdown()
+        todo = _pending(plan["runs"])
+        ended = _run_on_ray(ray, todo, program, address, max_retries)
+        results = {r["run_id"]: e for r, e in zip(todo, ended)}
         results_path = dir_ / "ray-results.json"
         results_path.write_text(json.dumps(results, indent=2) + "\n")
     finally:

@@ -25,6 +25,7 @@ runs with ``perennial.make(path)`` or ``python -m perennial run path``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from typing import Any, Mapping, Optional, Sequence, SupportsFloat, Union
@@ -34,6 +35,7 @@ import numpy as np
 
 from . import _core
 from ._adapter import WorldAdapter
+from ._options import RunOptions
 from .env import RunControls
 
 __all__ = ["WrappedEnv", "world_text", "wrap"]
@@ -115,41 +117,27 @@ def wrap(
     env: gym.Env,
     regimes: Optional[Regimes] = None,
     schedule: Optional[Mapping[str, Any]] = None,
-    seed: int = 0,
-    trace: Optional[Union[str, os.PathLike]] = None,
     notify: Optional[str] = None,
-    run_id: Optional[str] = None,
-    algorithm_id: str = "python",
-    record_transitions: bool = False,
-    trace_format: Optional[str] = None,
-    reveal_regime: bool = False,
-    part_seconds: Optional[float] = None,
     description: str = "",
+    **run_options: Any,
 ) -> "WrappedEnv":
     """Makes ``env`` (a ``gymnasium.Env`` with a Discrete action space and a Box or
     Discrete observation space) a perennial world under ``regimes`` and ``schedule``.
 
-    ``seed`` is the run seed (episode ``e`` is reset with a seed derived from it, as in
-    ``perennial run``); ``trace``, ``notify``, ``run_id``, ``record_transitions``,
-    ``trace_format``, ``reveal_regime`` and ``part_seconds`` are as for ``perennial.make``.
+    ``notify`` is the composed world file's ``[notify] level``. ``run_options`` are those
+    of ``perennial.make`` (``seed`` 0 by default: episode ``e`` is reset with a seed derived
+    from it, as in ``perennial run``; ``trace``, ``run_id``, ``algorithm_id``,
+    ``record_transitions``, ``trace_format``, ``reveal_regime``, ``part_seconds``).
     Raises ``WorldFileError`` when a regime names an attribute the env lacks (or gives it a
-    value it cannot take), ``ValueError`` for an env perennial cannot run.
+    value it cannot take), ``ValueError`` for an env perennial cannot run, ``TypeError``
+    for an unknown option.
     """
     from .env import check_seed
 
+    run = RunOptions.of("wrap", run_options)
     text = world_text(regimes, schedule, notify, description)
-    return WrappedEnv(
-        env,
-        text,
-        seed=check_seed(seed),
-        trace=trace,
-        run_id=run_id,
-        algorithm_id=algorithm_id,
-        record_transitions=record_transitions,
-        trace_format=trace_format,
-        reveal_regime=reveal_regime,
-        part_seconds=part_seconds,
-    )
+    run = dataclasses.replace(run, seed=check_seed(0 if run.seed is None else run.seed))
+    return WrappedEnv(env, text, run)
 
 
 class WrappedEnv(RunControls, gym.Wrapper):
@@ -161,35 +149,13 @@ class WrappedEnv(RunControls, gym.Wrapper):
     as on ``PerennialEnv`` (a restore makes the saved env the wrapped one).
     """
 
-    def __init__(
-        self,
-        env: gym.Env,
-        text: str,
-        seed: int = 0,
-        trace: Optional[Union[str, os.PathLike]] = None,
-        run_id: Optional[str] = None,
-        algorithm_id: str = "python",
-        record_transitions: bool = False,
-        trace_format: Optional[str] = None,
-        reveal_regime: bool = False,
-        part_seconds: Optional[float] = None,
-    ) -> None:
+    def __init__(self, env: gym.Env, text: str, run: Optional[RunOptions] = None) -> None:
         super().__init__(env)
+        run = RunOptions(seed=0) if run is None else run
         self._adapter = WorldAdapter(env)
         self._start = int(getattr(env.action_space, "start", 0))
-        self._run = _core.Run(
-            text,
-            int(seed),
-            run_id,
-            algorithm_id,
-            None if trace is None else os.fspath(trace),
-            trace_format,
-            record_transitions,
-            None,
-            None if part_seconds is None else float(part_seconds),
-            adapter=self._adapter,
-        )
-        self._reveal = reveal_regime
+        self._run = run.start(text, 0 if run.seed is None else run.seed, adapter=self._adapter)
+        self._reveal = run.reveal_regime
         self._notify = self._run.notify != "none"
         #: The composed world file's text.
         self.world_text = text

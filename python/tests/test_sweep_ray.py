@@ -1,5 +1,5 @@
-"""perennial.sweep: the Ray backend writes the traces, manifest and eval the local backend
-writes, on a local Ray that leaves nothing behind."""
+"""perennial.sweep and perennial.bench: the Ray backend writes the traces, manifest and eval
+(the bench results) the local backend writes, on a local Ray that leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from perennial import bench
 from perennial.sweep import sweep
 
 REPO = Path(__file__).resolve().parents[2]
@@ -176,3 +178,46 @@ def test_the_ray_backend_without_ray_says_what_to_install(tmp_path, program, mon
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r"perennial\[ray\]"):
         sweep(_sweep_file(tmp_path), backend="ray", out=tmp_path / "out")
+
+
+def test_bench_on_ray_writes_the_results_files_the_local_backend_writes(tmp_path, program, local_ray):
+    smoke = dict(agent="ppo", seeds=2, steps=2000)
+    local = bench.run(["cartpole-drift"], out=tmp_path / "local", jobs=2, **smoke)
+    remote = bench.run(["cartpole-drift"], out=tmp_path / "ray", backend="ray", **smoke)
+    assert [p.name for p in remote] == [p.name for p in local] == ["cartpole-drift.none.ppo.json"]
+    assert remote[0].read_bytes() == local[0].read_bytes()
+    results = json.loads(remote[0].read_text())
+    assert results["smoke"] is True and results["seeds"] == [0, 1] and results["steps"] == 2000
+    # ppo has a network: its end-of-run plasticity is in the results.
+    assert all("dormant_fraction" in r["plasticity"] for r in results["runs"])
+    # Every run of the references and the agent is recorded done in its sweep's manifest.
+    for sweep_dir in (tmp_path / "ray" / "runs" / "cartpole-drift" / "none").iterdir():
+        manifest = json.loads((sweep_dir / "manifest.json").read_text())
+        assert [r["status"] for r in manifest["runs"]] == ["done", "done"], sweep_dir
+
+    # Again on Ray: everything is done, so nothing runs and the results stay as they are.
+    again = bench.run(["cartpole-drift"], out=tmp_path / "ray", backend="ray", **smoke)
+    assert again[0].read_bytes() == local[0].read_bytes()
+
+    # The command line, joining the same Ray.
+    address = local_ray.get_runtime_context().gcs_address
+    cli = subprocess.run(
+        [sys.executable, "-m", "perennial", "bench", "run", "cartpole-drift", "--agent", "ppo",
+         "--seeds", "2", "--steps", "2000", "--out", str(tmp_path / "cli"),
+         "--backend", "ray", "--address", address],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert "mean score" in cli.stdout
+    written = tmp_path / "cli" / "results" / "cartpole-drift.none.ppo.json"
+    assert written.read_bytes() == local[0].read_bytes()
+
+
+def test_bench_refuses_a_bad_backend_or_jobs_on_ray_before_anything_runs(tmp_path, program):
+    with pytest.raises(ValueError, match="backend"):
+        bench.run(["cartpole-drift"], agent="ppo", out=tmp_path / "out", backend="slurm")
+    with pytest.raises(ValueError, match="jobs"):
+        bench.run(["cartpole-drift"], agent="ppo", out=tmp_path / "out", backend="ray", jobs=2)
+    with pytest.raises(ValueError, match="no suite `no-such-suite`"):
+        bench.run(["no-such-suite"], agent="ppo", out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -27,11 +27,14 @@
 //! resumes, and runs already done for another agent are reused), and writes
 //! `DIR/results/<suite>.<track>.<policy>.json` ([`Results`]). `--seeds` and `--steps`
 //! shrink the suites for a smoke run; its results say so and are never combined with full
-//! ones.
+//! ones. A neural agent's results hold, per seed, its plasticity diagnostics after its last
+//! update (from the run's events table). `--plan-json` and `--collect` split a bench run
+//! for the Python package's Ray backend ([`plan_json`], [`collect`]).
 //!
-//! `perennial bench report RESULTS... [--json] [--out DIR]` checks every results file
-//! (digest, suite hash, budgets, references), then prints the [`Table`] and writes
-//! `table.txt`, `table.json` and `profile.svg` into `--out` (default `runs/bench-report/`).
+//! `perennial bench report RESULTS... [--json | --markdown] [--out DIR]` checks every
+//! results file (digest, suite hash, budgets, references), then prints the [`Table`] and
+//! writes `table.txt`, `table.md`, `table.json` and `profile.svg` into `--out` (default
+//! `runs/bench-report/`).
 //!
 //! # The score
 //!
@@ -50,6 +53,7 @@ mod run;
 mod suite;
 mod svg;
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
@@ -62,7 +66,7 @@ pub use results::{
     Candidate, RESULTS_FORMAT, Reference, Results, RunResult, WINDOW, normalized, run_ceiling,
     run_mean, run_result,
 };
-pub use run::{RunOptions, results_path, run};
+pub use run::{RunOptions, collect, plan_json, results_path, run};
 pub use suite::{FixedPolicy, ReferenceKind, SHIPPED, SUITE_FILE, Suite, resolve, suite_hash};
 pub use svg::profile_svg;
 
@@ -96,9 +100,21 @@ pub struct BenchRunArgs {
     #[cfg_attr(feature = "cli", arg(long, value_name = "N",
           value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..)))]
     pub steps: Option<u64>,
+    /// Print every run the bench run needs as JSON (per policy's sweep, with the exact
+    /// `perennial` arguments) and run nothing: what the Python package's Ray backend runs.
+    #[cfg_attr(feature = "cli", arg(long, conflicts_with_all = ["jobs", "collect"]))]
+    pub plan_json: bool,
+    /// Record how the runs of `--plan-json` ended elsewhere (EXITS.json: per sweep folder,
+    /// per run id, its exit code and attempts) and score them into the results files; run
+    /// nothing.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "EXITS.json", conflicts_with = "jobs")
+    )]
+    pub collect: Option<PathBuf>,
 }
 
-/// `perennial bench report RESULTS... [--json] [--out DIR]`
+/// `perennial bench report RESULTS... [--json | --markdown] [--out DIR]`
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct BenchReportArgs {
@@ -108,7 +124,12 @@ pub struct BenchReportArgs {
     /// Print the table as JSON instead of text.
     #[cfg_attr(feature = "cli", arg(long))]
     pub json: bool,
-    /// Where table.txt, table.json and profile.svg are written [default: runs/bench-report/].
+    /// Print the table as Markdown instead of text (a section per suite and track, each
+    /// row with its command).
+    #[cfg_attr(feature = "cli", arg(long, conflicts_with = "json"))]
+    pub markdown: bool,
+    /// Where table.txt, table.md, table.json and profile.svg are written [default:
+    /// runs/bench-report/].
     #[cfg_attr(feature = "cli", arg(long, value_name = "DIR"))]
     pub out: Option<PathBuf>,
 }
@@ -145,12 +166,18 @@ pub fn run_cli(
         seeds: args.seeds,
         steps: args.steps,
     };
-    run(registry, &suites, &options, stop)
+    if args.plan_json {
+        return plan_json(registry, &suites, &options);
+    }
+    match &args.collect {
+        Some(exits) => collect(registry, &suites, &options, exits),
+        None => run(registry, &suites, &options, stop),
+    }
 }
 
 /// Runs `perennial bench report`: checks and combines the results, writes table.txt,
-/// table.json and profile.svg, and returns what to print. Nothing is written unless every
-/// file passed.
+/// table.md, table.json and profile.svg, and returns what to print. Nothing is written
+/// unless every file passed.
 ///
 /// # Errors
 ///
@@ -159,6 +186,7 @@ pub fn run_cli(
 pub fn report_cli(args: &BenchReportArgs) -> Result<String, BenchError> {
     let table = combine(&args.results)?;
     let text = table.to_text();
+    let markdown = table.to_markdown();
     let mut json = serde_json::to_string_pretty(&table).expect("a table is strings and numbers");
     json.push('\n');
     let dir = args
@@ -166,27 +194,40 @@ pub fn report_cli(args: &BenchReportArgs) -> Result<String, BenchError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("runs").join("bench-report"));
     let inputs = expand(&args.results)?;
-    let outputs = ["table.txt", "table.json", "profile.svg"].map(|n| dir.join(n));
+    let outputs = [
+        ("table.txt", text.clone()),
+        ("table.md", markdown.clone()),
+        ("table.json", json.clone()),
+        ("profile.svg", profile_svg(&table)),
+    ]
+    .map(|(name, content)| (dir.join(name), content));
     let ins: Vec<(&str, &std::path::Path)> = inputs
         .iter()
         .map(|p| ("a results file", p.as_path()))
         .collect();
     let outs: Vec<(&str, &std::path::Path)> = outputs
         .iter()
-        .map(|p| ("a report file", p.as_path()))
+        .map(|(p, _)| ("a report file", p.as_path()))
         .collect();
     crate::output::check_distinct(&ins, &outs)?;
-    crate::output::write_atomic(&dir.join("table.txt"), text.as_bytes())?;
-    crate::output::write_atomic(&dir.join("table.json"), json.as_bytes())?;
-    crate::output::write_atomic(&dir.join("profile.svg"), profile_svg(&table).as_bytes())?;
-    let mut out = if args.json { json } else { text };
-    if !args.json {
-        out.push_str(&format!(
-            "\ntable      {}\n           {}\nprofile    {}\n",
-            dir.join("table.txt").display(),
-            dir.join("table.json").display(),
-            dir.join("profile.svg").display()
-        ));
+    for (path, content) in &outputs {
+        crate::output::write_atomic(path, content.as_bytes())?;
+    }
+    if args.json {
+        return Ok(json);
+    }
+    if args.markdown {
+        return Ok(markdown);
+    }
+    let mut out = text;
+    let _ = writeln!(out);
+    for (k, (path, _)) in outputs.iter().enumerate() {
+        let label = match k {
+            0 => "table",
+            3 => "profile",
+            _ => "",
+        };
+        let _ = writeln!(out, "{label:<10} {}", path.display());
     }
     Ok(out)
 }

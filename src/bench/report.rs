@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::error::BenchError;
 use super::results::{Results, RunResult};
 use super::suite::{ReferenceKind, Suite, suite_hash};
+use crate::eval::table::Table as TextTable;
 use crate::eval::{Interval, improvement_interval, iqm, stratified_interval};
 use crate::regime::NotifyLevel;
 
@@ -41,6 +42,15 @@ pub struct Medians {
     pub regret: Option<f64>,
     /// Steps per episode.
     pub episode_length: Option<f64>,
+    /// A neural agent's τ-dormant unit fraction after its last update; `null` for an
+    /// agent without a network.
+    pub dormant_fraction: Option<f64>,
+    /// Its effective rank of the last hidden layer after its last update.
+    pub effective_rank: Option<f64>,
+    /// Its weight norm after its last update.
+    pub weight_norm: Option<f64>,
+    /// Its gradient norm in its last update.
+    pub grad_norm: Option<f64>,
 }
 
 /// One row of the table: an agent on a suite's track.
@@ -59,6 +69,8 @@ pub struct Row {
     /// P(this agent's score > ppo's) on the suite's track, with its CI; `null` without
     /// ppo's results (and on ppo's own row).
     pub p_over_ppo: Option<Interval>,
+    /// The `perennial bench run` that wrote the row's results file.
+    pub command: String,
 }
 
 /// A reference's mean over the seeds.
@@ -208,6 +220,10 @@ fn medians(runs: &[RunResult]) -> Medians {
         gap: m(&|r| r.gap),
         regret: m(&|r| Some(r.regret)),
         episode_length: m(&|r| Some(r.episode_length)),
+        dormant_fraction: m(&|r| Some(r.plasticity?.dormant_fraction)),
+        effective_rank: m(&|r| Some(r.plasticity?.effective_rank)),
+        weight_norm: m(&|r| Some(r.plasticity?.weight_norm)),
+        grad_norm: m(&|r| Some(r.plasticity?.grad_norm)),
     }
 }
 
@@ -226,7 +242,7 @@ pub fn combine(paths: &[PathBuf]) -> Result<Table, BenchError> {
     let files = expand(paths)?;
     let mut loaded: Vec<(PathBuf, Results)> = Vec::new();
     let mut hashes: HashMap<PathBuf, String> = HashMap::new();
-    let mut ceilings: HashMap<PathBuf, Option<u64>> = HashMap::new();
+    let mut loaded_suites: HashMap<PathBuf, Suite> = HashMap::new();
     for path in &files {
         let r = Results::read(path)?;
         let folder = suite_folder(&r);
@@ -246,7 +262,7 @@ pub fn combine(paths: &[PathBuf]) -> Result<Table, BenchError> {
                 }
                 let h = suite_hash(&folder)?;
                 let suite = Suite::load(&folder.to_string_lossy())?;
-                ceilings.insert(folder.clone(), suite.max_episode_steps);
+                loaded_suites.insert(folder.clone(), suite);
                 hashes.insert(folder.clone(), h.clone());
                 h
             }
@@ -349,9 +365,10 @@ pub fn combine(paths: &[PathBuf]) -> Result<Table, BenchError> {
                 mean: x.means.iter().sum::<f64>() / x.means.len() as f64,
             })
             .collect();
+        let suite_now = &loaded_suites[&suite_folder(first)];
         let rows = group
             .iter()
-            .map(|(_, r)| {
+            .map(|(path, r)| {
                 let s = scores(r);
                 let arm = r.arm();
                 by_arm
@@ -386,6 +403,7 @@ pub fn combine(paths: &[PathBuf]) -> Result<Table, BenchError> {
                     runs: r.runs.len(),
                     scores: s,
                     medians: medians(&r.runs),
+                    command: command(path, r, suite_now),
                 }
             })
             .collect();
@@ -395,7 +413,7 @@ pub fn combine(paths: &[PathBuf]) -> Result<Table, BenchError> {
             steps: first.steps,
             seeds: first.seeds.clone(),
             smoke: first.smoke,
-            episode_length_ceiling: ceilings.get(&suite_folder(first)).copied().flatten(),
+            episode_length_ceiling: suite_now.max_episode_steps,
             references,
             rows,
             suite,
@@ -429,116 +447,218 @@ pub fn combine(paths: &[PathBuf]) -> Result<Table, BenchError> {
     })
 }
 
-fn num(v: Option<f64>, width: usize, decimals: usize) -> String {
-    match v {
-        Some(v) => format!("{v:>width$.decimals$}"),
-        None => format!("{:>width$}", "-"),
+/// The `perennial bench run` that wrote the results file at `path`: its suite (by name
+/// when it is the shipped one), agent and options, the folder holding the file's
+/// `results/`, and the smoke flags its budget needs.
+fn command(path: &Path, r: &Results, suite: &Suite) -> String {
+    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let name = if same(&super::suite::resolve(&r.suite), &suite.dir) {
+        r.suite.clone()
+    } else {
+        suite.dir.display().to_string()
+    };
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let out = match parent.parent() {
+        Some(p) if parent.file_name().is_some_and(|n| n == "results") => p,
+        _ => parent,
+    };
+    let out = if out.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        out
+    };
+    let mut c = format!("perennial bench run {name} --agent {}", r.agent);
+    for o in &r.agent_options {
+        let _ = write!(c, " --agent-opt {o}");
     }
+    let _ = write!(c, " --out {}", out.display());
+    if r.seeds.len() != suite.seeds.len() {
+        let _ = write!(c, " --seeds {}", r.seeds.len());
+    }
+    if r.steps != suite.steps {
+        let _ = write!(c, " --steps {}", r.steps);
+    }
+    c
+}
+
+/// What a table cell shows for a value a row does not have (P(>ppo) on ppo's own row, the
+/// plasticity of an agent without a network).
+const NONE: &str = "–";
+
+fn num(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| NONE.to_string(), |v| format!("{v:.decimals$}"))
 }
 
 fn interval(i: Option<Interval>) -> String {
-    match i {
-        Some(i) => format!(
-            "{:>7.3} [{:>6.3}, {:>6.3}]",
-            i.estimate, i.ci_low, i.ci_high
-        ),
-        None => format!("{:>24}", "-"),
+    i.map_or_else(
+        || NONE.to_string(),
+        |i| format!("{:.3} [{:.3}, {:.3}]", i.estimate, i.ci_low, i.ci_high),
+    )
+}
+
+/// The columns of a section's rows, in the text and the Markdown table alike.
+const COLUMNS: [&str; 15] = [
+    "agent",
+    "runs",
+    "IQM score [95% CI]",
+    "reward",
+    "adapt",
+    "recov",
+    "forget",
+    "std",
+    "gap",
+    "regret",
+    "ep_len",
+    "P(>ppo) [95% CI]",
+    "dormant",
+    "eff_rank",
+    "command",
+];
+
+impl Row {
+    /// The row's cells, in the order of [`COLUMNS`].
+    fn cells(&self) -> Vec<String> {
+        let m = &self.medians;
+        vec![
+            self.agent.clone(),
+            self.runs.to_string(),
+            interval(self.iqm),
+            num(m.mean_reward, 3),
+            num(m.adaptation_steps, 0),
+            num(m.recovery_steps, 0),
+            num(m.forgetting, 3),
+            num(m.stability_std, 3),
+            num(m.gap, 3),
+            num(m.regret, 3),
+            num(m.episode_length, 1),
+            interval(self.p_over_ppo),
+            num(m.dormant_fraction, 3),
+            num(m.effective_rank, 1),
+            self.command.clone(),
+        ]
+    }
+}
+
+impl Section {
+    /// `suite S (v1, hash H)  track T  N seeds × S steps`, and SMOKE for a smoke run.
+    fn title(&self, code: &str) -> String {
+        format!(
+            "{code}{}{code} ({}, hash {code}{}{code})  track {}  {} seeds × {} steps{}",
+            self.suite,
+            self.version,
+            self.suite_hash,
+            self.track,
+            self.seeds.len(),
+            self.steps,
+            if self.smoke { "  SMOKE" } else { "" }
+        )
+    }
+
+    /// The references' mean rewards, and the episode-length ceiling when the world has one.
+    fn references_line(&self) -> String {
+        let refs: Vec<String> = self
+            .references
+            .iter()
+            .map(|r| match &r.policy {
+                Some(p) if r.kind == "best-fixed" => format!("{} {:.4} ({p})", r.kind, r.mean),
+                _ => format!("{} {:.4}", r.kind, r.mean),
+            })
+            .collect();
+        let mut line = format!("references (mean reward): {}", refs.join("  "));
+        if let Some(c) = self.episode_length_ceiling {
+            let _ = write!(line, "  episode-length ceiling {c}");
+        }
+        line
+    }
+
+    /// The rows as a table; the text leaves out the commands (too wide for a terminal; the
+    /// JSON and the Markdown have them).
+    fn table(&self, commands: bool) -> TextTable {
+        let n = if commands {
+            COLUMNS.len()
+        } else {
+            COLUMNS.len() - 1
+        };
+        let left: Vec<bool> = COLUMNS[..n]
+            .iter()
+            .map(|c| matches!(*c, "agent" | "command"))
+            .collect();
+        let mut t = TextTable::new(&COLUMNS[..n], &left);
+        for r in &self.rows {
+            let mut cells = r.cells();
+            cells.truncate(n);
+            if commands {
+                cells[n - 1] = format!("`{}`", cells[n - 1]);
+            }
+            t.row(cells);
+        }
+        t
     }
 }
 
 impl Table {
+    fn overall_table(&self) -> TextTable {
+        let mut t = TextTable::new(
+            &["track", "agent", "IQM score [95% CI]", "suites"],
+            &[true, true, false, true],
+        );
+        for o in &self.overall {
+            t.row(vec![
+                o.track.as_str().into(),
+                o.agent.clone(),
+                interval(o.iqm),
+                o.suites.join(", "),
+            ]);
+        }
+        t
+    }
+
     /// The table as aligned text.
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "score: {}", self.score);
         let _ = writeln!(
             s,
-            "IQM over seeds with its 95% bootstrap CI ({} resamples); metrics are medians over seeds; P(>ppo) = P(score > ppo's score) with its CI",
+            "IQM over seeds with its 95% bootstrap CI ({} resamples); metrics are medians over seeds; P(>ppo) = P(score > ppo's score) with its CI; dormant and eff_rank: a neural agent's plasticity after its last update, medians over seeds",
             self.resamples
         );
         for sec in &self.sections {
-            let _ = writeln!(
-                s,
-                "\nsuite {} ({}, hash {})  track {}  {} seeds × {} steps{}",
-                sec.suite,
-                sec.version,
-                sec.suite_hash,
-                sec.track,
-                sec.seeds.len(),
-                sec.steps,
-                if sec.smoke { "  SMOKE" } else { "" }
-            );
-            let refs: Vec<String> = sec
-                .references
-                .iter()
-                .map(|r| match &r.policy {
-                    Some(p) if r.kind == "best-fixed" => format!("{} {:.4} ({p})", r.kind, r.mean),
-                    _ => format!("{} {:.4}", r.kind, r.mean),
-                })
-                .collect();
-            let _ = write!(s, "  references (mean reward): {}", refs.join("  "));
-            if let Some(c) = sec.episode_length_ceiling {
-                let _ = write!(s, "  episode-length ceiling {c}");
-            }
-            s.push('\n');
-            let width = sec
-                .rows
-                .iter()
-                .map(|r| r.agent.len())
-                .max()
-                .unwrap_or(5)
-                .max(5);
-            let _ = writeln!(
-                s,
-                "  {:<width$} {:>4} {:>24} {:>10} {:>7} {:>7} {:>9} {:>8} {:>8} {:>9} {:>8} {:>24}",
-                "agent",
-                "runs",
-                "IQM score [95% CI]",
-                "reward",
-                "adapt",
-                "recov",
-                "forget",
-                "std",
-                "gap",
-                "regret",
-                "ep_len",
-                "P(>ppo) [95% CI]"
-            );
-            for r in &sec.rows {
-                let m = &r.medians;
-                let _ = writeln!(
-                    s,
-                    "  {:<width$} {:>4} {} {} {} {} {} {} {} {} {} {}",
-                    r.agent,
-                    r.runs,
-                    interval(r.iqm),
-                    num(m.mean_reward, 10, 4),
-                    num(m.adaptation_steps, 7, 0),
-                    num(m.recovery_steps, 7, 0),
-                    num(m.forgetting, 9, 3),
-                    num(m.stability_std, 8, 3),
-                    num(m.gap, 8, 3),
-                    num(m.regret, 9, 4),
-                    num(m.episode_length, 8, 1),
-                    interval(r.p_over_ppo),
-                );
-            }
+            let _ = writeln!(s, "\nsuite {}", sec.title(""));
+            let _ = writeln!(s, "  {}", sec.references_line());
+            sec.table(false).render(&mut s, "  ");
         }
         if !self.overall.is_empty() {
             let _ = writeln!(
                 s,
                 "\nacross suites: IQM over every (suite, seed) score, CI stratified by suite"
             );
-            for o in &self.overall {
-                let _ = writeln!(
-                    s,
-                    "  {:<6} {:<24} {}  over {}",
-                    o.track.as_str(),
-                    o.agent,
-                    interval(o.iqm),
-                    o.suites.join(", ")
-                );
-            }
+            self.overall_table().render(&mut s, "  ");
+        }
+        s
+    }
+
+    /// The table as Markdown: a heading, the references and a table per section, then the
+    /// across-suites table.
+    pub fn to_markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "Score: {}.", self.score);
+        for sec in &self.sections {
+            let _ = writeln!(s, "\n### {}\n", sec.title("`"));
+            let _ = writeln!(s, "{}\n", sec.references_line());
+            sec.table(true).render_markdown(&mut s);
+        }
+        if !self.overall.is_empty() {
+            let _ = writeln!(
+                s,
+                "\n### Across suites (IQM over every (suite, seed) score, CI stratified by suite)\n"
+            );
+            self.overall_table().render_markdown(&mut s);
         }
         s
     }

@@ -9,6 +9,7 @@ use super::error::BenchError;
 use super::suite::ReferenceKind;
 use crate::eval::RunReport;
 use crate::regime::NotifyLevel;
+use crate::trace::Plasticity;
 
 /// The `format` every results file carries; another is refused.
 pub const RESULTS_FORMAT: &str = "perennial-bench-results/1";
@@ -72,6 +73,10 @@ pub struct RunResult {
     pub stability_std: Option<f64>,
     /// Step-weighted mean over the intervals of the gap to the bound (or ceiling).
     pub gap: Option<f64>,
+    /// A neural agent's plasticity diagnostics after its last update (the last
+    /// `plasticity` row of the run's events table); absent for an agent without a network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plasticity: Option<Plasticity>,
 }
 
 /// A results file.
@@ -151,8 +156,14 @@ pub fn normalized(agent: f64, floor: f64, top: f64) -> Option<f64> {
     (top != floor).then(|| (agent - floor) / (top - floor))
 }
 
-/// One seed's result from its run's report and the seed's references.
-pub fn run_result(run: &RunReport, floor: f64, top: f64) -> RunResult {
+/// One seed's result from its run's report, its end-of-run plasticity diagnostics (when
+/// its agent has a network) and the seed's references.
+pub fn run_result(
+    run: &RunReport,
+    plasticity: Option<Plasticity>,
+    floor: f64,
+    top: f64,
+) -> RunResult {
     let mean_reward = run_mean(run);
     let iv = &run.intervals;
     let gap_steps: u64 = iv.iter().filter(|i| i.gap.is_some()).map(|i| i.steps).sum();
@@ -172,6 +183,7 @@ pub fn run_result(run: &RunReport, floor: f64, top: f64) -> RunResult {
                 .sum::<f64>()
                 / gap_steps as f64
         }),
+        plasticity,
     }
 }
 
@@ -289,7 +301,13 @@ impl Results {
             .ok_or("it has no `oracle` or `ceiling` reference (the top of the score)")?;
         for (k, run) in self.runs.iter().enumerate() {
             let numbers = [Some(run.mean_reward), run.score, Some(run.regret)];
-            if numbers.iter().flatten().any(|v| !v.is_finite()) {
+            let diagnostics = run.plasticity.iter().flat_map(Plasticity::values);
+            if numbers
+                .into_iter()
+                .flatten()
+                .chain(diagnostics)
+                .any(|v| !v.is_finite())
+            {
                 return Err(format!("seed {}: a number is not finite", run.seed));
             }
             let score = normalized(run.mean_reward, floor.means[k], top.means[k]);
@@ -348,6 +366,7 @@ mod tests {
                 forgetting: None,
                 stability_std: None,
                 gap: None,
+                plasticity: None,
             }],
             digest: String::new(),
         }
@@ -367,6 +386,34 @@ mod tests {
         std::fs::write(&path, edited).unwrap();
         let e = Results::read(&path).unwrap_err().to_string();
         assert!(e.contains("changed after it was written"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn end_of_run_plasticity_is_sealed_by_the_digest() {
+        let dir = std::env::temp_dir().join(format!("perennial-plasticity-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        let mut r = results();
+        r.runs[0].plasticity = Some(Plasticity {
+            dormant_fraction: 0.25,
+            effective_rank: 12.0,
+            weight_norm: 3.5,
+            grad_norm: 0.125,
+        });
+        std::fs::write(&path, r.to_json()).unwrap();
+        assert_eq!(Results::read(&path).unwrap().runs, r.runs);
+        for (from, to) in [
+            ("\"dormant_fraction\": 0.25", "\"dormant_fraction\": 0.0"),
+            ("\"grad_norm\": 0.125", "\"grad_norm\": 0.125, \"extra\": 1"),
+        ] {
+            let edited = r.to_json().replace(from, to);
+            assert_ne!(edited, r.to_json());
+            std::fs::write(&path, edited).unwrap();
+            assert!(Results::read(&path).is_err(), "{to} was not refused");
+        }
+        // An agent without a network: no `plasticity` key at all.
+        assert!(!results().to_json().contains("plasticity"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

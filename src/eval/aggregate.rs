@@ -300,7 +300,46 @@ pub struct Aggregate {
 }
 
 /// Number of τ points in a profile.
-const PROFILE_POINTS: usize = 51;
+pub const PROFILE_POINTS: usize = 51;
+
+/// The performance profile of `scores` at each τ of `taus` ([`profile`]) with its 95%
+/// stratified-bootstrap band, the resampling stream seeded from `seed` and `name`.
+pub fn profile_interval(
+    scores: &Scores,
+    taus: &[f64],
+    resamples: usize,
+    seed: u64,
+    name: &[&str],
+) -> Vec<ProfilePoint> {
+    let mut rng = ChaCha8Rng::seed_from_u64(stream(seed, name));
+    let mut draws: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); taus.len()];
+    for _ in 0..resamples {
+        for (d, p) in draws
+            .iter_mut()
+            .zip(profile(&resample(scores, &mut rng), taus))
+        {
+            d.push(p);
+        }
+    }
+    taus.iter()
+        .zip(profile(scores, taus))
+        .zip(draws)
+        .map(|((&tau, fraction), d)| {
+            let d = sorted(d.into_iter());
+            let (ci_low, ci_high) = if d.is_empty() {
+                (fraction, fraction)
+            } else {
+                (percentile(&d, 2.5), percentile(&d, 97.5))
+            };
+            ProfilePoint {
+                tau,
+                fraction,
+                ci_low,
+                ci_high,
+            }
+        })
+        .collect()
+}
 
 /// FNV-1a of the parts, so each statistic's resampling stream depends on its name only.
 fn stream(seed: u64, parts: &[&str]) -> u64 {
@@ -379,33 +418,7 @@ pub fn aggregate(runs: &[RunReport], gamma: f64, resamples: usize, seed: u64) ->
                     |rng| f(&resample(m, rng)),
                 )
             };
-            let mut rng = ChaCha8Rng::seed_from_u64(stream(seed, &[name.as_str(), "profile"]));
-            let mut draws: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); taus.len()];
-            for _ in 0..resamples {
-                for (d, p) in draws.iter_mut().zip(profile(&resample(m, &mut rng), &taus)) {
-                    d.push(p);
-                }
-            }
-            let point = profile(m, &taus);
-            let profile = taus
-                .iter()
-                .zip(point)
-                .zip(draws)
-                .map(|((&tau, fraction), d)| {
-                    let d = sorted(d.into_iter());
-                    let (ci_low, ci_high) = if d.is_empty() {
-                        (fraction, fraction)
-                    } else {
-                        (percentile(&d, 2.5), percentile(&d, 97.5))
-                    };
-                    ProfilePoint {
-                        tau,
-                        fraction,
-                        ci_low,
-                        ci_high,
-                    }
-                })
-                .collect();
+            let profile = profile_interval(m, &taus, resamples, seed, &[name.as_str(), "profile"]);
             AlgorithmAggregate {
                 algorithm: name.to_string(),
                 runs: *runs,

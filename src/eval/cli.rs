@@ -154,7 +154,7 @@ pub fn run_cli(args: &EvalArgs) -> Result<String, EvalError> {
 /// The events of the evaluated runs, from the table beside each trace, and the problems
 /// met reading them (a missing table, a torn line, a damaged part), which are
 /// warnings, never errors.
-fn read_events(
+pub(crate) fn read_events(
     traces: &[PathBuf],
     runs: &[super::RunReport],
 ) -> (Vec<crate::trace::EventRow>, Vec<String>) {

@@ -248,8 +248,10 @@ mod aggregate;
 mod cli;
 mod compare;
 mod complete;
+mod curve;
 mod error;
 mod l2;
+mod lowest;
 mod options;
 mod order;
 mod pass1;
@@ -260,17 +262,19 @@ mod reference;
 mod reliability;
 mod report;
 mod run;
+mod span;
 mod spill;
 mod sum;
-mod table;
+pub(crate) mod table;
 
 use std::path::PathBuf;
 
 pub use aggregate::{
-    Aggregate, AlgorithmAggregate, Improvement, Interval, ProfilePoint, Scores, aggregate,
-    improvement_interval, iqm, mean, median, optimality_gap, probability_of_improvement, profile,
-    stratified_interval,
+    Aggregate, AlgorithmAggregate, Improvement, Interval, PROFILE_POINTS, ProfilePoint, Scores,
+    aggregate, improvement_interval, iqm, mean, median, optimality_gap, probability_of_improvement,
+    profile, profile_interval, stratified_interval,
 };
+pub(crate) use cli::read_events;
 pub use cli::{EvalArgs, run_cli};
 pub use compare::{
     Comparison, Estimate, LabelComparison, METRICS, bootstrap, compare, comparison_text,
@@ -279,7 +283,7 @@ pub use error::EvalError;
 pub use l2::theil_sen_slope;
 pub use options::EvalOptions;
 pub use plasticity::{PlasticityPath, PlasticitySpan, plasticity_paths, plasticity_text};
-pub use plot::{plot_svg, profile_plot_svg, profile_svg, svg};
+pub use plot::{ProfileCurve, plot_svg, profile_curves_svg, profile_plot_svg, profile_svg, svg};
 pub use reference::Regret;
 pub use reliability::{
     GroupReliability, RunReliability, across_runs, cvar_lower, drawdowns, iqr, run_reliability,

@@ -19,7 +19,8 @@ use arrow_array::Array;
 
 use super::error::EvalError;
 use super::options::EvalOptions;
-use super::run::{Ceiling, RunScan, Span};
+use super::run::RunScan;
+use super::span::{GapReference, Span};
 use super::spill::Spill;
 use crate::trace::{Columns, Located, ParquetSource, Projection, Terms, TraceReader};
 
@@ -175,8 +176,8 @@ impl<'o> Pass1<'o> {
         let bound_rows = c
             .bound
             .map_or(0, |b| (from..to).filter(|&j| b.is_valid(j)).count());
-        let ceiling = match (c.bound, c.ceiling) {
-            (Some(b), _) if bound_rows == to - from => Ceiling::Dense(&b.values()[from..to]),
+        let gap_reference = match (c.bound, c.ceiling) {
+            (Some(b), _) if bound_rows == to - from => GapReference::Dense(&b.values()[from..to]),
             (Some(b), ceiling) if bound_rows > 0 => {
                 mixed = move |k: usize| {
                     let j = from + k;
@@ -186,15 +187,15 @@ impl<'o> Pass1<'o> {
                         ceiling.filter(|c| c.is_valid(j)).map(|c| c.values()[j])
                     }
                 };
-                Ceiling::Sparse(&mixed)
+                GapReference::Sparse(&mixed)
             }
-            (_, Some(col)) if col.null_count() == 0 => Ceiling::Dense(&col.values()[from..to]),
+            (_, Some(col)) if col.null_count() == 0 => GapReference::Dense(&col.values()[from..to]),
             (_, Some(col)) => {
                 let values: &[f64] = &col.values()[from..to];
                 sparse = move |k: usize| col.is_valid(from + k).then(|| values[k]);
-                Ceiling::Sparse(&sparse)
+                GapReference::Sparse(&sparse)
             }
-            (_, None) => Ceiling::Absent,
+            (_, None) => GapReference::Absent,
         };
         let span = Span {
             step: c.step[from],
@@ -207,7 +208,7 @@ impl<'o> Pass1<'o> {
                 .iter()
                 .map(|(name, values)| (*name, &values[from..to]))
                 .collect(),
-            ceiling,
+            gap_reference,
             bound_rows: bound_rows as u64,
         };
         self.runs[r].push_span(&span);

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::aggregate::ProfilePoint;
 use super::error::EvalError;
 use super::report::Report;
 
@@ -311,10 +312,40 @@ fn axes(
 /// fraction of scores above τ over the τ grid as a step line with its 95% bootstrap band,
 /// and a legend of algorithms.
 pub fn profile_svg(report: &Report) -> String {
-    let algorithms = &report.aggregate.algorithms;
-    let taus = algorithms
+    let curves: Vec<ProfileCurve<'_>> = report
+        .aggregate
+        .algorithms
         .iter()
-        .flat_map(|a| a.profile.iter().map(|p| p.tau));
+        .map(|a| ProfileCurve {
+            name: &a.algorithm,
+            points: &a.profile,
+        })
+        .collect();
+    let title = format!(
+        "performance profile: fraction of runs × tasks with score &gt; τ ({})",
+        escape(&report.aggregate.score)
+    );
+    profile_curves_svg(&title, &curves, &[])
+}
+
+/// One line of a performance-profile plot.
+#[derive(Clone, Copy, Debug)]
+pub struct ProfileCurve<'a> {
+    /// Its legend.
+    pub name: &'a str,
+    /// Its points, in τ order, with their band.
+    pub points: &'a [ProfilePoint],
+}
+
+/// Performance profiles as SVG text, under `title` (SVG-escaped text): each curve as a line
+/// with its band, a dashed vertical line with its label at each of `marks` (such as a
+/// normalized score's 0 and 1), and a legend. The τ axis spans the curves' points.
+pub fn profile_curves_svg(
+    title: &str,
+    curves: &[ProfileCurve<'_>],
+    marks: &[(f64, &str)],
+) -> String {
+    let taus = curves.iter().flat_map(|c| c.points.iter().map(|p| p.tau));
     let (mut x_lo, mut x_hi) = taus.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), t| {
         (lo.min(t), hi.max(t))
     });
@@ -326,13 +357,12 @@ pub fn profile_svg(report: &Report) -> String {
     }
     let sx = |x: f64| LEFT + (x - x_lo) / (x_hi - x_lo) * (RIGHT - LEFT);
     let sy = |y: f64| BOTTOM - y * (BOTTOM - TOP);
-    let height = BOTTOM + 70.0 + 20.0 * algorithms.len().div_ceil(4) as f64;
+    let height = BOTTOM + 70.0 + 20.0 * curves.len().div_ceil(4) as f64;
     let mut s = svg_start(height);
     let _ = writeln!(
         s,
-        r#"<text x="{}" y="24" text-anchor="middle" font-size="15">performance profile: fraction of runs × tasks with score &gt; τ ({})</text>"#,
+        r#"<text x="{}" y="24" text-anchor="middle" font-size="15">{title}</text>"#,
         (LEFT + RIGHT) / 2.0,
-        escape(&report.aggregate.score)
     );
     axes(
         &mut s,
@@ -347,13 +377,22 @@ pub fn profile_svg(report: &Report) -> String {
             place: sy,
         },
     );
-    for (i, a) in algorithms.iter().enumerate() {
+    for &(x, label) in marks {
+        let _ = writeln!(
+            s,
+            r##"<path d="M{0:.1},{TOP:.1}V{BOTTOM:.1}" stroke="#999" stroke-dasharray="4 3"/><text x="{0:.1}" y="{1:.1}" text-anchor="middle" fill="#666">{2}</text>"##,
+            sx(x),
+            TOP - 4.0,
+            escape(label)
+        );
+    }
+    for (i, c) in curves.iter().enumerate() {
         let colour = RUN_COLOURS[i % RUN_COLOURS.len()];
         let mut band = String::new();
-        for p in &a.profile {
+        for p in c.points {
             let _ = write!(band, "{:.1},{:.1} ", sx(p.tau), sy(p.ci_high));
         }
-        for p in a.profile.iter().rev() {
+        for p in c.points.iter().rev() {
             let _ = write!(band, "{:.1},{:.1} ", sx(p.tau), sy(p.ci_low));
         }
         let _ = writeln!(
@@ -362,14 +401,14 @@ pub fn profile_svg(report: &Report) -> String {
             band.trim_end()
         );
         let mut line = String::new();
-        for p in &a.profile {
+        for p in c.points {
             let _ = write!(line, "{:.1},{:.1} ", sx(p.tau), sy(p.fraction));
         }
         let _ = writeln!(
             s,
             r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"><title>{}</title></polyline>"#,
             line.trim_end(),
-            escape(&a.algorithm)
+            escape(c.name)
         );
         let (x, y) = (
             LEFT + 220.0 * (i % 4) as f64,
@@ -381,7 +420,7 @@ pub fn profile_svg(report: &Report) -> String {
             x + 24.0,
             x + 30.0,
             y + 4.0,
-            escape(&a.algorithm)
+            escape(c.name)
         );
     }
     s.push_str("</svg>\n");

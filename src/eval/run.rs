@@ -1,15 +1,14 @@
 //! One run's metrics: pass 1 over its rows, then pass 2 for what needs P_k or the block count.
 
-use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
+use super::curve::Curve;
+use super::lowest::{Block, keep_lowest, lowest_mean};
 use super::report::{ConfigurationReport, IntervalReport, RunReport};
+use super::span::{GapReference, Span};
 use super::sum::{Rolling, Sum, scaled};
 use crate::regime::{NotifyLevel, Origin};
 use crate::trace::RowRef;
-
-/// Points kept per run for the plot before halving.
-const CURVE_POINTS: usize = 2000;
 
 /// The interval being read in pass 1.
 struct Open {
@@ -71,45 +70,6 @@ impl Open {
     }
 }
 
-/// Rows that continue a run's open interval, column by column ([`RunScan::push_span`]).
-pub(crate) struct Span<'a> {
-    /// The first row's step; each next row's is one more.
-    pub(crate) step: u64,
-    pub(crate) episodes: &'a [u64],
-    pub(crate) rewards: &'a [f64],
-    /// x_t of each row.
-    pub(crate) xs: &'a [f64],
-    /// True when `xs` is `rewards` (payouts counted, or none).
-    pub(crate) x_is_reward: bool,
-    /// Each component's name and its values in these rows.
-    pub(crate) components: Vec<(&'a str, &'a [f64])>,
-    /// Each row's gap reference: its bound, else its ceiling.
-    pub(crate) ceiling: Ceiling<'a>,
-    /// How many of the rows have a bound.
-    pub(crate) bound_rows: u64,
-}
-
-/// The gap references of a [`Span`]'s rows (each row's bound, else its ceiling).
-pub(crate) enum Ceiling<'a> {
-    /// No row has one.
-    Absent,
-    /// Every row has one.
-    Dense(&'a [f64]),
-    /// Row k's, or `None`.
-    Sparse(&'a dyn Fn(usize) -> Option<f64>),
-}
-
-impl Ceiling<'_> {
-    #[inline(always)]
-    fn get(&self, k: usize) -> Option<f64> {
-        match self {
-            Ceiling::Absent => None,
-            Ceiling::Dense(c) => Some(c[k]),
-            Ceiling::Sparse(f) => f(k),
-        }
-    }
-}
-
 /// What the configuration totals need from a closed interval.
 struct Totals {
     sum_r: Sum,
@@ -135,41 +95,6 @@ impl Need {
     }
 }
 
-/// A block mean ordered by `total_cmp`, for the heap of the lowest ones.
-#[derive(Clone, Copy, PartialEq)]
-struct Block(f64);
-
-impl Eq for Block {}
-
-impl PartialOrd for Block {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Block {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
-/// Adds block mean `b` to `heap`, which keeps the `lowest` lowest.
-fn keep_lowest(heap: &mut BinaryHeap<Block>, b: f64, lowest: usize) {
-    heap.push(Block(b));
-    if heap.len() > lowest {
-        heap.pop();
-    }
-}
-
-/// cvar05: the mean of the `lowest` block means `heap` kept, summed from the lowest up.
-fn lowest_mean(heap: BinaryHeap<Block>, lowest: usize) -> f64 {
-    let mut s = Sum::default();
-    for b in heap.into_sorted_vec() {
-        s.add(b.0);
-    }
-    s.mean(lowest as f64)
-}
-
 /// Pass 2's position in the run.
 #[derive(Default)]
 struct Replay {
@@ -178,55 +103,6 @@ struct Replay {
     block: Sum,
     block_len: usize,
     lowest: BinaryHeap<Block>,
-}
-
-/// Keeps a bounded, evenly spaced sample of a curve of unknown length.
-struct Curve {
-    points: Vec<(u64, f64)>,
-    stride: u64,
-    countdown: u64,
-    /// The step of the last point taken.
-    last: Option<u64>,
-}
-
-impl Curve {
-    fn new() -> Self {
-        Curve {
-            points: Vec::new(),
-            stride: 1,
-            countdown: 0,
-            last: None,
-        }
-    }
-
-    /// Takes the point of `step`; `y` is asked for only when the point is kept.
-    fn push(&mut self, step: u64, y: impl FnOnce() -> f64) {
-        if self.countdown == 0 {
-            self.points.push((step, y()));
-            self.countdown = self.stride;
-            if self.points.len() >= CURVE_POINTS {
-                // Keeping every other point doubles the spacing and keeps it even.
-                let mut i = 0;
-                self.points.retain(|_| {
-                    i += 1;
-                    i % 2 == 1
-                });
-                self.stride *= 2;
-            }
-        }
-        self.countdown -= 1;
-        self.last = Some(step);
-    }
-
-    /// The points, the last step's among them; `y` is its value (the curve's last).
-    fn finish(mut self, y: f64) -> Vec<(u64, f64)> {
-        if let Some(last) = self.last
-            && self.points.last().map(|p| p.0) != Some(last)
-        {
-            self.points.push((last, y));
-        }
-        self.points
-    }
 }
 
 /// One run's state across both passes.
@@ -378,17 +254,17 @@ impl RunScan {
             if m > 0 {
                 let shared_x = self.open.as_ref().is_some_and(|o| o.x_is_reward);
                 let aligned = self.open.as_ref().is_some_and(|o| o.aligned);
-                match (shared_x, aligned, &span.ceiling) {
-                    (true, true, Ceiling::Dense(c)) => {
+                match (shared_x, aligned, &span.gap_reference) {
+                    (true, true, GapReference::Dense(c)) => {
                         self.quiet::<true, true, true>(span, k, m, &slots, c)
                     }
-                    (true, false, Ceiling::Dense(c)) => {
+                    (true, false, GapReference::Dense(c)) => {
                         self.quiet::<true, false, true>(span, k, m, &slots, c)
                     }
-                    (false, true, Ceiling::Dense(c)) => {
+                    (false, true, GapReference::Dense(c)) => {
                         self.quiet::<false, true, true>(span, k, m, &slots, c)
                     }
-                    (false, false, Ceiling::Dense(c)) => {
+                    (false, false, GapReference::Dense(c)) => {
                         self.quiet::<false, false, true>(span, k, m, &slots, c)
                     }
                     (true, true, _) => self.quiet::<true, true, false>(span, k, m, &slots, &[]),
@@ -406,7 +282,7 @@ impl RunScan {
                     open.components[slot].1.add(values[k]);
                 }
             }
-            self.accumulate(step, span.rewards[k], span.xs[k], span.ceiling.get(k));
+            self.accumulate(step, span.rewards[k], span.xs[k], span.gap_reference.get(k));
             k += 1;
         }
     }
@@ -421,7 +297,7 @@ impl RunScan {
         let waiting = open.head.is_none()
             || (open.reached.is_none() && open.reference.is_some())
             || (open.l2_reached.is_none() && open.l2_reference.is_some());
-        if waiting || self.rows == 0 || matches!(span.ceiling, Ceiling::Sparse(_)) {
+        if waiting || self.rows == 0 || matches!(span.gap_reference, GapReference::Sparse(_)) {
             return 0;
         }
         let last = self.window - 1;
@@ -429,7 +305,7 @@ impl RunScan {
             .min(last - open.block_len)
             .min(self.rolling.quiet_room())
             .min(self.smooth.quiet_room())
-            .min(usize::try_from(self.curve.countdown).unwrap_or(usize::MAX));
+            .min(self.curve.quiet_room());
         if !open.aligned {
             m = m.min(last - self.run_block_len);
         }
@@ -472,8 +348,7 @@ impl RunScan {
         self.rows += m as u64;
         let last_step = span.step + (k + m - 1) as u64;
         self.next_step = last_step.saturating_add(1);
-        self.curve.countdown -= m as u64;
-        self.curve.last = Some(last_step);
+        self.curve.skip(m, last_step);
 
         for (&slot, (_, values)) in slots.iter().zip(&span.components) {
             let sum = &mut open.components[slot].1;

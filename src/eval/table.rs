@@ -1,4 +1,5 @@
-//! Aligned text tables and the number format the text reports share.
+//! Aligned text tables (and their Markdown form) and the number format the text reports
+//! share.
 
 /// A number for a table: four decimals, or scientific for tiny magnitudes.
 pub(crate) fn num(v: f64) -> String {
@@ -52,17 +53,22 @@ impl Table {
     }
 
     pub(crate) fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells.iter().map(|c| cell_text(c)).collect());
+        self.rows.push(cells);
     }
 
     pub(crate) fn render(&self, out: &mut String, indent: &str) {
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| r.iter().map(|c| cell_text(c)).collect())
+            .collect();
         let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
-        for row in &self.rows {
+        for row in &rows {
             for (w, c) in widths.iter_mut().zip(row) {
                 *w = (*w).max(c.chars().count());
             }
         }
-        for row in std::iter::once(&self.header).chain(&self.rows) {
+        for row in std::iter::once(&self.header).chain(&rows) {
             let mut line = String::from(indent);
             for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
                 if i > 0 {
@@ -82,6 +88,31 @@ impl Table {
             out.push('\n');
         }
     }
+
+    /// The table as Markdown: a header row, its rule, a line per row. Cells are whole (a
+    /// reader's viewer wraps them); a `|` in one is escaped, control characters too.
+    pub(crate) fn render_markdown(&self, out: &mut String) {
+        let line = |cells: &[String]| {
+            let cells: Vec<String> = cells
+                .iter()
+                .map(|c| {
+                    c.chars()
+                        .flat_map(|ch| match ch {
+                            '|' => "\\|".chars().collect::<Vec<_>>(),
+                            ch if ch.is_control() => ch.escape_unicode().collect(),
+                            ch => vec![ch],
+                        })
+                        .collect()
+                })
+                .collect();
+            format!("| {} |\n", cells.join(" | "))
+        };
+        out.push_str(&line(&self.header));
+        out.push_str(&format!("|{}\n", "---|".repeat(self.header.len())));
+        for row in &self.rows {
+            out.push_str(&line(row));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -98,5 +129,14 @@ mod tests {
         assert_eq!(out.lines().count(), 3, "{out}");
         assert!(out.contains("a\\u{a}b\\u{7}"), "{out}");
         assert!(out.lines().all(|l| l.chars().count() < 100), "{out}");
+    }
+
+    #[test]
+    fn markdown_rows_keep_their_columns_when_a_cell_holds_a_bar() {
+        let mut t = Table::new(&["agent", "score"], &[true, false]);
+        t.row(vec!["a|b".into(), "0.5".into()]);
+        let mut out = String::new();
+        t.render_markdown(&mut out);
+        assert_eq!(out, "| agent | score |\n|---|---|\n| a\\|b | 0.5 |\n");
     }
 }

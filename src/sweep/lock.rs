@@ -92,7 +92,7 @@ const SWEEP_ENTRIES: [&str; 5] = [
 /// not put there: a sweep replaces `eval.json`, `eval.txt` and `plot.svg` in its folder,
 /// so it must never take over a user's folder (`--out ~/results`).
 fn check_sweep_folder(dir: &Path) -> Result<(), SweepError> {
-    let manifest = super::Manifest::path_in(dir);
+    let manifest = super::SweepManifest::path_in(dir);
     if std::fs::symlink_metadata(&manifest).is_ok() {
         return Ok(());
     }

@@ -66,7 +66,7 @@ pub struct RunRecord {
 /// The whole manifest.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Manifest {
+pub struct SweepManifest {
     /// [`MANIFEST_VERSION`].
     pub version: u32,
     /// The sweep's name.
@@ -77,7 +77,7 @@ pub struct Manifest {
     pub runs: Vec<RunRecord>,
 }
 
-impl Manifest {
+impl SweepManifest {
     /// The manifest file inside a sweep directory.
     pub fn path_in(dir: &Path) -> PathBuf {
         dir.join("manifest.json")
@@ -104,9 +104,9 @@ impl Manifest {
         runs: &[PlannedRun],
     ) -> Result<Self, SweepError> {
         let path = Self::path_in(dir);
-        let old: Option<Manifest> = match std::fs::read_to_string(&path) {
+        let old: Option<SweepManifest> = match std::fs::read_to_string(&path) {
             Ok(text) => {
-                let m: Manifest =
+                let m: SweepManifest =
                     serde_json::from_str(&text).map_err(|e| SweepError::Manifest {
                         path: path.clone(),
                         message: format!(
@@ -163,7 +163,7 @@ impl Manifest {
                 }),
             }
         }
-        Ok(Manifest {
+        Ok(SweepManifest {
             version: MANIFEST_VERSION,
             sweep: name.to_string(),
             sweep_file: sweep_file.to_path_buf(),
@@ -216,7 +216,7 @@ impl Journal {
     /// Opens the journal of `dir`, emptied: call it right after the manifest was written
     /// whole, so the manifest holds every record the journal held.
     pub(crate) fn open_empty(dir: &Path) -> Result<Self, SweepError> {
-        let path = Manifest::journal_in(dir);
+        let path = SweepManifest::journal_in(dir);
         let file = crate::output::open_append(&path)?;
         let mut journal = Journal { file, path };
         journal.clear()?;
@@ -242,7 +242,7 @@ impl Journal {
 
     /// Removes the journal of `dir` when the manifest was written whole for the last time.
     pub(crate) fn remove(dir: &Path) -> Result<(), SweepError> {
-        let path = Manifest::journal_in(dir);
+        let path = SweepManifest::journal_in(dir);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(SweepError::io(&path)(e)),
             _ => Ok(()),

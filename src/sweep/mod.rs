@@ -30,7 +30,7 @@
 //! | `traces/<run-id>.<format>` | each run's trace (a directory of part files for Parquet), with its `<run-id>.manifest.json` (and its `.lock`) and `<run-id>.events.<format>` beside it |
 //! | `checkpoints/<run-id>.ckpt.json` | each run's last checkpoint |
 //! | `logs/<run-id>.log` | each run's output, one header line per attempt |
-//! | `manifest.json` | [`Manifest`]: status, exit code, attempts, steps done, paths, error of every run; rewritten atomically now and then (after ten times as long as its last write took) and at the end |
+//! | `manifest.json` | [`SweepManifest`]: status, exit code, attempts, steps done, paths, error of every run; rewritten atomically now and then (after ten times as long as its last write took) and at the end |
 //! | `manifest.journal` | each run's record as it starts or ends, one JSON line, applied over `manifest.json` when it is read; emptied whenever the manifest is rewritten and removed at the end |
 //! | `eval.json`, `eval.txt`, `plot.svg` | `perennial eval` of every finished trace: `eval.json` the whole report, `eval.txt` the group comparison (one group per (task, agent), each metric's mean over seeds with its 95% bootstrap CI), `plot.svg` the plot |
 //! | `sweep.lock` | the lock, holding the pid of the sweep using the directory |
@@ -85,7 +85,7 @@ use crate::registry::Registry;
 pub use error::{SweepError, SweepFileError};
 pub use file::{SweepFile, SweepWorld};
 pub use lock::DirLock;
-pub use manifest::{MANIFEST_VERSION, Manifest, RunRecord, RunStatus};
+pub use manifest::{MANIFEST_VERSION, RunRecord, RunStatus, SweepManifest};
 pub use plan::{PlannedRun, plan};
 pub use runner::{SweepOutcome, run_local, run_local_until};
 
@@ -216,8 +216,21 @@ pub fn run_cli(
 
 /// The `--plan-json` document.
 fn plan_json(sweep: &SweepFile, dir: &Path) -> Result<String, SweepError> {
+    let doc = plan_document(sweep, dir)?;
+    let mut out = serde_json::to_string_pretty(&doc).expect("the plan is strings and numbers");
+    out.push('\n');
+    Ok(out)
+}
+
+/// The sweep's planned runs with their status in `dir`'s manifest, its paths and name:
+/// what the Ray backend runs (`--plan-json`, and `perennial bench run --plan-json` per
+/// sweep).
+pub(crate) fn plan_document(
+    sweep: &SweepFile,
+    dir: &Path,
+) -> Result<serde_json::Value, SweepError> {
     let runs = plan(sweep, dir);
-    let manifest = Manifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
+    let manifest = SweepManifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
     let runs: Vec<serde_json::Value> = runs
         .iter()
         .zip(&manifest.runs)
@@ -227,21 +240,19 @@ fn plan_json(sweep: &SweepFile, dir: &Path) -> Result<String, SweepError> {
             v
         })
         .collect();
-    let doc = serde_json::json!({
+    Ok(serde_json::json!({
         "name": sweep.name,
         "dir": dir,
-        "manifest": Manifest::path_in(dir),
+        "manifest": SweepManifest::path_in(dir),
         "lock": DirLock::path_in(dir),
         "runs": runs,
-    });
-    let mut out = serde_json::to_string_pretty(&doc).expect("the plan is strings and numbers");
-    out.push('\n');
-    Ok(out)
+    }))
 }
 
-#[derive(Deserialize)]
+/// How a run made elsewhere ended: an entry of a `--collect` results file.
+#[derive(Clone, Copy, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RunResult {
+pub(crate) struct RunExit {
     exit_code: Option<i32>,
     #[serde(default = "one")]
     attempts: u32,
@@ -262,16 +273,26 @@ fn collect(sweep: &SweepFile, dir: &Path, results: &Path) -> Result<SweepOutcome
         path: results.to_path_buf(),
         message,
     })?;
-    let results: BTreeMap<String, RunResult> =
+    let results: BTreeMap<String, RunExit> =
         serde_json::from_slice(&text).map_err(|e| SweepError::Manifest {
             path: results.to_path_buf(),
             message: format!(
                 "not a results file ({e}); expected {{\"<run-id>\": {{\"exit_code\": 0, \"attempts\": 1}}}}"
             ),
         })?;
+    collect_exits(sweep, dir, &results)
+}
+
+/// Records the exits of runs made elsewhere in `dir`'s manifest and scores the finished
+/// traces, under the directory's lock.
+pub(crate) fn collect_exits(
+    sweep: &SweepFile,
+    dir: &Path,
+    results: &BTreeMap<String, RunExit>,
+) -> Result<SweepOutcome, SweepError> {
     let _lock = DirLock::acquire(dir)?;
     let runs = plan(sweep, dir);
-    let mut manifest = Manifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
+    let mut manifest = SweepManifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
     if let Some(unknown) = results
         .keys()
         .find(|id| !runs.iter().any(|r| &r.run_id == *id))

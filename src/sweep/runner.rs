@@ -12,7 +12,7 @@ use super::error::SweepError;
 use super::file::SweepFile;
 use super::lock::DirLock;
 use super::manifest::{
-    Journal, Manifest, RowCounter, RunRecord, RunStatus, failure_message, write_atomic,
+    Journal, RowCounter, RunRecord, RunStatus, SweepManifest, failure_message, write_atomic,
 };
 use super::plan::{PlannedRun, plan};
 use crate::eval::{EvalOptions, comparison_text, evaluate, svg};
@@ -36,7 +36,7 @@ pub struct SweepOutcome {
     /// The sweep directory.
     pub dir: PathBuf,
     /// The manifest as written last.
-    pub manifest: Manifest,
+    pub manifest: SweepManifest,
     /// The group comparison (`DIR/eval.txt`: per task and agent, each metric's mean over
     /// seeds with its 95% bootstrap interval), when at least one run is done.
     pub eval_text: Option<String>,
@@ -75,7 +75,11 @@ impl SweepOutcome {
             }
             out.push('\n');
         }
-        let _ = writeln!(out, "manifest   {}", Manifest::path_in(&self.dir).display());
+        let _ = writeln!(
+            out,
+            "manifest   {}",
+            SweepManifest::path_in(&self.dir).display()
+        );
         if self.eval_text.is_some() {
             let _ = writeln!(out, "eval       {}", self.dir.join("eval.txt").display());
             let _ = writeln!(out, "           {}", self.dir.join("eval.json").display());
@@ -135,7 +139,7 @@ pub fn run_local_until(
 ) -> Result<SweepOutcome, SweepError> {
     let _lock = DirLock::acquire(dir)?;
     let runs = plan(sweep, dir);
-    let mut manifest = Manifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
+    let mut manifest = SweepManifest::load_or_new(dir, &sweep.name, &sweep.path, &runs)?;
     for sub in ["traces", "checkpoints", "logs"] {
         let d = dir.join(sub);
         std::fs::create_dir_all(&d).map_err(SweepError::io(&d))?;
@@ -278,7 +282,7 @@ pub(crate) fn record_attempt(
 pub(crate) fn finish(
     dir: &Path,
     runs: &[PlannedRun],
-    mut manifest: Manifest,
+    mut manifest: SweepManifest,
     steps: u64,
 ) -> Result<SweepOutcome, SweepError> {
     // A run is scored only when its trace proves it: marked done by this sweep or by a
@@ -455,7 +459,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(sweep: &SweepFile, manifest: &Manifest) -> Self {
+    fn new(sweep: &SweepFile, manifest: &SweepManifest) -> Self {
         let runs_done = manifest
             .runs
             .iter()

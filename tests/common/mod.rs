@@ -113,6 +113,14 @@ impl Scratch {
     }
 }
 
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         if !std::thread::panicking() {

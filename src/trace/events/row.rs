@@ -42,6 +42,7 @@ pub const PLASTICITY: &str = "plasticity";
 /// What a neural agent's network looks like after an update, against loss of plasticity
 /// (Sokar et al. 2023; Kumar et al. 2021; Dohare et al. 2024).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Plasticity {
     /// Fraction of the hidden units that are τ-dormant on the window's inputs: a unit whose
     /// mean absolute activation is at most τ times its layer's average.

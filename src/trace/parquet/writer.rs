@@ -83,7 +83,7 @@ const FIRST_PART_ROWS: usize = 1 << 16;
 
 /// Rows waiting for the next part, one buffer per column.
 #[derive(Default)]
-struct Columns {
+struct ColumnBuffers {
     step: Vec<u64>,
     episode: Vec<u64>,
     episode_step: Vec<u64>,
@@ -120,11 +120,11 @@ fn touch<T: Clone + Default>(v: &mut Vec<T>, rows: usize) {
     v.clear();
 }
 
-impl Columns {
+impl ColumnBuffers {
     /// Empty buffers for `rows` rows of a trace with these many terms and roles.
     fn with_capacity(rows: usize, components: usize, payouts: usize, roles: usize) -> Self {
         let f64s = || Vec::with_capacity(rows);
-        Columns {
+        ColumnBuffers {
             step: Vec::with_capacity(rows),
             episode: Vec::with_capacity(rows),
             episode_step: Vec::with_capacity(rows),
@@ -140,7 +140,7 @@ impl Columns {
             bound_valid: Vec::with_capacity(rows),
             roles: (0..roles).map(|_| f64s()).collect(),
             limit: rows,
-            ..Columns::default()
+            ..ColumnBuffers::default()
         }
     }
 
@@ -226,7 +226,7 @@ fn same_label(a: &[u8], b: &[u8]) -> bool {
 
 /// One part on its way to the part thread: its rows and what its file records.
 struct PartJob {
-    cols: Columns,
+    cols: ColumnBuffers,
     index: usize,
     /// The `regime` column's dictionary: every label seen so far, in order of appearance.
     regimes: Vec<String>,
@@ -484,10 +484,10 @@ pub(crate) struct ParquetWriter {
     regimes: Vec<String>,
     /// The key of the label of the last row.
     regime_key: Option<u32>,
-    cols: Columns,
+    cols: ColumnBuffers,
     /// The other set of buffers, back from the part thread; `None` while its part is in
     /// flight.
-    spare: Option<Columns>,
+    spare: Option<ColumnBuffers>,
     parts: PartThread<PartJob>,
     /// Rows a part holds at most ([`PART_BYTES`] over the row's raw size).
     part_rows: usize,
@@ -545,7 +545,12 @@ impl ParquetWriter {
         // The second set of buffers is grown on the part thread while the first, small
         // one fills: the first part holds at most FIRST_PART_ROWS rows.
         parts.send(PartJob {
-            cols: Columns::with_capacity(0, components.len(), payouts.len(), columns.roles.len()),
+            cols: ColumnBuffers::with_capacity(
+                0,
+                components.len(),
+                payouts.len(),
+                columns.roles.len(),
+            ),
             index: next_part,
             regimes: Vec::new(),
             manifest: None,
@@ -557,7 +562,7 @@ impl ParquetWriter {
             record_transitions,
             regimes: Vec::new(),
             regime_key: None,
-            cols: Columns::with_capacity(
+            cols: ColumnBuffers::with_capacity(
                 part_rows.min(FIRST_PART_ROWS),
                 components.len(),
                 payouts.len(),
@@ -627,7 +632,7 @@ impl ParquetWriter {
         self.collect(true)?;
         let next = match self.spare.take() {
             Some(cols) => cols,
-            None => Columns::with_capacity(
+            None => ColumnBuffers::with_capacity(
                 self.part_rows,
                 self.cols.components.len(),
                 self.cols.payouts.len(),

@@ -139,6 +139,29 @@ impl<'a> Scan<'a> {
         self.b.get(self.i).copied()
     }
 
+    /// After a field's value: `,` (more fields follow: `false`) or `}` (the object ends:
+    /// `true`); anything else is `None`.
+    #[inline(always)]
+    fn end_field(&mut self) -> Option<bool> {
+        let end = match self.peek()? {
+            b',' => false,
+            b'}' => true,
+            _ => return None,
+        };
+        self.i += 1;
+        Some(end)
+    }
+
+    /// `null` or a number.
+    #[inline(always)]
+    fn nullable_f64(&mut self) -> Option<Option<f64>> {
+        Some(if self.literal(b"null") {
+            None
+        } else {
+            Some(self.f64()?)
+        })
+    }
+
     fn byte(&mut self, c: u8) -> Option<()> {
         (self.peek()? == c).then(|| self.i += 1)
     }
@@ -302,13 +325,8 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
                     return None;
                 }
                 role_rewards = Some(s.terms()?);
-                match s.peek()? {
-                    b',' => s.i += 1,
-                    b'}' => {
-                        s.i += 1;
-                        break;
-                    }
-                    _ => return None,
+                if s.end_field()? {
+                    break;
                 }
                 continue;
             }
@@ -317,18 +335,9 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
                 if bound.is_some() {
                     return None;
                 }
-                bound = Some(if s.literal(b"null") {
-                    None
-                } else {
-                    Some(s.f64()?)
-                });
-                match s.peek()? {
-                    b',' => s.i += 1,
-                    b'}' => {
-                        s.i += 1;
-                        break;
-                    }
-                    _ => return None,
+                bound = Some(s.nullable_f64()?);
+                if s.end_field()? {
+                    break;
                 }
                 continue;
             }
@@ -381,26 +390,15 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
             }
             TERMINATED => terminated = s.bool()?,
             TRUNCATED => truncated = s.bool()?,
-            CEILING => {
-                ceiling = if s.literal(b"null") {
-                    None
-                } else {
-                    Some(s.f64()?)
-                }
-            }
+            CEILING => ceiling = s.nullable_f64()?,
             _ => return None,
         }
         if seen & (1 << bit) != 0 {
             return None;
         }
         seen |= 1 << bit;
-        match s.peek()? {
-            b',' => s.i += 1,
-            b'}' => {
-                s.i += 1;
-                break;
-            }
-            _ => return None,
+        if s.end_field()? {
+            break;
         }
         if in_order && bit == IDENTITY - 1 {
             prefix.bytes.clear();
