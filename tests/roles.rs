@@ -320,6 +320,24 @@ fn eval_role_measures_each_roles_own_reward_and_they_add_up_to_the_team() {
 }
 
 #[test]
+fn an_eval_report_names_the_role_it_measures() {
+    let (dir, trace) = roles_trace("jsonl", 50, &["--seed", "4"]);
+    let t = trace.to_str().unwrap();
+    assert_eq!(eval_json(&[t, "--role", "warehouse"])["role"], "warehouse");
+    assert!(eval_json(&[t]).get("role").is_none());
+    let out = perennial(&["eval", t, "--role", "logistics"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.lines().next(),
+        Some(
+            "role logistics: the metrics measure its own reward (role_rewards.logistics), not the team's"
+        ),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn eval_role_refuses_an_unknown_role_or_a_trace_without_roles_naming_the_flag() {
     let (dir, trace) = roles_trace("csv", 20, &[]);
     let out = perennial(&["eval", trace.to_str().unwrap(), "--role", "sales"]);
