@@ -352,6 +352,33 @@ impl Env for EnterpriseEnv {
     }
 }
 
+/// A role's desk ([`Desk::for_role`](crate::morpheus::api::Desk::for_role)) steps the
+/// world with the world's own action index: the role that owns the operation acts, the
+/// others wait.
+impl crate::morpheus::api::Stepper for EnterpriseEnv {
+    type Error = EnvError;
+
+    fn world(&self) -> &Morpheus {
+        &self.world
+    }
+
+    fn step_hour(&mut self, action: usize) -> Result<crate::morpheus::api::Hour, EnvError> {
+        let op = Op::decode(action, self.world.config()).unwrap_or(Op::Noop);
+        let per_role: Vec<usize> = self
+            .layouts
+            .iter()
+            .map(|l| l.encode(op).unwrap_or(0))
+            .collect();
+        let joint = joint(&self.layouts, &per_role)
+            .ok_or_else(|| EnvError::invalid_action(&action, &self.spec.action_space))?;
+        let t = Env::step(self, &joint)?;
+        Ok(crate::morpheus::api::Hour {
+            reward: t.reward,
+            ended: t.terminated || t.truncated,
+        })
+    }
+}
+
 impl Shiftable for EnterpriseEnv {
     fn parameters(&self) -> Vec<ParamInfo> {
         self.world.parameters()
