@@ -52,7 +52,7 @@ def run_agent(args, world, agent, seed):
 
 
 def evaluate(args, traces, floors):
-    cmd = [args.bin, "eval", *map(str, traces), "--json"]
+    cmd = [args.bin, "eval", *map(str, traces), "--json", "--window", str(args.window)]
     if floors:
         cmd += ["--floor", *map(str, floors)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout

@@ -55,7 +55,8 @@
 //!    when no row has a reference; `normalized_gap` is also null when its denominator is
 //!    0. An interval or configuration measured against a bound reports it (`bound`, its
 //!    mean over the rows); without that key its gap is to the ceiling. The text report
-//!    says which one each run's gaps use.
+//!    says which one each run's gaps use. Metrics 1 to 5 use neither bound; the ceiling
+//!    also checks every row (a reward above it is warned of).
 //!
 //! Sums are compensated (TwoSum), and H_k, P_k and every m_k(t) come from the same rolling
 //! sum, so a crossing happens exactly where the arithmetic on paper puts it.

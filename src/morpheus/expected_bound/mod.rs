@@ -74,9 +74,15 @@
 //!    the time-average stock, and the loss per hour is at least
 //!    `(1/24) Σ_start min_y (r·y + p·E_T max(0, G(T) − ρ(T)·y)) − r·detention_free_hours·d_j`,
 //!    `d_j` the mean demand of `j`'s SKUs (a convex piecewise-linear minimum, taken at its
-//!    breakpoints `y = G(T)/ρ(T)`). Delays longer than 96 hours count as 96 (receipts are blocked at least
-//!    that long), to bound the work. The supplier terms add up (their SKUs are disjoint),
-//!    and are subtracted from `Σ V_i`, the expected order value they are losses against.
+//!    breakpoints `y = G(T)/ρ(T)`). Pricing the stock gives a second lower bound: for any
+//!    `θ ≥ 0` the orders `Y` covers save at most `θ·Y + Σ_o max(0, g_o − θ·u_o)`, so the
+//!    window loses at least `Σ_o min(g_o, θ·u_o) − θ·Y`; at `θ = r/p` the holding `r·y`
+//!    pays for all that `y` saves, and the loss per hour is at least `p·E_T M(T)`, `M(T) =
+//!    Σ_a (1 − p)^a Σ_i E min(g(U_i(t₀ + a), T − a), θ·U_i)`, whatever the stock. The
+//!    larger of the two counts, hour of the day by hour of the day. Delays longer than 96
+//!    hours count as 96 (receipts are blocked at least that long), to bound the work. The
+//!    supplier terms add up (their SKUs are disjoint), and are subtracted from `Σ V_i`, the
+//!    expected order value they are losses against.
 //!
 //! 6. **Lot sizes at slow doors.** Every reorder brings one trailer of `q` units (`q` one
 //!    of `reorder_quantities`), and at most `R = min(op_budget, 24)/24` reorders are
@@ -96,8 +102,23 @@
 //!    so some lots must be larger; in the other shipped regimes lots the doors unload
 //!    within the free hours suffice, and the term is 0.
 //!
-//! The bound is the lower of the two. Both bound every policy, so it is valid. It leaves out the safety stock and the lot sizes that the
-//! stochastic demand and the reorder buckets force a real policy to hold. Over a finite
+//! 7. **An hour's stock is set before its order.** The stock of SKU `i` on hand after an
+//!    hour's receipts, `A`, is fixed before the hour's order `U` is drawn (the operation,
+//!    the failures and the receipts come first, and see the demand of earlier hours only).
+//!    An order served in its own hour needs `U ≤ A`; one that is not waits at least an
+//!    hour and loses at least `ĝ(U) = min(g(U, 1), f(U) − f(U − 1) + h_i)` (the second
+//!    term keeps the relaxed value nondecreasing in `U`, so goodwill below 1 only lowers
+//!    it). The hour ends with `A` on hand less what ships: the order if served, and orders
+//!    that waited, each unit of which is so held one hour less, once. The hour costs at
+//!    least `N(A) = h_i·(A − E U) + Σ_{u > A} P(U = u)·ĝ(u)` in holding and waiting, and
+//!    SKU `i` at least the average of `min_A N(A)` over the hours of the day and the spike
+//!    states (at least 0). Steps 5 and 7 both charge a supplier's SKUs' holding and
+//!    waiting: the larger of the two counts, supplier by supplier. Step 7 charges no
+//!    detention, so step 6's bound subtracts it too.
+//!
+//! The bound is the lower of the two. Both bound every policy, so it is valid. It leaves
+//! out the safety stock beyond one hour and the lot sizes that the stochastic demand and
+//! the reorder buckets force a real policy to hold. Over a finite
 //! interval a policy can exceed it by what it sells from stock bought before the
 //! interval; the validity test allows for that.
 //!
@@ -111,8 +132,9 @@
 //! `supplier_crisis` triples the lead time of the stock still to come). None of these is
 //! in the bound, because none is yet proved unavoidable:
 //!
-//! - **Safety stock.** A newsvendor argument needs the stock that can arrive by an hour
-//!   to be fixed some hours before it, while the demand in between is still unknown. An
+//! - **Safety stock.** Step 7 is a newsvendor over one hour. Over longer, it needs the
+//!   stock that can arrive by an hour to be fixed some hours before it, while the demand
+//!   in between is still unknown. An
 //!   expedite halves a purchase order's remaining lead time (once, for
 //!   `expedite_fee`), so a purchase is committed only `⌊ℓ/2⌋` hours before it can
 //!   arrive, and an expedite moves stock forward after the demand is seen. And a
@@ -138,10 +160,19 @@
 //!
 //! A world with another reward specification has no expected bound.
 
-use std::f64::consts::TAU;
+mod delays;
+mod demand;
+mod lots;
+mod market;
+mod shortfall;
 
 use super::conditions::MorpheusConditions;
 use super::config::MorpheusConfig;
+use delays::supplier_delay_loss;
+use demand::{knapsack, order_value, spiked_share};
+use lots::{Lots, lot_bound};
+use market::Market;
+use shortfall::stock_shortfall;
 
 /// Above this demand rate per SKU and hour the exact sum over order sizes is replaced by
 /// its linear upper bound `margin·min(λ, cap)` (off by the per-order late risk only), and
@@ -200,389 +231,24 @@ pub fn expected_bound(cfg: &MorpheusConfig, k: &MorpheusConditions) -> f64 {
     let doors = cfg.docks as f64 * (cfg.dock_unload_rate * k.dock_capacity).floor();
     let q_max = cfg.reorder_quantities.iter().copied().max().unwrap_or(0) as f64;
     let buying = q_max * k.op_budget.min(24.0) / 24.0;
-    let delays = (0..cfg.suppliers)
-        .map(|j| supplier_delay_loss(&market, j, spiked, &demand))
-        .sum::<f64>();
+    // Steps 5 and 7 both charge the holding and the waiting of a supplier's SKUs: the
+    // larger of the two counts, per supplier.
+    let shortfall: Vec<f64> = (0..cfg.skus)
+        .map(|i| stock_shortfall(&market, i, spiked))
+        .collect();
+    let suppliers = cfg.suppliers.max(1);
+    let (mut delays, mut stock) = (0.0, 0.0);
+    for j in 0..suppliers {
+        let own: f64 = shortfall.iter().skip(j).step_by(suppliers).sum();
+        delays += supplier_delay_loss(&market, j, spiked, &demand).max(own);
+        stock += own;
+    }
     let most = ship.min(doors).min(buying);
     skus.sort_by(|a, b| b.0.total_cmp(&a.0));
     let fluid = (value - delays).min(knapsack(&skus, most));
     fluid
-        .min(lot_bound(&skus, value, most, &Lots::new(cfg, k)))
+        .min(lot_bound(&skus, value - stock, most, &Lots::new(cfg, k)))
         .max(0.0)
-}
-
-/// Step 6, a second bound: the most that selling `S` units an hour (at most `most`) can
-/// earn, `min(value, K(S))`, less the detention `D(S)` their lots force. The first is
-/// concave in `S` and the second convex, so the maximum is at a corner of one or the
-/// other: where a SKU's units run out, where `K(S)` reaches `value`, or where the best
-/// mix of lot sizes changes.
-fn lot_bound(skus: &[(f64, f64)], value: f64, most: f64, lots: &Lots) -> f64 {
-    let mut corners = vec![0.0, most, units_to_earn(skus, value)];
-    corners.extend(skus.iter().scan(0.0, |sum, &(_, units)| {
-        *sum += units;
-        Some(*sum)
-    }));
-    corners.extend(lots.points.iter().map(|&(q, _)| q * lots.orders));
-    corners
-        .into_iter()
-        .filter(|&s| s <= most)
-        .map(|s| value.min(knapsack(skus, s)) - lots.detention(s))
-        .fold(f64::NEG_INFINITY, f64::max)
-}
-
-/// Step 6: what the lot sizes force in detention. Every reorder is one trailer, at most
-/// `orders` reorders an hour on average, and a trailer of `q` units pays detention for
-/// at least `max(0, ⌈q / C⌉ − 1 − F)` hours, `C` the doors' full capacity and `F` the
-/// free hours.
-struct Lots {
-    /// Reorders an hour at most: `min(op_budget, 24) / 24`.
-    orders: f64,
-    /// `(0, 0)` and `(q, δ(q))` for each reorder size: its units and least detention.
-    points: Vec<(f64, f64)>,
-}
-
-impl Lots {
-    fn new(cfg: &MorpheusConfig, k: &MorpheusConditions) -> Self {
-        let full = cfg.docks as f64 * (cfg.dock_unload_rate * k.dock_capacity).floor();
-        let rate = cfg.detention_rate * k.cost_multiplier;
-        let free = cfg.detention_free_hours as f64;
-        let mut points = vec![(0.0, 0.0)];
-        for &q in &cfg.reorder_quantities {
-            let hours = if full > 0.0 {
-                (q as f64 / full).ceil()
-            } else {
-                f64::INFINITY
-            };
-            if hours.is_finite() {
-                points.push((q as f64, rate * (hours - 1.0 - free).max(0.0)));
-            }
-        }
-        Lots {
-            orders: k.op_budget.min(24.0) / 24.0,
-            points,
-        }
-    }
-
-    /// `D(S)`: the least detention per hour of lots that bring `units` units an hour, at
-    /// most `orders` of them: `orders × h(units / orders)`, `h` the lower convex envelope
-    /// of the points (a mix of two sizes does best; fewer lots than allowed never helps,
-    /// since `(0, 0)` is a point). 0 where no mix brings that many (the buying capacity
-    /// of step 4 rules those out).
-    fn detention(&self, units: f64) -> f64 {
-        if units <= 0.0 || self.orders <= 0.0 {
-            return 0.0;
-        }
-        let y = units / self.orders;
-        let mut least = f64::INFINITY;
-        for &(a, da) in &self.points {
-            for &(b, db) in &self.points {
-                if a <= y && y <= b {
-                    let cost = if b > a {
-                        da + (db - da) * (y - a) / (b - a)
-                    } else {
-                        da
-                    };
-                    least = least.min(cost);
-                }
-            }
-        }
-        if least.is_finite() {
-            self.orders * least
-        } else {
-            0.0
-        }
-    }
-}
-
-/// The fewest units, taken in decreasing order of margin, whose margins add up to
-/// `target` (all of them when they fall short): where `K(S)` reaches `target`.
-fn units_to_earn(skus: &[(f64, f64)], target: f64) -> f64 {
-    let (mut units, mut earned) = (0.0, 0.0);
-    for &(margin, n) in skus {
-        if earned + margin * n >= target && margin > 0.0 {
-            return units + (target - earned).max(0.0) / margin;
-        }
-        units += n;
-        earned += margin * n;
-    }
-    units
-}
-
-/// A carrier as an order meets it: shipping cost per unit, transit hours and on-time
-/// probability under the conditions in force.
-struct Carrier {
-    ship: f64,
-    transit: f64,
-    on_time: f64,
-}
-
-/// What the market pays and what delivering costs under one configuration: the terms of
-/// steps 1 and 2 of the derivation.
-struct Market<'a> {
-    cfg: &'a MorpheusConfig,
-    k: &'a MorpheusConditions,
-    carriers: Vec<Carrier>,
-    /// `s`: hours from an order's placement to its due time.
-    slack: f64,
-    /// `D` (at least 1): the longest carrier delay.
-    spread: f64,
-    /// `L`: the penalty per late order.
-    late_fee: f64,
-}
-
-impl<'a> Market<'a> {
-    fn new(cfg: &'a MorpheusConfig, k: &'a MorpheusConditions) -> Self {
-        let carriers = (0..cfg.carriers)
-            .map(|c| Carrier {
-                ship: cfg.carrier_cost(c) * k.cost_multiplier,
-                transit: cfg.carrier_transit(c) as f64,
-                on_time: (cfg.carrier_on_time(c) * k.carrier_reliability).min(1.0),
-            })
-            .collect();
-        Market {
-            cfg,
-            k,
-            carriers,
-            slack: (cfg.promise_hours as f64 * k.promise).round(),
-            spread: cfg.carrier_delay_max_hours.max(1) as f64,
-            late_fee: cfg.late_penalty * k.late_penalty * k.cost_multiplier,
-        }
-    }
-
-    /// `p_i − c_i`: what a unit of SKU `i` sells for less what it costs to buy.
-    fn unit(&self, i: usize) -> f64 {
-        let list = self.cfg.sku_price(i);
-        list * self.k.price - list * self.cfg.unit_cost_ratio * self.k.cost_multiplier
-    }
-
-    /// `h_i`: the holding cost of a unit of SKU `i` on hand for an hour.
-    fn holding(&self, i: usize) -> f64 {
-        let k = self.k;
-        self.cfg.sku_price(i)
-            * self.cfg.unit_cost_ratio
-            * self.cfg.holding_rate
-            * k.holding_cost
-            * k.cost_multiplier
-    }
-
-    /// The mean order size of SKU `i` at `hour` of the day, outside spikes, goodwill 1.
-    fn rate(&self, i: usize, hour: u64) -> f64 {
-        let daily = 1.0 + self.cfg.daily_amplitude * (TAU * (hour as f64 - 6.0) / 24.0).sin();
-        self.cfg.sku_demand(i) * self.k.demand_rate * daily
-    }
-
-    /// The probability that an order shipped on `c` `wait` hours after it was placed is
-    /// late.
-    fn late(&self, c: &Carrier, wait: f64) -> f64 {
-        let room = self.slack - wait - c.transit;
-        if room < 0.0 {
-            1.0
-        } else {
-            (1.0 - c.on_time) * (self.spread - room.min(self.spread)) / self.spread
-        }
-    }
-
-    /// `v(u, w)`: the most an order of `u` units earning `unit` per unit can make when it
-    /// ships `wait` hours after it was placed (0 once it would have been cancelled, or
-    /// when shipping it loses money). `v(u, 0)` is step 2's `f(u)`.
-    fn order(&self, unit: f64, u: f64, wait: f64) -> f64 {
-        if wait >= self.slack + self.cfg.cancel_after_hours as f64 {
-            return 0.0;
-        }
-        self.carriers
-            .iter()
-            .map(|c| u * (unit - c.ship) - self.late(c, wait) * self.late_fee)
-            .fold(0.0, f64::max)
-    }
-}
-
-/// Step 5: the least expected loss per hour that supplier `j`'s delays cost any policy
-/// (its SKUs' orders waiting out a delay, or the stock held against it); see the module
-/// docs. `spiked` is the share of spiked hours, `demand[i]` SKU `i`'s mean units per hour.
-fn supplier_delay_loss(market: &Market<'_>, j: usize, spiked: f64, demand: &[f64]) -> f64 {
-    let (cfg, k) = (market.cfg, market.k);
-    let p = k.probability(k.supplier_delay_rate);
-    let skus: Vec<usize> = (0..cfg.skus)
-        .filter(|i| i % cfg.suppliers.max(1) == j)
-        .collect();
-    if p <= 0.0 || skus.is_empty() {
-        return 0.0;
-    }
-    let longest = cfg.supplier_delay_hours.max(1);
-    let span = longest.min(LONGEST_DELAY) as usize;
-    // P(the window is t hours long), t = 1..=span: a delay of T >= span counts as span.
-    let window: Vec<f64> = (1..=span)
-        .map(|t| {
-            if t < span {
-                1.0 / longest as f64
-            } else {
-                (longest - span as u64 + 1) as f64 / longest as f64
-            }
-        })
-        .collect();
-    let cap = cfg.max_units_per_sku_hour;
-    // loss[i][hour][w - 1]: E g(U, w) for SKU i's order placed at `hour` of the day.
-    let mut loss = vec![vec![vec![0.0; span]; 24]; skus.len()];
-    // rho[w - 1]: the most a unit covering one of these orders can save, max g(u, w) / u.
-    let mut rho = vec![0.0f64; span];
-    for (n, &i) in skus.iter().enumerate() {
-        let unit = market.unit(i);
-        let g = |u: f64, w: f64| (market.order(unit, u, 0.0) - market.order(unit, u, w)).max(0.0);
-        // Orders above `sizes` units save at most `f(u)/u <= margin` per unit, and at most
-        // `L/u` before they would be cancelled (they lose at most the late fee then).
-        let sizes = cap.min(EXACT_RATE as u64);
-        let margin = market
-            .carriers
-            .iter()
-            .map(|c| unit - c.ship)
-            .fold(0.0, f64::max);
-        for (w, r) in rho.iter_mut().enumerate() {
-            let wait = (w + 1) as f64;
-            if cap > sizes {
-                let cancelled = wait >= market.slack + cfg.cancel_after_hours as f64;
-                *r = r.max(if cancelled {
-                    margin
-                } else {
-                    market.late_fee / sizes as f64
-                });
-            }
-            for u in 1..=sizes {
-                *r = r.max(g(u as f64, wait) / u as f64);
-            }
-        }
-        for (hour, row) in loss[n].iter_mut().enumerate() {
-            let rate = market.rate(i, hour as u64);
-            for (share, factor) in [(1.0 - spiked, 1.0), (spiked, cfg.demand_spike_factor)] {
-                if share <= 0.0 {
-                    continue;
-                }
-                for (u, mass) in poisson_masses(rate * factor, cap) {
-                    for (w, cell) in row.iter_mut().enumerate() {
-                        *cell += share * mass * g(u, (w + 1) as f64);
-                    }
-                }
-            }
-        }
-    }
-    let yard = cfg.detention_rate * k.cost_multiplier
-        / cfg
-            .reorder_quantities
-            .iter()
-            .copied()
-            .max()
-            .unwrap_or(1)
-            .max(1) as f64;
-    let hold = skus.iter().map(|&i| market.holding(i)).fold(yard, f64::min);
-    let flow: f64 = skus.iter().map(|&i| demand[i]).sum();
-    let mut total = 0.0;
-    let mut lost = vec![0.0; span];
-    for start in 0..24 {
-        // lost[t - 1]: the expected loss of the orders a window of t hours opening at
-        // `start` counts, each attributed to the last delay drawn before it.
-        for (t, cell) in lost.iter_mut().enumerate() {
-            let t = t + 1;
-            *cell = (0..t)
-                .map(|a| {
-                    let hour = (start + a) % 24;
-                    let kept = (1.0 - p).powi(a as i32);
-                    kept * (0..skus.len())
-                        .map(|n| loss[n][hour][t - a - 1])
-                        .sum::<f64>()
-                })
-                .sum();
-        }
-        let cost = |y: f64| {
-            hold * y
-                + p * (0..span)
-                    .map(|t| window[t] * (lost[t] - y * rho[t]).max(0.0))
-                    .sum::<f64>()
-        };
-        let best = (0..span)
-            .filter(|&t| rho[t] > 0.0)
-            .map(|t| cost(lost[t] / rho[t]))
-            .fold(cost(0.0), f64::min);
-        total += best / 24.0;
-    }
-    (total - hold * cfg.detention_free_hours as f64 * flow).max(0.0)
-}
-
-/// The stationary share of hours with a spike in force, for a per-hour probability `q` and
-/// durations uniform on `1..=hours`.
-fn spiked_share(q: f64, hours: u64) -> f64 {
-    let h = hours as f64;
-    let calm: f64 = (0..hours).map(|j| 1.0 - q * (h - j as f64) / h).product();
-    (1.0 - calm).clamp(0.0, 1.0)
-}
-
-/// `(u, P(min(X, cap) = u))` for `u >= 1` and `X ~ Poisson(rate)`, leaving out mass more
-/// than 40 standard deviations above the mean (below `1e-300`); nothing above
-/// [`EXACT_RATE`].
-fn poisson_masses(rate: f64, cap: u64) -> Vec<(f64, f64)> {
-    if rate <= 0.0 || rate > EXACT_RATE || cap == 0 {
-        return Vec::new();
-    }
-    let last = (rate + 40.0 * rate.sqrt() + 40.0) as u64;
-    let ln_rate = rate.ln();
-    let (mut ln_p, mut below) = (-rate, (-rate).exp());
-    let mut out = Vec::new();
-    for u in 1..cap.min(last + 1) {
-        ln_p += ln_rate - (u as f64).ln();
-        let p = ln_p.exp();
-        below += p;
-        out.push((u as f64, p));
-    }
-    if cap <= last {
-        out.push((cap as f64, (1.0 - below).max(0.0)));
-    }
-    out
-}
-
-/// `(E f(min(X, cap)), E[min(X, cap)·1{f > 0}])` for `X ~ Poisson(rate)` and the
-/// nondecreasing order value `f`. Above [`EXACT_RATE`] both are bounded by their linear
-/// upper bounds, `margin·min(rate, cap)` and `min(rate, cap)`.
-fn order_value(rate: f64, cap: u64, margin: f64, f: &impl Fn(f64) -> f64) -> (f64, f64) {
-    if rate <= 0.0 {
-        return (0.0, 0.0);
-    }
-    if rate > EXACT_RATE {
-        let mean = rate.min(cap as f64);
-        return (margin * mean, mean);
-    }
-    let last = (rate + 40.0 * rate.sqrt() + 40.0) as u64;
-    let top = cap.min(last);
-    let ln_rate = rate.ln();
-    let (mut ln_p, mut below, mut value, mut units) = (-rate, (-rate).exp(), 0.0, 0.0);
-    for u in 1..top {
-        ln_p += ln_rate - (u as f64).ln();
-        let p = ln_p.exp();
-        below += p;
-        let v = f(u as f64);
-        if v > 0.0 {
-            value += p * v;
-            units += p * u as f64;
-        }
-    }
-    // The rest of the mass sits at `top` or beyond, where `f` is largest at `cap`.
-    let rest = (1.0 - below).max(0.0);
-    let v = f(cap as f64);
-    if v > 0.0 {
-        value += rest * v;
-        units += rest * cap as f64;
-    }
-    (value, units)
-}
-
-/// The most `margin × units` that `capacity` units per hour can earn, taking each SKU's
-/// `(margin, units)` in the order given, decreasing margin.
-fn knapsack(skus: &[(f64, f64)], capacity: f64) -> f64 {
-    let mut left = capacity;
-    let mut total = 0.0;
-    for &(margin, units) in skus.iter() {
-        let take = units.min(left).max(0.0);
-        total += margin * take;
-        left -= take;
-    }
-    total
 }
 
 /// The bounds computed last, by layout and conditions: a world built or restored again
@@ -631,7 +297,8 @@ mod tests {
     }
 
     #[test]
-    fn without_supplier_delays_the_warehouse_baseline_bound_is_the_margin_on_expected_demand() {
+    fn without_supplier_delays_the_warehouse_baseline_bound_is_about_the_margin_on_expected_demand()
+    {
         let (cfg, k) = shipped("warehouse", "baseline");
         let k = MorpheusConditions {
             supplier_delay_rate: 0.0,
@@ -647,7 +314,11 @@ mod tests {
             (got - expected).abs() < 0.02 * expected,
             "{got} vs {expected}"
         );
-        assert!((got - 43.855).abs() < 0.01, "{got}");
+        // Less what each hour's stock costs: a few hundredths a SKU, its holding and the
+        // orders it leaves waiting an hour (step 7).
+        let stock = expected - got;
+        assert!(stock > 0.05 && stock < 0.15, "{got} vs {expected}");
+        assert!((got - 43.768).abs() < 0.01, "{got}");
     }
 
     #[test]
