@@ -53,9 +53,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow_array::builder::{ListBuilder, PrimitiveBuilder};
 use arrow_array::types::{Float32Type, Float64Type};
-use arrow_array::{ArrayRef, ArrowPrimitiveType, UInt64Array};
+use arrow_array::{ArrayRef, UInt64Array};
 use arrow_schema::DataType;
 use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_writer::{ArrowRowGroupWriterFactory, compute_leaves};
@@ -65,6 +64,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::SchemaDescriptor;
 
+use super::arrays::{by_role, list};
 use super::layout::{ACTION_KEY, MANIFEST_KEY, part_name};
 use super::pages::{Chunk, ChunkEncoder, Runs, push_run};
 use super::schema::{ORIGINS, origin_key, properties, schema, with_notify};
@@ -260,36 +260,6 @@ fn plain_strings<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
         out.extend_from_slice(v.as_bytes());
     }
     out
-}
-
-/// A list column: row `i` holds `values[ends[i - 1]..ends[i]]` (from 0 for the first).
-fn list<T: ArrowPrimitiveType>(values: &[T::Native], ends: &[usize]) -> ArrayRef {
-    let mut list = ListBuilder::new(PrimitiveBuilder::<T>::with_capacity(values.len()));
-    let mut start = 0;
-    for &end in ends {
-        list.values().append_slice(&values[start..end]);
-        list.append(true);
-        start = end;
-    }
-    Arc::new(list.finish())
-}
-
-/// A struct column of `fields` holding `columns`, one per field (an empty part of a roles
-/// trace, whose buffers never saw a row, holds empty columns).
-fn by_role(
-    fields: arrow_schema::Fields,
-    mut columns: Vec<ArrayRef>,
-    rows: usize,
-) -> Result<ArrayRef, ParquetError> {
-    if columns.len() != fields.len() {
-        columns = fields
-            .iter()
-            .map(|f| arrow_array::new_null_array(f.data_type(), rows))
-            .collect();
-    }
-    let array = arrow_array::StructArray::try_new(fields, columns, None)
-        .map_err(|e| ParquetError::General(e.to_string()))?;
-    Ok(Arc::new(array))
 }
 
 impl PartLayout {
