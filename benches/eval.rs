@@ -165,6 +165,8 @@ fn write_trace(path: &Path, rows: u64) {
             role_rewards: &[],
             obs: None,
             action_json: None,
+            role_obs: &[],
+            role_actions: &[],
         })
         .expect("write a bench row");
         episode_step += 1;

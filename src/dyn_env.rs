@@ -54,6 +54,14 @@ pub trait DynEnv {
     fn role_names_dyn(&self) -> &[String];
     /// See [`Env::role_rewards`].
     fn role_rewards_dyn(&self) -> &[f64];
+    /// See [`Env::role_transition`].
+    fn role_transition_dyn(
+        &self,
+        obs: &[f32],
+        action: usize,
+        views: &mut Vec<Vec<f32>>,
+        actions: &mut Vec<usize>,
+    );
     /// See [`Env::drain_events`].
     fn drain_world_events(&mut self, out: &mut Vec<WorldEvent>);
     /// See [`Env::save_state`].
@@ -138,6 +146,16 @@ impl<E: Env<Action = usize> + Shiftable + 'static> DynEnv for E {
         Env::role_rewards(self)
     }
 
+    fn role_transition_dyn(
+        &self,
+        obs: &[f32],
+        action: usize,
+        views: &mut Vec<Vec<f32>>,
+        actions: &mut Vec<usize>,
+    ) {
+        Env::role_transition(self, obs, &action, views, actions);
+    }
+
     fn drain_world_events(&mut self, out: &mut Vec<WorldEvent>) {
         Env::drain_events(self, out);
     }
@@ -209,6 +227,17 @@ impl Env for Box<dyn DynEnv> {
 
     fn role_rewards(&self) -> &[f64] {
         self.as_ref().role_rewards_dyn()
+    }
+
+    fn role_transition(
+        &self,
+        obs: &[f32],
+        action: &usize,
+        views: &mut Vec<Vec<f32>>,
+        actions: &mut Vec<usize>,
+    ) {
+        self.as_ref()
+            .role_transition_dyn(obs, *action, views, actions);
     }
 
     fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {

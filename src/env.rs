@@ -102,6 +102,19 @@ pub trait Env {
         &[]
     }
 
+    /// With roles: each role's observation of `obs` (its view, as its agent sees it) into
+    /// `views` and its index of the joint `action` into `actions`, in [`Env::role_names`]
+    /// order: the `obs` and `action` of a roles trace recorded with
+    /// `--record-transitions`. Nothing by default.
+    fn role_transition(
+        &self,
+        _obs: &[f32],
+        _action: &Self::Action,
+        _views: &mut Vec<Vec<f32>>,
+        _actions: &mut Vec<usize>,
+    ) {
+    }
+
     /// Moves the exogenous events the world injected during the last [`Env::step`]
     /// (failures, outages, demand spikes) into `out`, oldest first, leaving none behind.
     /// The harness calls it after every step when a trace is written and records them in

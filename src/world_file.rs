@@ -65,9 +65,7 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::regime::{
-    NotifyLevel, ParamInfo, Plan, Regime, RegimeError, Scheduler, validate_conditions,
-};
+use crate::regime::{ParamInfo, Plan, Regime, RegimeError, Scheduler, validate_conditions};
 use crate::reward::{RewardSpec, Term};
 use kinds::{AgentCheckError, KindRules, Kinds};
 
@@ -81,14 +79,8 @@ struct FileDef {
     #[serde(default)]
     harness: HarnessDefaults,
     agent: Option<Spanned<BTreeMap<Spanned<String>, Spanned<toml::Table>>>>,
-    notify: Option<NotifyDef>,
+    notify: Option<Spanned<toml::Value>>,
     roles: Option<Spanned<toml::Table>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NotifyDef {
-    level: Spanned<String>,
 }
 
 #[derive(Deserialize)]
@@ -158,6 +150,11 @@ impl WorldFile {
     ) -> Result<Self, WorldFileError> {
         let ctx = Ctx { path, text };
         let def: FileDef = ctx.parse("")?;
+        // Read first, so its errors come where serde's did before roles had levels.
+        let single_notify = match def.roles {
+            None => Some(notify_def::single(&ctx)?),
+            Some(_) => None,
+        };
         let world_def = def.world.get_ref();
         let kind_name = world_def.kind.get_ref();
         let Some(kind) = registry.rules(kind_name) else {
@@ -176,9 +173,17 @@ impl WorldFile {
         };
         let table = world_def.params.as_ref();
         let merged = python_params(&ctx, world_def, kind_name, def.regimes.as_ref())?;
-        let role_table = match &def.roles {
+        let mut role_table = match &def.roles {
             None => None,
             Some(r) => Some(roles_def::parse(&ctx, r, kind, kind_name)?),
+        };
+        let notify = match role_table.as_mut() {
+            None => single_notify.unwrap_or_default(),
+            Some(roles) => {
+                let (level, per_role) = notify_def::with_roles(&ctx, def.notify.as_ref(), roles)?;
+                roles.notify = per_role;
+                level
+            }
         };
         let with_roles = match &role_table {
             None => None,
@@ -248,14 +253,6 @@ impl WorldFile {
             let span = ctx.find_key(0, "agent");
             return Err(ctx.err(span, Some("harness.agent"), message));
         }
-        let notify = match &def.notify {
-            None => NotifyLevel::None,
-            Some(n) => n
-                .level
-                .get_ref()
-                .parse()
-                .map_err(|e: String| ctx.err(Some(n.level.span()), Some("notify.level"), e))?,
-        };
         let mut known = kind.agent_names();
         if let Some(roles) = &role_table {
             // `[agent.<name>]` may hold the options of an agent a role runs.
@@ -322,6 +319,7 @@ impl WorldFile {
 mod ctx;
 mod file;
 pub mod kinds;
+mod notify_def;
 mod roles_def;
 
 pub use ctx::WorldFileError;

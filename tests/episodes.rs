@@ -228,7 +228,7 @@ fn row(run: &str, task: &str, step: u64, episode: u64, episode_step: u64, reward
         ceiling: None,
         bound: None,
         role_rewards: BTreeMap::new(),
-        obs: Some(vec![step as f64, 0.5]),
+        obs: Some(perennial::trace::RecordedObs::Flat(vec![step as f64, 0.5])),
         action: Some(serde_json::json!(step % 2)),
     }
 }

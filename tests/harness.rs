@@ -79,13 +79,10 @@ fn shift_does_not_end_episode_and_dynamics_follow_the_new_gravity() {
                     .unwrap();
             }
             let obs: Vec<f32> = env.state().iter().map(|&v| v as f32).collect();
-            let recorded: Vec<f32> = row
-                .obs
-                .as_ref()
-                .unwrap()
-                .iter()
-                .map(|&v| v as f32)
-                .collect();
+            let Some(perennial::trace::RecordedObs::Flat(recorded)) = &row.obs else {
+                panic!("step {}: no observation", row.step);
+            };
+            let recorded: Vec<f32> = recorded.iter().map(|&v| v as f32).collect();
             if obs == recorded {
                 matching = i + 1;
             } else {

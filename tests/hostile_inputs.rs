@@ -289,6 +289,16 @@ fn cases() -> Vec<Case> {
             expect: &["{file}:40", "roles.logistics.ops", "hold_waves"],
         },
         Case {
+            what: "world file: a per-role notify level for an unknown role",
+            file: Some((
+                "notify-role.toml",
+                format!("{enterprise}\n[notify]\nwarehouse = \"delta\"\npurchasing = \"flag\"\n"),
+            )),
+            args: &["check", "{file}"],
+            code: 2,
+            expect: &["{file}:100", "notify.purchasing", "unknown role `purchasing`"],
+        },
+        Case {
             what: "world file: an oracle table of the wrong type",
             file: Some((
                 "oracle-type.toml",

@@ -48,7 +48,7 @@ fn transitions_read_back_from_parquet_list_columns() {
     );
     let (a, b) = (read_rows(&[&jsonl]), read_rows(&[&parquet]));
     assert_eq!(a.len(), b.len());
-    assert!(b[0].obs.as_ref().is_some_and(|o| o.len() == 4));
+    assert!(matches!(&b[0].obs, Some(perennial::trace::RecordedObs::Flat(o)) if o.len() == 4));
     assert_eq!(a, b);
     let episodes = |trace: &Path| {
         let out = temp(&format!(

@@ -57,6 +57,10 @@ pub struct RunPlan {
     /// What the agent is told at a shift: `--notify`, else the world file's `[notify]`.
     #[serde(default, skip_serializing_if = "NotifyLevel::is_none")]
     pub notify: NotifyLevel,
+    /// In a world with roles, each role's notify level from the world file's `[notify]`
+    /// (empty when it gives none): a role is told at its own level.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub role_notify: std::collections::BTreeMap<String, NotifyLevel>,
     /// The world file's content when the run started: a resume refuses an edited world
     /// file.
     pub world_text: String,
@@ -300,6 +304,11 @@ fn plan_from_args(registry: &Registry, args: &RunArgs) -> Result<RunPlan, Failur
         checkpoint_every: args.checkpoint_every,
         checkpoint: args.checkpoint.as_deref().map(absolute),
         notify: args.notify.unwrap_or(world.notify),
+        role_notify: world
+            .roles
+            .as_ref()
+            .map(|r| r.notify.levels.clone())
+            .unwrap_or_default(),
         world_hash: crate::output::content_hash(world_text.as_bytes()),
         world_text,
     })

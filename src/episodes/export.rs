@@ -13,7 +13,7 @@ use super::error::EpisodeError;
 use super::model::{Episode, Step, TerminationReason, trajectory};
 use super::roles::{RoleSteps, role_actions, role_trajectories};
 use super::summary::{ExportSummary, GroupSummary};
-use crate::trace::{TornTail, TraceReader, TraceRow};
+use crate::trace::{RecordedObs, TornTail, TraceReader, TraceRow};
 
 /// The trajectory name of a perennial run's single agent.
 pub const AGENT_NAME: &str = "agent";
@@ -392,7 +392,7 @@ impl Pending {
     }
 
     /// Counts `row` in the episode and adds its Step.
-    fn push(&mut self, mut row: TraceRow, obs: Vec<f64>, action: Value) {
+    fn push(&mut self, mut row: TraceRow, obs: RecordedObs, action: Value) {
         self.note(&row);
         self.role_rewards
             .push(std::mem::take(&mut row.role_rewards));
@@ -415,7 +415,7 @@ impl Pending {
         }
         self.steps.push(Step {
             id: format!("{}:{}", row.run_id, row.step),
-            input: Value::from(obs),
+            input: serde_json::to_value(obs).unwrap_or_default(),
             output: Value::Null,
             action,
             reward: row.reward,

@@ -53,10 +53,12 @@ fn split_joint(joint: &Value, roles: &[(String, usize)]) -> Option<Vec<usize>> {
 }
 
 /// One trajectory per role of a roles run, in role order: each Step's reward the role's
-/// own, its observation the one the trace recorded (the full state), its action the
-/// role's own index, split from the joint action by the action counts of the world file
-/// the run's manifest records (the joint action, with `joint_action` in the Step's info,
-/// when no manifest is found). The Step's info keeps the team reward as `team_reward`.
+/// own, its observation and action the role's own as the trace recorded them (`obs` =
+/// `{role: [floats]}`, `action` = `{role: index}`). A trace written before those columns
+/// were per role gives the full observation, and the action split from the joint one by
+/// the action counts of the world file the run's manifest records (the joint action, with
+/// `joint_action` in the Step's info, when no manifest is found). The Step's info keeps
+/// the team reward as `team_reward`.
 pub(super) fn role_trajectories(
     p: RoleSteps<'_>,
     uid: &str,
@@ -89,6 +91,13 @@ pub(super) fn role_trajectories(
                     s.metadata
                         .insert("team_reward".into(), Value::from(s.reward));
                     s.reward = own.get(name).copied().unwrap_or(0.0);
+                    if let Some(view) = s.input.get(name.as_str()) {
+                        s.input = view.clone();
+                    }
+                    if let Some(index) = s.action.get(name.as_str()) {
+                        s.action = index.clone();
+                        return s;
+                    }
                     match p.roles.and_then(|roles| split_joint(&s.action, roles)) {
                         Some(split) => s.action = Value::from(split[r]),
                         None => {

@@ -346,6 +346,7 @@ pub fn evaluate(paths: &[PathBuf], options: &EvalOptions) -> Result<Report, Eval
     };
     let l2metrics = runs.iter().map(L2Run::of).collect();
     Ok(Report {
+        role: options.role.clone(),
         runs,
         groups,
         aggregate,

@@ -21,6 +21,10 @@ pub(crate) use super::table::{Table, num, opt};
 /// `warnings` (see the [module docs](super)).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
+    /// With `--role R`: the role whose own reward (its `role_rewards` entry) the metrics
+    /// measure, in place of the team reward; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
     /// One record per run, in the order runs first appear in the files.
     pub runs: Vec<RunReport>,
     /// Runs grouped by `(task, algorithm_id)`: mean over seeds with a bootstrap CI.
@@ -92,6 +96,12 @@ impl Report {
     /// the cross-run groups with their confidence intervals; then any warnings.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
+        if let Some(role) = &self.role {
+            let _ = writeln!(
+                out,
+                "role {role}: the metrics measure its own reward (role_rewards.{role}), not the team's"
+            );
+        }
         let payout = if self.include_payout {
             "payouts included"
         } else {

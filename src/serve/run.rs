@@ -334,6 +334,7 @@ impl Run {
             "invalid_calls": counts.invalid_calls,
             "malformed_calls": counts.malformed_calls,
             "refused": counts.refused,
+            "forbidden": counts.forbidden,
         })
     }
 

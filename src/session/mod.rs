@@ -89,6 +89,10 @@ pub struct Session<E: Env + Shiftable> {
     world_events: Vec<WorldEvent>,
     /// The action's JSON, reused from step to step.
     action_json: Vec<u8>,
+    /// In a world with roles: each role's recorded observation and action index, reused
+    /// from step to step.
+    role_views: Vec<Vec<f32>>,
+    role_actions: Vec<usize>,
     /// The last step's reward breakdown.
     breakdown: Option<Breakdown>,
 }
@@ -166,6 +170,8 @@ impl<E: Env + Shiftable> Session<E> {
             ended: false,
             world_events: Vec::new(),
             action_json: Vec::new(),
+            role_views: Vec::new(),
+            role_actions: Vec::new(),
             breakdown: None,
         }
     }
@@ -439,8 +445,13 @@ impl<E: Env + Shiftable> Session<E> {
         let done = t.done();
         if let Some(sink) = self.sink.as_mut() {
             let record = self.record_transitions;
+            let roles = record && !self.env.role_names().is_empty();
             let action_json = &mut self.action_json;
-            if record {
+            if roles {
+                let (views, actions) = (&mut self.role_views, &mut self.role_actions);
+                self.env
+                    .role_transition(obs.as_slice(), action, views, actions);
+            } else if record {
                 action_json.clear();
                 if serde_json::to_writer(&mut *action_json, action).is_err() {
                     action_json.clear();
@@ -453,6 +464,8 @@ impl<E: Env + Shiftable> Session<E> {
             sink.write_row(&RowRecord {
                 obs: record.then(|| obs.as_slice()),
                 action_json: record.then(|| std::str::from_utf8(action_json).unwrap_or("null")),
+                role_obs: if roles { &self.role_views } else { &[] },
+                role_actions: if roles { &self.role_actions } else { &[] },
                 ..RowRecord::of_step(position, &t, regime, origin, &self.env)
             })
             .map_err(|source| StepError::Trace {

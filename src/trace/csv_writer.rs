@@ -12,6 +12,9 @@ pub(crate) struct CsvWriter {
     record_transitions: bool,
     bound: bool,
     payout_count: usize,
+    /// Each role's name as a JSON key (`"warehouse":`), for the `obs` and `action` cells
+    /// of a roles trace.
+    role_keys: Vec<Vec<u8>>,
     fields: Vec<String>,
 }
 
@@ -64,6 +67,11 @@ impl CsvWriter {
             .collect(),
             record_transitions: columns.record_transitions,
             bound: columns.bound,
+            role_keys: columns
+                .roles
+                .iter()
+                .map(|r| format!("{}:", serde_json::Value::from(r.as_str())).into_bytes())
+                .collect(),
             payout_count: columns.payouts.len(),
             fields: Vec::new(),
         }
@@ -109,11 +117,30 @@ impl LineFormat for CsvWriter {
         self.fields
             .extend(row.role_rewards.iter().map(|&v| fmt_f64(v)));
         if self.record_transitions {
-            let obs: Vec<f32> = row.obs.unwrap_or_default().to_vec();
-            self.fields
-                .push(serde_json::to_string(&obs).unwrap_or_default());
-            self.fields
-                .push(row.action_json.unwrap_or("null").to_string());
+            if row.role_obs.is_empty() {
+                let obs = serde_json::to_string(row.obs.unwrap_or_default());
+                self.fields.push(obs.unwrap_or_default());
+                self.fields
+                    .push(row.action_json.unwrap_or("null").to_string());
+            } else {
+                // Each cell a JSON object by role, as JSON Lines writes them.
+                let mut obs = Vec::new();
+                let mut action = Vec::new();
+                for (i, name) in self.role_keys.iter().enumerate() {
+                    let sep: &[u8] = if i == 0 { b"{" } else { b"," };
+                    obs.extend(sep);
+                    obs.extend(name);
+                    super::jsonl::push_f32s(&mut obs, &row.role_obs[i]);
+                    action.extend(sep);
+                    action.extend(name);
+                    action.extend(row.role_actions[i].to_string().as_bytes());
+                }
+                obs.push(b'}');
+                action.push(b'}');
+                self.fields.push(String::from_utf8_lossy(&obs).into_owned());
+                self.fields
+                    .push(String::from_utf8_lossy(&action).into_owned());
+            }
         }
         Self::encode_fields(&self.fields, buf)
     }

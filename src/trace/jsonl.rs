@@ -71,6 +71,22 @@ fn push_u64(buf: &mut Vec<u8>, v: u64) {
     buf.extend(itoa::Buffer::new().format(v).as_bytes());
 }
 
+/// `[v, ...]`, each value its shortest decimal form (null when not finite).
+pub(super) fn push_f32s(buf: &mut Vec<u8>, values: &[f32]) {
+    buf.push(b'[');
+    for (i, &v) in values.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        if v.is_finite() {
+            buf.extend(ryu::Buffer::new().format_finite(v).as_bytes());
+        } else {
+            buf.extend(b"null");
+        }
+    }
+    buf.push(b']');
+}
+
 fn push_map(buf: &mut Vec<u8>, keys: &[Vec<u8>], values: &[f64]) {
     buf.push(b'{');
     for (i, (k, &v)) in keys.iter().zip(values).enumerate() {
@@ -133,7 +149,25 @@ impl LineFormat for JsonlWriter {
             b.extend(b",\"role_rewards\":");
             push_map(b, &self.role_keys, row.role_rewards);
         }
-        if self.record_transitions {
+        if self.record_transitions && !row.role_obs.is_empty() {
+            b.extend(b",\"obs\":{");
+            for (i, (k, view)) in self.role_keys.iter().zip(row.role_obs).enumerate() {
+                if i > 0 {
+                    b.push(b',');
+                }
+                b.extend(k);
+                push_f32s(b, view);
+            }
+            b.extend(b"},\"action\":{");
+            for (i, (k, &a)) in self.role_keys.iter().zip(row.role_actions).enumerate() {
+                if i > 0 {
+                    b.push(b',');
+                }
+                b.extend(k);
+                push_u64(b, a as u64);
+            }
+            b.push(b'}');
+        } else if self.record_transitions {
             b.extend(b",\"obs\":[");
             for (i, &v) in row.obs.unwrap_or_default().iter().enumerate() {
                 if i > 0 {

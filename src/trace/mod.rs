@@ -88,7 +88,7 @@ pub use events::{
 pub use line::tail_hash;
 use line::{LineSink, RowBuffer};
 pub use reader::{Located, RowRef, Terms, TraceFormat, TraceReader};
-pub use row::{BOUND, COLUMNS, ROLE_REWARDS, RowRecord, RunIdentity, TraceRow};
+pub use row::{BOUND, COLUMNS, ROLE_REWARDS, RecordedObs, RowRecord, RunIdentity, TraceRow};
 pub use sink::{TraceColumns, TraceSink};
 
 use std::fs::File;
@@ -492,6 +492,8 @@ mod tests {
             role_rewards: &[],
             obs: None,
             action_json: None,
+            role_obs: &[],
+            role_actions: &[],
         }
     }
 

@@ -58,6 +58,18 @@ pub struct RunIdentity {
     pub notify: NotifyLevel,
 }
 
+/// A recorded observation (`--record-transitions`): the agent's, or in a world with roles
+/// each role's view, by role (the trace's `obs` is then `{role: [floats]}` and its
+/// `action` `{role: index}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RecordedObs {
+    /// The agent's observation.
+    Flat(Vec<f64>),
+    /// Each role's observation, by role.
+    Roles(BTreeMap<String, Vec<f64>>),
+}
+
 /// One trace row as read back from a file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -105,9 +117,10 @@ pub struct TraceRow {
     /// `reward`); empty where the world has no roles.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub role_rewards: BTreeMap<String, f64>,
-    /// With `--record-transitions`: the observation the agent acted on.
+    /// With `--record-transitions`: the observation the agent acted on (in a world with
+    /// roles, each role's, by role).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub obs: Option<Vec<f64>>,
+    pub obs: Option<RecordedObs>,
     /// With `--record-transitions`: the action taken (a number or an array).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<serde_json::Value>,
@@ -153,6 +166,12 @@ pub struct RowRecord<'a> {
     pub obs: Option<&'a [f32]>,
     /// The action as JSON text, when transitions are recorded.
     pub action_json: Option<&'a str>,
+    /// In a world with roles, when transitions are recorded: each role's observation (its
+    /// view, role order), written as `obs` = `{role: [floats]}` in place of `obs`.
+    pub role_obs: &'a [Vec<f32>],
+    /// In a world with roles, when transitions are recorded: each role's action index (role
+    /// order), written as `action` = `{role: index}` in place of `action_json`.
+    pub role_actions: &'a [usize],
 }
 
 impl<'a> RowRecord<'a> {
@@ -192,6 +211,8 @@ impl<'a> RowRecord<'a> {
             role_rewards: env.role_rewards(),
             obs: None,
             action_json: None,
+            role_obs: &[],
+            role_actions: &[],
         }
     }
 }

@@ -181,6 +181,7 @@ pub(super) fn parse(
     let table = RoleTable {
         roles: roles.into_iter().map(|(_, r)| r).collect(),
         alpha,
+        notify: Default::default(),
     };
     table.check(None).map_err(|e| error(ctx, all, e))?;
     Ok(table)

@@ -357,10 +357,24 @@ impl Catalogue {
         &self.tools
     }
 
-    /// The tool called `name`.
+    /// The tool called `name` (in a catalogue [`Catalogue::only`] cut, a tool it dropped is
+    /// answered by its first).
     pub fn get(&self, name: ToolName) -> &Tool {
-        // Every name has a tool: `of` builds one per `ToolName::ALL` entry, in that order.
-        &self.tools[ToolName::ALL.iter().position(|t| *t == name).unwrap_or(0)]
+        // `of` builds one per `ToolName::ALL` entry, in that order; `only` keeps the queries.
+        let at = self.tools.iter().position(|t| t.name == name).unwrap_or(0);
+        &self.tools[at]
+    }
+
+    /// The catalogue of the tools `keep` keeps, in catalogue order (a role's tools: its
+    /// operations, `wait` and the queries).
+    pub fn only(&self, keep: impl Fn(ToolName) -> bool) -> Catalogue {
+        let tools = self
+            .tools
+            .iter()
+            .filter(|t| keep(t.name))
+            .cloned()
+            .collect();
+        Catalogue { tools }
     }
 
     /// The tool names, in catalogue order.

@@ -3,11 +3,12 @@
 use serde_json::{Value, json};
 
 use super::call::{CallError, ToolCall};
-use super::catalogue::Catalogue;
+use super::catalogue::{Catalogue, ToolName};
 use super::reply::Reply;
 use super::view::{self, Deliveries};
 use crate::env::{Env, EnvError};
 use crate::morpheus::resources::{Clock, FailureEngine, Ledger, Stats};
+use crate::morpheus::roles::OpKind;
 use crate::morpheus::{Morpheus, MorpheusConfig, Op};
 
 /// Whatever moves the world one hour at a time: the world itself, or a harness around it
@@ -82,6 +83,8 @@ pub struct CallCounts {
     pub invalid_calls: u64,
     /// Operations the world refused (409, 503).
     pub refused: u64,
+    /// Operations of another role's tools, refused (403) by a role's desk.
+    pub forbidden: u64,
     /// Hours that passed.
     pub hours: u64,
 }
@@ -120,6 +123,9 @@ pub struct Desk {
     unnoted: (u64, u64),
     deliveries: Deliveries,
     ended: bool,
+    /// A role's desk: its name, the operation tools it owns, and its catalogue (those,
+    /// `wait` and the queries).
+    role: Option<(String, Vec<ToolName>, Catalogue)>,
 }
 
 impl Desk {
@@ -133,12 +139,39 @@ impl Desk {
             unnoted: (0, 0),
             deliveries: Deliveries::default(),
             ended: false,
+            role: None,
         }
     }
 
-    /// The tools it answers.
+    /// The desk of role `role` of a world with roles, owning the operations `ops`: its
+    /// catalogue lists only its own operation tools (beside `wait` and the queries), and
+    /// a call to another role's tool is refused with a 403 naming the role and the tool,
+    /// counted in [`CallCounts::forbidden`], and lets no hour pass. Its operations step
+    /// the world through a [`Stepper`] whose action index is the world's own `Discrete`
+    /// table (an enterprise world with roles: the other roles' no-op beside it).
+    pub fn for_role(
+        config: &MorpheusConfig,
+        options: DeskOptions,
+        role: &str,
+        ops: &[OpKind],
+    ) -> Self {
+        let owned: Vec<ToolName> = ToolName::ALL
+            .into_iter()
+            .filter(|t| tool_kind(*t).is_some_and(|k| ops.contains(&k)))
+            .collect();
+        let mut desk = Desk::new(config, options);
+        let shown = desk
+            .catalogue
+            .only(|t| !t.is_operation() || t == ToolName::Wait || owned.contains(&t));
+        desk.role = Some((role.to_string(), owned, shown));
+        desk
+    }
+
+    /// The tools it answers (a role's desk: that role's).
     pub fn catalogue(&self) -> &Catalogue {
-        &self.catalogue
+        self.role
+            .as_ref()
+            .map_or(&self.catalogue, |(_, _, shown)| shown)
     }
 
     /// Calls counted so far.
@@ -248,6 +281,21 @@ impl Desk {
                 return Ok(Reply::from(&e));
             }
         };
+        if let Some((role, owned, shown)) = &self.role {
+            let tool = call.tool();
+            if tool_kind(tool).is_some() && !owned.contains(&tool) {
+                self.counts.forbidden += 1;
+                return Ok(Reply::failed(
+                    403,
+                    format!(
+                        "role `{role}` has no tool `{}`: it belongs to another role; this role's tools are: {}",
+                        tool.as_str(),
+                        shown.names().join(", ")
+                    ),
+                    Value::Null,
+                ));
+            }
+        }
         let env = stepper.world();
         match call {
             ToolCall::QueryInventory { sku } => return Ok(Reply::ok(view::inventory(env, sku))),
@@ -331,6 +379,17 @@ impl Desk {
         self.ended = hour.ended;
         self.deliveries.observe(stepper.world());
         Ok(hour)
+    }
+}
+
+/// The operation kind a tool performs, `None` for `wait` and the queries.
+fn tool_kind(tool: ToolName) -> Option<OpKind> {
+    match tool {
+        ToolName::Reorder => Some(OpKind::Reorder),
+        ToolName::ChooseCarrier => Some(OpKind::ChooseCarrier),
+        ToolName::Expedite => Some(OpKind::Expedite),
+        ToolName::RepairDock => Some(OpKind::RepairDock),
+        _ => None,
     }
 }
 

@@ -14,6 +14,7 @@
 //! | 422 | an argument is missing, unknown, of the wrong type or out of range (the reply names the field and what is allowed) |
 //! | 409 | the world refused the operation (why: cash below the credit line, nothing to expedite, the dock works, the day's budget spent), the hour's calls are spent, or the episode has ended |
 //! | 503 | the warehouse system is down (an outage): operations are refused, queries answer |
+//! | 403 | at a role's desk ([`Desk::for_role`]): an operation tool of another role |
 //!
 //! # Turns and time
 //!

@@ -5,11 +5,11 @@ use crate::agents::{self, AgentBuilder, AgentCtx, AgentError, BaseStockAgent, Ba
 use crate::env::{Dtype, Env, EnvError, EnvSpec, Space, Transition};
 use crate::harness::{Agent, Window};
 use crate::morpheus::{ActionLayout, Op};
-use crate::regime::Notification;
+use crate::regime::{Conditions, Notification, NotifyLevel, Regime, RegimeProbe, Shiftable};
 use crate::seed::{self, Stream};
 
 use super::env::{EnterpriseEnv, RewardTap, joint, split};
-use super::{RoleLayout, agent_id, parse_agent_spec};
+use super::{OpKind, RoleLayout, RoleNotify, agent_id, parse_agent_spec, tell};
 
 /// One role's view of an enterprise world: its observation space and action table. Agents
 /// are built on it; it never steps (the [`EnterpriseEnv`] does).
@@ -130,6 +130,48 @@ pub struct RolesAgent {
     layouts: Vec<RoleLayout>,
     tap: RewardTap,
     buf: Vec<f32>,
+    told: Told,
+}
+
+/// What the roles agent needs to tell each role at its own level.
+struct Told {
+    notify: RoleNotify,
+    /// Each role's operation kinds, in role order.
+    ops: Vec<Vec<OpKind>>,
+    /// The world file's regimes and the world's parameters before any: to work out a
+    /// `delta` from the labels when the run's notification names only the label.
+    regimes: Vec<Regime>,
+    baseline: Conditions,
+    probe: RegimeProbe,
+    /// The label in force, as last seen.
+    label: Option<String>,
+}
+
+impl Told {
+    /// Each role's notification (role order) from the run's `n`.
+    fn split(&mut self, names: &[String], n: &Notification) -> Vec<Option<Notification>> {
+        let to = n.label.clone().or_else(|| self.probe.label());
+        let from = std::mem::replace(&mut self.label, to.clone());
+        let find = |l: &Option<String>| {
+            let l = l.as_deref()?;
+            self.regimes.iter().find(|r| r.label == l)
+        };
+        let (from, to) = (find(&from), find(&to));
+        names
+            .iter()
+            .zip(&self.ops)
+            .map(|(name, ops)| {
+                let level = self.notify.level_of(name, n.level);
+                let delta = || {
+                    let (from, to) = (from?, to?);
+                    NotifyLevel::Delta
+                        .at_shift(n.step, from, to, &self.baseline)
+                        .and_then(|d| d.delta)
+                };
+                tell(level, self.notify.delta, ops, n, delta)
+            })
+            .collect()
+    }
 }
 
 impl RolesAgent {
@@ -178,7 +220,21 @@ impl RolesAgent {
                 .map_err(|e| AgentError::new(ctx.name, format!("role `{role}`: {e}")))?;
             agents.push(agent);
         }
+        let baseline = env
+            .parameters()
+            .iter()
+            .filter_map(|p| Some((p.name.to_string(), env.get(p.name)?)))
+            .collect();
+        let told = Told {
+            notify: env.roles().notify.clone(),
+            ops: env.roles().roles.iter().map(|r| r.ops.clone()).collect(),
+            regimes: ctx.regimes.to_vec(),
+            baseline,
+            probe: ctx.regime.clone(),
+            label: None,
+        };
         Ok(RolesAgent {
+            told,
             id: agent_id(ctx.name),
             names: pairs.into_iter().map(|(r, _)| r).collect(),
             agents,
@@ -195,6 +251,9 @@ impl Agent<EnterpriseEnv> for RolesAgent {
     }
 
     fn act(&mut self, obs: &Vec<f32>) -> usize {
+        if self.told.label.is_none() && !self.told.notify.is_default() {
+            self.told.label = self.told.probe.label();
+        }
         let mut per_role = Vec::with_capacity(self.agents.len());
         for (agent, layout) in self.agents.iter_mut().zip(&self.layouts) {
             layout.project(obs, &mut self.buf);
@@ -206,8 +265,17 @@ impl Agent<EnterpriseEnv> for RolesAgent {
     }
 
     fn notify(&mut self, notification: &Notification) {
-        for a in &mut self.agents {
-            a.notify(notification);
+        if self.told.notify.is_default() {
+            for a in &mut self.agents {
+                a.notify(notification);
+            }
+            return;
+        }
+        let told = self.told.split(&self.names, notification);
+        for (a, n) in self.agents.iter_mut().zip(told) {
+            if let Some(n) = n {
+                a.notify(&n);
+            }
         }
     }
 

@@ -316,6 +316,21 @@ impl Env for EnterpriseEnv {
         &self.own
     }
 
+    fn role_transition(
+        &self,
+        obs: &[f32],
+        action: &usize,
+        views: &mut Vec<Vec<f32>>,
+        actions: &mut Vec<usize>,
+    ) {
+        views.resize_with(self.layouts.len(), Vec::new);
+        for (l, view) in self.layouts.iter().zip(views.iter_mut()) {
+            l.project(obs, view);
+        }
+        actions.clear();
+        actions.extend(split(&self.layouts, *action));
+    }
+
     fn drain_events(&mut self, out: &mut Vec<WorldEvent>) {
         self.world.drain_events(out);
     }
@@ -334,6 +349,33 @@ impl Env for EnterpriseEnv {
 
     fn load_state_typed(&mut self, state: &SavedState) -> Result<(), EnvError> {
         self.world.load_state_typed(state)
+    }
+}
+
+/// A role's desk ([`Desk::for_role`](crate::morpheus::api::Desk::for_role)) steps the
+/// world with the world's own action index: the role that owns the operation acts, the
+/// others wait.
+impl crate::morpheus::api::Stepper for EnterpriseEnv {
+    type Error = EnvError;
+
+    fn world(&self) -> &Morpheus {
+        &self.world
+    }
+
+    fn step_hour(&mut self, action: usize) -> Result<crate::morpheus::api::Hour, EnvError> {
+        let op = Op::decode(action, self.world.config()).unwrap_or(Op::Noop);
+        let per_role: Vec<usize> = self
+            .layouts
+            .iter()
+            .map(|l| l.encode(op).unwrap_or(0))
+            .collect();
+        let joint = joint(&self.layouts, &per_role)
+            .ok_or_else(|| EnvError::invalid_action(&action, &self.spec.action_space))?;
+        let t = Env::step(self, &joint)?;
+        Ok(crate::morpheus::api::Hour {
+            reward: t.reward,
+            ended: t.terminated || t.truncated,
+        })
     }
 }
 

@@ -23,12 +23,14 @@
 mod agent;
 mod env;
 mod kind;
+mod notify;
 
 use serde::{Deserialize, Serialize};
 
 pub use agent::{RoleView, RolesAgent, for_enterprise, role_agents};
 pub use env::{EnterpriseEnv, EnterpriseParams, RewardTap};
 pub use kind::EnterpriseKind;
+pub use notify::{DeltaScope, RoleNotify, tell, touches};
 
 use super::{MorpheusConfig, Op};
 
@@ -186,6 +188,9 @@ pub struct RoleTable {
     /// The weight of the team reward in what each role's agent learns from (1).
     #[serde(default = "one")]
     pub alpha: f64,
+    /// What each role is told at a shift (the world file's per-role `[notify]` keys).
+    #[serde(default, skip_serializing_if = "RoleNotify::is_default")]
+    pub notify: RoleNotify,
 }
 
 fn one() -> f64 {
@@ -247,6 +252,7 @@ impl Default for RoleTable {
                 },
             ],
             alpha: 1.0,
+            notify: RoleNotify::default(),
         }
     }
 }

@@ -144,8 +144,17 @@ pub(super) struct Batch {
     pub(super) bound: Option<Float64Array>,
     /// Each role's name and rewards; empty for a trace without roles.
     pub(super) role_rewards: Vec<(String, Float64Array)>,
-    pub(super) obs: Option<ListArray>,
-    pub(super) action: Option<ListArray>,
+    pub(super) obs: Option<Transitions>,
+    pub(super) action: Option<Transitions>,
+}
+
+/// A transitions column (`obs` or `action`): a list per row, or in a roles trace a struct
+/// with one column per role.
+pub(super) enum Transitions {
+    /// One list per row.
+    List(ListArray),
+    /// Each role's name and column, in the struct's order.
+    Roles(Vec<(String, arrow_array::ArrayRef)>),
 }
 
 /// Which columns a [`ParquetSource`] decodes.
@@ -333,15 +342,27 @@ pub(super) fn to_batch(batch: &RecordBatch, part: &Part) -> Result<Batch, TraceE
             .cloned()
             .ok_or_else(|| kind(name, "booleans", a.data_type()))
     };
-    let list = |name: &str| -> Result<Option<ListArray>, TraceError> {
-        match col(name) {
-            None => Ok(None),
-            Some(a) => a
-                .as_list_opt::<i32>()
-                .cloned()
-                .map(Some)
-                .ok_or_else(|| kind(name, "lists of numbers", a.data_type())),
+    let list = |name: &str| -> Result<Option<Transitions>, TraceError> {
+        let Some(a) = col(name) else {
+            return Ok(None);
+        };
+        if let Some(list) = a.as_list_opt::<i32>() {
+            return Ok(Some(Transitions::List(list.clone())));
         }
+        let s = a.as_struct_opt().ok_or_else(|| {
+            kind(
+                name,
+                "lists of numbers, or a struct of them by role",
+                a.data_type(),
+            )
+        })?;
+        no_nulls(name, a.as_ref())?;
+        let roles = s
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .zip(s.columns().iter().cloned());
+        Ok(Some(Transitions::Roles(roles.collect())))
     };
     Ok(Batch {
         len: batch.num_rows(),

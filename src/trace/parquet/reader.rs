@@ -13,9 +13,9 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use arrow_array::Array;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Float64Type};
+use arrow_array::types::{Float32Type, Float64Type, UInt64Type};
+use arrow_array::{Array, ArrayRef};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::reader::{FileReader, SerializedFileReader};
@@ -24,11 +24,11 @@ use super::layout::{ACTION_KEY, MANIFEST_KEY, list_parts, not_parquet, part_numb
 use crate::regime::{NotifyLevel, Origin};
 use crate::trace::error::{TornTail, TraceError};
 use crate::trace::reader::{Located, RowRef, Terms};
-use crate::trace::row::{BOUND, ROLE_REWARDS, TraceRow};
+use crate::trace::row::{BOUND, ROLE_REWARDS, RecordedObs, TraceRow};
 
 use super::batch::{
-    Columns, Ints, Part, PartRun, Projection, every, finite, number, required, schema_error,
-    to_batch,
+    Columns, Ints, Part, PartRun, Projection, Transitions, every, finite, number, required,
+    schema_error, to_batch,
 };
 
 const BATCH_ROWS: usize = 1 << 16;
@@ -514,44 +514,63 @@ impl ParquetSource {
             && let Some(b) = &part.batch
         {
             let i = part.row;
-            if let Some(list) = &b.obs {
-                let values = list.value(i);
-                let values = values.as_primitive_opt::<Float32Type>().ok_or_else(|| {
-                    TraceError::parse(at.path, at.line, "column `obs` must be a list of float32")
-                })?;
-                // The f64 the JSON Lines trace reads back: the f32's shortest decimal form,
-                // so both formats give the same rows.
-                let mut text = ryu::Buffer::new();
-                obs = Some(
-                    values
-                        .values()
-                        .iter()
-                        .map(|&v| {
-                            if v.is_finite() {
-                                text.format_finite(v).parse().unwrap_or(f64::from(v))
-                            } else {
-                                f64::from(v)
-                            }
-                        })
-                        .collect(),
-                );
-            }
-            if let Some(list) = &b.action {
-                let values = list.value(i);
-                let values = values.as_primitive_opt::<Float64Type>().ok_or_else(|| {
-                    TraceError::parse(
+            match &b.obs {
+                Some(Transitions::List(list)) => {
+                    obs = Some(RecordedObs::Flat(floats32(
+                        &list.value(i),
                         at.path,
                         at.line,
-                        "column `action` must be a list of float64",
-                    )
-                })?;
-                let json: Vec<serde_json::Value> =
-                    values.values().iter().map(|&v| number(v)).collect();
-                action = Some(match (part.action_scalar, json.as_slice()) {
-                    (true, [one]) => one.clone(),
-                    (true, []) => serde_json::Value::Null,
-                    _ => serde_json::Value::Array(json),
-                });
+                    )?));
+                }
+                Some(Transitions::Roles(roles)) => {
+                    let mut views = std::collections::BTreeMap::new();
+                    for (role, col) in roles {
+                        let view = col.as_list_opt::<i32>().ok_or_else(|| {
+                            TraceError::parse(
+                                at.path,
+                                at.line,
+                                "column `obs` must be a struct of lists of float32",
+                            )
+                        })?;
+                        views.insert(role.clone(), floats32(&view.value(i), at.path, at.line)?);
+                    }
+                    obs = Some(RecordedObs::Roles(views));
+                }
+                None => {}
+            }
+            match &b.action {
+                Some(Transitions::List(list)) => {
+                    let values = list.value(i);
+                    let values = values.as_primitive_opt::<Float64Type>().ok_or_else(|| {
+                        TraceError::parse(
+                            at.path,
+                            at.line,
+                            "column `action` must be a list of float64",
+                        )
+                    })?;
+                    let json: Vec<serde_json::Value> =
+                        values.values().iter().map(|&v| number(v)).collect();
+                    action = Some(match (part.action_scalar, json.as_slice()) {
+                        (true, [one]) => one.clone(),
+                        (true, []) => serde_json::Value::Null,
+                        _ => serde_json::Value::Array(json),
+                    });
+                }
+                Some(Transitions::Roles(roles)) => {
+                    let mut indices = serde_json::Map::new();
+                    for (role, col) in roles {
+                        let col = col.as_primitive_opt::<UInt64Type>().ok_or_else(|| {
+                            TraceError::parse(
+                                at.path,
+                                at.line,
+                                "column `action` must be a struct of uint64",
+                            )
+                        })?;
+                        indices.insert(role.clone(), col.value(i).into());
+                    }
+                    action = Some(serde_json::Value::Object(indices));
+                }
+                None => {}
             }
         }
         Ok(TraceRow {
@@ -585,4 +604,24 @@ impl ParquetSource {
             action,
         })
     }
+}
+
+/// A list of float32 as the f64s the JSON Lines trace reads back: each f32's shortest
+/// decimal form, so both formats give the same rows.
+fn floats32(values: &ArrayRef, path: &Path, line: u64) -> Result<Vec<f64>, TraceError> {
+    let values = values
+        .as_primitive_opt::<Float32Type>()
+        .ok_or_else(|| TraceError::parse(path, line, "column `obs` must be a list of float32"))?;
+    let mut text = ryu::Buffer::new();
+    Ok(values
+        .values()
+        .iter()
+        .map(|&v| {
+            if v.is_finite() {
+                text.format_finite(v).parse().unwrap_or(f64::from(v))
+            } else {
+                f64::from(v)
+            }
+        })
+        .collect())
 }

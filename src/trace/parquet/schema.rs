@@ -83,7 +83,20 @@ pub fn schema(columns: &TraceColumns) -> Schema {
             false,
         ));
     }
-    if columns.record_transitions {
+    if columns.record_transitions && !columns.roles.is_empty() {
+        // A roles trace: each role's view and action index, a struct by role.
+        let by_role = |item: &dyn Fn() -> DataType| -> DataType {
+            let roles: Vec<Field> = columns
+                .roles
+                .iter()
+                .map(|r| Field::new(r, item(), false))
+                .collect();
+            DataType::Struct(roles.into())
+        };
+        let view = || DataType::List(Arc::new(Field::new("item", DataType::Float32, true)));
+        fields.push(Field::new("obs", by_role(&view), false));
+        fields.push(Field::new("action", by_role(&|| DataType::UInt64), false));
+    } else if columns.record_transitions {
         fields.push(Field::new(
             "obs",
             DataType::List(Arc::new(Field::new("item", DataType::Float32, true))),

@@ -53,9 +53,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow_array::builder::{ListBuilder, PrimitiveBuilder};
 use arrow_array::types::{Float32Type, Float64Type};
-use arrow_array::{ArrayRef, ArrowPrimitiveType};
+use arrow_array::{ArrayRef, UInt64Array};
+use arrow_schema::DataType;
 use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_writer::{ArrowRowGroupWriterFactory, compute_leaves};
 use parquet::arrow::{ArrowSchemaConverter, add_encoded_arrow_schema_to_metadata};
@@ -64,6 +64,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::SchemaDescriptor;
 
+use super::arrays::{by_role, list};
 use super::layout::{ACTION_KEY, MANIFEST_KEY, part_name};
 use super::pages::{Chunk, ChunkEncoder, Runs, push_run};
 use super::schema::{ORIGINS, origin_key, properties, schema, with_notify};
@@ -104,6 +105,9 @@ struct ColumnBuffers {
     obs_ends: Vec<usize>,
     action: Vec<f64>,
     action_ends: Vec<usize>,
+    /// In a roles trace: each role's views (values and row ends) and action indices.
+    role_obs: Vec<(Vec<f32>, Vec<usize>)>,
+    role_actions: Vec<Vec<u64>>,
     /// Rows the buffers take before their part is cut.
     limit: usize,
 }
@@ -187,6 +191,11 @@ impl ColumnBuffers {
         self.obs_ends.clear();
         self.action.clear();
         self.action_ends.clear();
+        for (values, ends) in &mut self.role_obs {
+            values.clear();
+            ends.clear();
+        }
+        self.role_actions.iter_mut().for_each(Vec::clear);
     }
 }
 
@@ -251,18 +260,6 @@ fn plain_strings<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
         out.extend_from_slice(v.as_bytes());
     }
     out
-}
-
-/// A list column: row `i` holds `values[ends[i - 1]..ends[i]]` (from 0 for the first).
-fn list<T: ArrowPrimitiveType>(values: &[T::Native], ends: &[usize]) -> ArrayRef {
-    let mut list = ListBuilder::new(PrimitiveBuilder::<T>::with_capacity(values.len()));
-    let mut start = 0;
-    for &end in ends {
-        list.values().append_slice(&values[start..end]);
-        list.append(true);
-        start = end;
-    }
-    Arc::new(list.finish())
 }
 
 impl PartLayout {
@@ -350,21 +347,49 @@ impl PartLayout {
         let lists = if self.record_transitions {
             let factory = ArrowRowGroupWriterFactory::new(&writer, self.schema.clone());
             let c = &job.cols;
-            let arrays = [
-                list::<Float32Type>(&c.obs, &c.obs_ends),
-                list::<Float64Type>(&c.action, &c.action_ends),
-            ];
-            // One encoder per leaf (a struct has several): `obs` and `action` are the
-            // last two leaves and the last two fields.
+            let field = self.schema.fields().len() - 2;
+            let arrays = match self.schema.field(field).data_type() {
+                DataType::Struct(roles) => {
+                    let views = c
+                        .role_obs
+                        .iter()
+                        .map(|(values, ends)| list::<Float32Type>(values, ends))
+                        .collect();
+                    let actions = c
+                        .role_actions
+                        .iter()
+                        .map(|a| Arc::new(UInt64Array::from(a.clone())) as ArrayRef)
+                        .collect();
+                    let of = |f: usize| match self.schema.field(f).data_type() {
+                        DataType::Struct(fields) => fields.clone(),
+                        _ => roles.clone(),
+                    };
+                    [
+                        by_role(of(field), views, c.len()).map_err(err)?,
+                        by_role(of(field + 1), actions, c.len()).map_err(err)?,
+                    ]
+                }
+                _ => [
+                    list::<Float32Type>(&c.obs, &c.obs_ends),
+                    list::<Float64Type>(&c.action, &c.action_ends),
+                ],
+            };
+            // One encoder per leaf (a struct has one per field): `obs` and `action` are
+            // the last two fields and own the last leaves.
+            let leaves = |a: &ArrayRef| match a.data_type() {
+                DataType::Struct(fields) => fields.len(),
+                _ => 1,
+            };
             let encoders = factory.create_column_writers(0).map_err(err)?;
-            let at = encoders.len() - arrays.len();
-            let field = self.schema.fields().len() - arrays.len();
-            encoders
+            let at = encoders.len() - arrays.iter().map(leaves).sum::<usize>();
+            let mut encoders = encoders.into_iter().skip(at);
+            arrays
                 .into_iter()
-                .skip(at)
                 .enumerate()
-                .map(|(k, e)| (field + k, e))
-                .zip(arrays)
+                .map(|(k, a)| {
+                    let mine: Vec<_> = encoders.by_ref().take(leaves(&a)).collect();
+                    ((field + k, mine), a)
+                })
                 .collect()
         } else {
             Vec::new()
@@ -373,15 +398,16 @@ impl PartLayout {
         for (bytes, close) in chunks {
             rows.append_column(&bytes, close).map_err(err)?;
         }
-        for ((i, mut encoder), array) in lists {
-            for leaf in compute_leaves(self.schema.field(i), &array).map_err(err)? {
+        for ((i, encoders), array) in lists {
+            let leaves = compute_leaves(self.schema.field(i), &array).map_err(err)?;
+            for (mut encoder, leaf) in encoders.into_iter().zip(leaves) {
                 encoder.write(&leaf).map_err(err)?;
+                encoder
+                    .close()
+                    .map_err(err)?
+                    .append_to_row_group(&mut rows)
+                    .map_err(err)?;
             }
-            encoder
-                .close()
-                .map_err(err)?
-                .append_to_row_group(&mut rows)
-                .map_err(err)?;
         }
         rows.close().map_err(err)?;
         writer.close().map_err(err)?;
@@ -640,7 +666,17 @@ impl TraceSink for ParquetWriter {
         for (col, &v) in c.roles.iter_mut().zip(row.role_rewards) {
             col.push(v);
         }
-        if self.record_transitions {
+        if self.record_transitions && !row.role_obs.is_empty() {
+            c.role_obs.resize_with(row.role_obs.len(), Default::default);
+            c.role_actions.resize_with(row.role_actions.len(), Vec::new);
+            for ((values, ends), view) in c.role_obs.iter_mut().zip(row.role_obs) {
+                values.extend_from_slice(view);
+                ends.push(values.len());
+            }
+            for (col, &a) in c.role_actions.iter_mut().zip(row.role_actions) {
+                col.push(a as u64);
+            }
+        } else if self.record_transitions {
             c.obs.extend_from_slice(row.obs.unwrap_or_default());
             c.obs_ends.push(c.obs.len());
             let text = row.action_json.unwrap_or("null").trim();

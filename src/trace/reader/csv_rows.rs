@@ -106,10 +106,11 @@ pub(super) fn parse_csv(
     };
     let obs = match json("obs")? {
         None => None,
-        Some(v) => Some(
-            serde_json::from_value(v)
-                .map_err(|e| err(format!("column `obs` must be an array of numbers: {e}")))?,
-        ),
+        Some(v) => Some(serde_json::from_value(v).map_err(|e| {
+            err(format!(
+                "column `obs` must be an array of numbers, or an object of them by role: {e}"
+            ))
+        })?),
     };
     let row = TraceRow {
         run_id: get("run_id")?.to_string(),
