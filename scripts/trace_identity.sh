@@ -7,7 +7,10 @@
 # timestamps blanked (everything else, data pages and footer included, must match).
 #
 # Usage: scripts/trace_identity.sh BASE_BIN NEW_BIN [STEPS]
-# Exits non-zero, naming the first differing file, when any output differs.
+#   env: AGENT (the agent of every run; default each world file's own), e.g. AGENT=random
+#   to compare the worlds when an agent's defaults changed between the binaries.
+# Exits non-zero when any output differs, naming every differing file and counting them per
+# world file.
 set -euo pipefail
 
 base=${1:?usage: trace_identity.sh BASE_BIN NEW_BIN [STEPS]}
@@ -35,7 +38,8 @@ run_side() {
                     local id="$name-$notify${record:+-transitions}"
                     (cd "$work" && "$work/bin/perennial" run "$world" --steps "$steps" \
                         --auto-reset --format "$format" "${parts[@]}" ${record:+"$record"} \
-                        --notify "$notify" --run-id "$id" --trace "cur/$id.$format" >/dev/null)
+                        --notify "$notify" --run-id "$id" --trace "cur/$id.$format" \
+                        ${AGENT:+--agent "$AGENT"} >/dev/null)
                 done
             done
         done
@@ -55,12 +59,21 @@ files = sorted(p.relative_to(base) for p in base.rglob("*") if p.is_file())
 others = sorted(p.relative_to(new) for p in new.rglob("*") if p.is_file())
 if files != others:
     sys.exit(f"the two sides wrote different files: {sorted(set(files) ^ set(others))[:5]}")
+differ = []
 for rel in files:
     a, b = (base / rel).read_bytes(), (new / rel).read_bytes()
     if rel.suffix == ".parquet" or rel.name.endswith(".manifest.json"):
         a, b = stamp.sub(rb"\1" + b"X" * 20, a), stamp.sub(rb"\1" + b"X" * 20, b)
     if a != b:
-        sys.exit(f"differs: {rel}")
+        differ.append(rel)
+if differ:
+    for rel in differ:
+        print(f"differs: {rel}")
+    worlds = {}
+    for rel in differ:
+        world = re.sub(r"-(none|flag|delta|label)(-transitions)?$", "", rel.parts[0].split(".")[0])
+        worlds[world] = worlds.get(world, 0) + 1
+    sys.exit(f"{len(differ)} of {len(files)} files differ: " + ", ".join(f"{w} {n}" for w, n in sorted(worlds.items())))
 stamped = sum(1 for f in files if f.suffix == ".parquet" or f.name.endswith(".manifest.json"))
 print(f"{len(files)} files identical ({len(files) - stamped} byte for byte, {stamped} Parquet parts and manifests but for the start and end times)")
 PY
