@@ -573,16 +573,8 @@ fn holder_pid(file: &File) -> Option<u32> {
 ///
 /// As [`check_output`] and [`lock_file`].
 pub fn open_locked(path: &Path) -> Result<File, OutputError> {
-    use std::os::unix::fs::OpenOptionsExt;
     check_output(path)?;
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(io(path))?;
+    let file = open_lock_file(path).map_err(io(path))?;
     lock_file(&file, path)?;
     Ok(file)
 }

@@ -35,13 +35,12 @@ def default_seed(world_file: str) -> int:
     return int(harness["seed"] or 0)
 
 
-class RunControls:
-    """What an env driven by a perennial run (``self._run``, a ``_core.Run``) offers beside
-    Gymnasium's API: the notify level, the regime in force, manual shifts, snapshots.
-    ``PerennialEnv`` and ``perennial.wrap``'s ``WrappedEnv`` share it."""
+class RunState:
+    """What every env driven by a perennial run (``self._run``, a ``_core.Run``) tells the
+    experimenter: the notify level and the regime in force. ``RunControls`` and the
+    PettingZoo env build on it."""
 
     _run: Any
-    _notify: bool
 
     @property
     def notify(self) -> str:
@@ -50,8 +49,16 @@ class RunControls:
 
     @property
     def regime(self) -> str:
-        """The regime label in force: for the experimenter, never shown to the agent."""
+        """The regime label in force: for the experimenter, never shown to the agents."""
         return self._run.regime
+
+
+class RunControls(RunState):
+    """What an env driven by a perennial run offers beside Gymnasium's API: the notify
+    level, the regime in force, manual shifts, snapshots. ``PerennialEnv`` and
+    ``perennial.wrap``'s ``WrappedEnv`` share it."""
+
+    _notify: bool
 
     @property
     def regime_origin(self) -> str:

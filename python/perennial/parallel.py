@@ -15,10 +15,10 @@ from . import _core
 from ._options import RunOptions
 from ._spaces import to_space
 from ._worlds import resolve
-from .env import check_seed, default_seed
+from .env import RunState, check_seed, default_seed
 
 
-class PerennialParallelEnv(ParallelEnv):
+class PerennialParallelEnv(RunState, ParallelEnv):
     """A world file with a ``[roles]`` table (``perennial/Enterprise-v0``) as a PettingZoo
     ``ParallelEnv``: one agent per role, all acting every hour.
 
@@ -123,16 +123,6 @@ class PerennialParallelEnv(ParallelEnv):
     def world_file(self) -> str:
         """The world file this env was built from."""
         return self._world
-
-    @property
-    def notify(self) -> str:
-        """The run's notify level: ``"none"``, ``"flag"``, ``"delta"`` or ``"label"``."""
-        return self._run.notify
-
-    @property
-    def regime(self) -> str:
-        """The regime label in force: for the experimenter, never shown to the agents."""
-        return self._run.regime
 
     def state(self) -> np.ndarray:
         """The full observation (float32), inside ``state_space``. Raises ``ValueError``
