@@ -346,8 +346,9 @@ impl Game {
             _ => {}
         }
         let mut arguments = Map::new();
-        if let Some(tool) = crate::morpheus::api::ToolName::parse(&name) {
-            let tool = self.desk.catalogue().get(tool);
+        if let Some(tool) = crate::morpheus::api::ToolName::parse(&name)
+            .and_then(|tool| self.desk.catalogue().get(tool))
+        {
             let mut words = words.peekable();
             for arg in &tool.args {
                 let value = match words.next() {

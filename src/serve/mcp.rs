@@ -272,7 +272,7 @@ fn tools_list(id: &Value, seat: &Arc<Seat>) -> String {
             "the session has no world yet; reset it first",
         );
     };
-    let tools = crate::morpheus::api::Catalogue::of(&run.world().config).mcp();
+    let tools = run.tools().mcp();
     drop(guard);
     ok(id, json!({"tools": tools}))
 }
@@ -347,9 +347,11 @@ async fn initialize(
     request: &Request<'_>,
     query: &[(String, String)],
 ) -> Response {
+    // A query the server cannot open a session from is a bad request (400), as the
+    // transport's spec has it; the JSON-RPC error in the body names the option.
     let options = match query_options(query) {
         Ok(o) => o,
-        Err(e) => return json_response(StatusCode::OK, err(id, INVALID_PARAMS, &e)),
+        Err(e) => return json_response(StatusCode::BAD_REQUEST, err(id, INVALID_PARAMS, &e)),
     };
     match open(app, Opener::Mcp, options).await {
         Ok((sid, observation)) => {
@@ -361,7 +363,12 @@ async fn initialize(
             response
         }
         Err((message, data)) => {
-            json_response(StatusCode::OK, err_data(id, SERVER_ERROR, &message, data))
+            let status = if data["code"] == "VALIDATION_ERROR" {
+                StatusCode::BAD_REQUEST
+            } else {
+                StatusCode::OK
+            };
+            json_response(status, err_data(id, SERVER_ERROR, &message, data))
         }
     }
 }

@@ -12,7 +12,10 @@
 //! | `POST /snapshots` | the orchestrator's | `{"session_id": ID}` → `{"snapshot_id": ...}` |
 //!
 //! Each session is one run of one world through the run core ([`crate::session::Session`])
-//! and one [`Desk`](crate::morpheus::api::Desk); sessions share nothing. [`serve_stdio`]
+//! and one [`Desk`](crate::morpheus::api::Desk); sessions share nothing, but for a world
+//! with roles: a reset names the `role` a session acts as, and other sessions `join` it
+//! as the other roles, each answered by its role's desk
+//! ([`RoleDesks`](crate::morpheus::api::RoleDesks)). [`serve_stdio`]
 //! serves one MCP session on stdin and stdout instead. Worlds and
 //! snapshots are ids the server holds, never paths. `docs/serving.md` is the user's page.
 
@@ -262,7 +265,7 @@ async fn metadata(State(app): State<Arc<App>>) -> Response {
         json!({
             "name": "perennial",
             "description": format!(
-                "The MORPHEUS enterprise world as tools, one persistent world per session (worlds: {}); reset with {{\"world\", \"seed\", \"hours\", \"snapshot\"}}",
+                "The MORPHEUS enterprise world as tools, one persistent world per session (worlds: {}); reset with {{\"world\", \"seed\", \"hours\", \"snapshot\"}}, and in a world with roles {{\"role\"}} or {{\"join\", \"role\"}}",
                 app.sessions.worlds.ids().join(", ")
             ),
             "readme_content": include_str!("../../docs/serving.md"),
@@ -317,6 +320,9 @@ fn schemas() -> Value {
                 "snapshot": {"type": ["string", "null"]},
                 "hours": {"type": ["integer", "null"]},
                 "session_id": {"type": "string"},
+                "role": {"type": "string", "description": "a world with roles: the role this session acts as"},
+                "roles": {"type": "array", "description": "a world with roles: its roles, in the order their operations apply"},
+                "waiting_for": {"type": "array", "description": "a world with roles: the roles the hour waits for"},
             },
         },
         "state": {
@@ -331,6 +337,9 @@ fn schemas() -> Value {
                 "hour": {"type": "integer"},
                 "done": {"type": "boolean"},
                 "reward": {"type": "number"},
+                "forbidden": {"type": "integer", "description": "calls to another role's tool, refused with 403"},
+                "role": {"type": "string"},
+                "waiting_for": {"type": "array"},
             },
         },
     })

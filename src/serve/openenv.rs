@@ -250,13 +250,15 @@ fn step(app: &Arc<App>, id: &str, seat: &Arc<Seat>, data: &Value) -> String {
     match kind {
         Some("list_tools") => {
             let guard = seat.run();
-            let world = match guard.as_ref() {
-                Some(run) => Arc::clone(run.world()),
-                None => Arc::clone(app.sessions.worlds.default_world()),
+            let catalogue = match guard.as_ref() {
+                Some(run) => run.tools(),
+                None => {
+                    crate::morpheus::api::Catalogue::of(&app.sessions.worlds.default_world().config)
+                }
             };
             let done = guard.as_ref().is_some_and(|r| r.done());
             drop(guard);
-            let tools: Vec<Value> = crate::morpheus::api::Catalogue::of(&world.config)
+            let tools: Vec<Value> = catalogue
                 .tools()
                 .iter()
                 .map(|t| {

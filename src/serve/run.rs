@@ -1,14 +1,21 @@
-//! One session's world: a run of an enterprise world and the desk that answers its tool calls.
+//! One session's world: a run of an enterprise world and the desk that answers its tool
+//! calls, or one role's share of a world with roles.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Map, Value, json};
 
 use super::worlds::{ServedWorld, quote};
+use crate::env::Env;
 use crate::episodes::{RecordedToolCall, TranscriptCall, TranscriptWriter};
 use crate::morpheus::Morpheus;
-use crate::morpheus::api::{Desk, DeskOptions, Hour, Reply, Stepper, render_json, render_text};
+use crate::morpheus::api::{
+    CallCounts, Catalogue, Desk, DeskOptions, Hour, Reply, RoleDesks, Stepper, render_json,
+    render_text,
+};
+use crate::morpheus::roles::EnterpriseEnv;
+use crate::regime::Shiftable;
 use crate::session::{Session, SessionState, StepError};
 use crate::trace::TraceFormat;
 
@@ -29,6 +36,10 @@ pub(crate) struct ResetOptions {
     pub(crate) snapshot: Option<String>,
     /// The client's name for the episode, reported back in `state`.
     pub(crate) episode_id: Option<String>,
+    /// In a world with roles, the role this session acts as.
+    pub(crate) role: Option<String>,
+    /// A session of a world with roles to join: this session acts as `role` in its world.
+    pub(crate) join: Option<String>,
 }
 
 impl ResetOptions {
@@ -43,7 +54,7 @@ impl ResetOptions {
         let mut out = ResetOptions::default();
         for (key, value) in obj {
             match key.as_str() {
-                "world" | "snapshot" | "episode_id" => {
+                "world" | "snapshot" | "episode_id" | "role" | "join" => {
                     let Some(s) = value.as_str() else {
                         if value.is_null() {
                             continue;
@@ -56,6 +67,8 @@ impl ResetOptions {
                     let slot = match key.as_str() {
                         "world" => &mut out.world,
                         "snapshot" => &mut out.snapshot,
+                        "role" => &mut out.role,
+                        "join" => &mut out.join,
                         _ => &mut out.episode_id,
                     };
                     *slot = Some(s.chars().take(200).collect());
@@ -78,7 +91,7 @@ impl ResetOptions {
                 }
                 other => {
                     return Err(format!(
-                        "unknown reset option `{}`; the options are world, seed, hours, snapshot and episode_id",
+                        "unknown reset option `{}`; the options are world, seed, hours, snapshot, episode_id, role and join",
                         quote(other)
                     ));
                 }
@@ -117,6 +130,18 @@ impl ResetOptions {
                 "reset option `hours` is {h}; use 1 to {MAX_HOURS}, or leave it out for the world's own length"
             ));
         }
+        if self.join.is_some() {
+            if self.world.is_some()
+                || self.seed.is_some()
+                || self.hours.is_some()
+                || self.snapshot.is_some()
+            {
+                return Err("reset option `join` takes the world of the session it joins; name only `join` and `role`".into());
+            }
+            if self.role.is_none() {
+                return Err("reset option `join` needs `role`: the role this session acts as in the joined world".into());
+            }
+        }
         if self.snapshot.is_some() && self.seed.is_some() {
             return Err(
                 "a snapshot fixes the world and its seed; name the snapshot without a seed".into(),
@@ -131,39 +156,136 @@ impl ResetOptions {
 pub(crate) struct Saved {
     pub(crate) world: Arc<ServedWorld>,
     pub(crate) state: SessionState,
-    pub(crate) desk: Desk,
+    desk: SavedDesk,
 }
 
-/// One session's run: the world (through the run core, [`Session`]), its desk, the hours
-/// left in the episode, and its transcript when it writes one.
+/// The desks of a saved session.
+#[derive(Clone)]
+enum SavedDesk {
+    One(Desk),
+    Roles(RoleDesks),
+}
+
+/// One session's run: the world it plays, by itself or as one role of a world that
+/// several sessions share.
 pub(crate) struct Run {
     world: Arc<ServedWorld>,
-    session: Session<Morpheus>,
-    desk: Desk,
-    transcript: Option<Transcript>,
     snapshot: Option<String>,
     episode_id: Option<String>,
+    play: Play,
+}
+
+enum Play {
+    /// A single-agent world: this session's alone.
+    One(Box<Solo>),
+    /// A world with roles, shared by the sessions that joined it; this one acts as `role`.
+    Roles {
+        table: Arc<Mutex<Table>>,
+        role: usize,
+    },
+}
+
+/// A run through the run core ([`Session`]): the hours left in the episode and what they
+/// gave.
+struct Core<E: Env + Shiftable> {
+    session: Session<E>,
     budget: Option<u64>,
     passed: u64,
     ended: bool,
     reward: f64,
 }
 
+impl<E: Env<Action = usize> + Shiftable + Stepper> Core<E> {
+    fn new(session: Session<E>, budget: Option<u64>) -> Self {
+        Core {
+            ended: session.episode_ended(),
+            session,
+            budget,
+            passed: 0,
+            reward: 0.0,
+        }
+    }
+
+    fn hours(&mut self) -> Hours<'_, E> {
+        Hours {
+            session: &mut self.session,
+            budget: self.budget,
+            passed: &mut self.passed,
+            ended: &mut self.ended,
+            reward: &mut self.reward,
+        }
+    }
+
+    fn world(&self) -> &Morpheus {
+        Stepper::world(self.session.env())
+    }
+
+    /// The session's state, for OpenEnv's `state` (`episode_id`, `step_count`) and more.
+    fn state(&self, counts: CallCounts) -> Map<String, Value> {
+        let json = json!({
+            "step_count": self.passed,
+            "seed": self.session.identity().seed,
+            "hour": self.session.counters().step,
+            "hours": self.budget,
+            "done": self.ended,
+            "reward": self.reward,
+            "calls": counts.calls,
+            "invalid_calls": counts.invalid_calls,
+            "malformed_calls": counts.malformed_calls,
+            "refused": counts.refused,
+            "forbidden": counts.forbidden,
+        });
+        match json {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+}
+
+impl<E: Env + Shiftable> Drop for Core<E> {
+    fn drop(&mut self) {
+        // A session's end is its trace's end; nobody is left to hear of a failure.
+        let _ = self.session.close();
+    }
+}
+
+/// A single-agent world's run, its desk and its transcript when it writes one.
+struct Solo {
+    core: Core<Morpheus>,
+    desk: Desk,
+    transcript: Option<Transcript>,
+}
+
+impl Drop for Solo {
+    fn drop(&mut self) {
+        if let Some(t) = self.transcript.take() {
+            let _ = t.writer.finish();
+        }
+    }
+}
+
+/// A world with roles: its run and one desk per role, shared by the sessions that act in
+/// it.
+struct Table {
+    core: Core<EnterpriseEnv>,
+    desks: RoleDesks,
+}
+
 /// The run as a [`Stepper`]: each hour is one step of the run core; the episode also ends
 /// when the reset's hours are spent.
-struct Hours<'a> {
-    session: &'a mut Session<Morpheus>,
+struct Hours<'a, E: Env + Shiftable> {
+    session: &'a mut Session<E>,
     budget: Option<u64>,
     passed: &'a mut u64,
     ended: &'a mut bool,
     reward: &'a mut f64,
 }
 
-impl Stepper for Hours<'_> {
+impl<E: Env<Action = usize> + Shiftable + Stepper> Stepper for Hours<'_, E> {
     type Error = StepError;
 
     fn world(&self) -> &Morpheus {
-        self.session.env()
+        Stepper::world(self.session.env())
     }
 
     fn step_hour(&mut self, action: usize) -> Result<Hour, StepError> {
@@ -179,21 +301,67 @@ impl Stepper for Hours<'_> {
     }
 }
 
+/// The index of the role `asked` in `world`, which must name one exactly when the world
+/// has roles.
+fn role_of(world: &ServedWorld, asked: Option<&str>) -> Result<Option<usize>, String> {
+    match (&world.roles, asked) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(format!(
+            "reset option `role`: world `{}` has no roles; leave `role` out, or serve a world file with a [roles] table",
+            world.id
+        )),
+        (Some(roles), None) => Err(format!(
+            "reset option `role` is missing: world `{}` is run by several roles; name the one this session acts as: {}",
+            world.id,
+            roles.names().join(", ")
+        )),
+        (Some(roles), Some(name)) => roles.position(name).map(Some).ok_or_else(|| {
+            format!(
+                "reset option `role`: no role `{}` in world `{}`; its roles are: {}",
+                quote(name),
+                world.id,
+                roles.names().join(", ")
+            )
+        }),
+    }
+}
+
+fn locked(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
+    // A panic while the lock was held cannot have left the world half stepped in a way
+    // that matters more than refusing every role's session, so the lock is taken back.
+    table.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Run {
     /// A new run of `world` with run seed `seed`; given `trace`, a directory and the run
-    /// id, it writes its trace and its transcript there (`<run-id>.jsonl`,
-    /// `<run-id>.transcript.jsonl`).
+    /// id, it writes its trace (and, a single-agent world, its transcript) there
+    /// (`<run-id>.jsonl`, `<run-id>.transcript.jsonl`).
     pub(crate) fn new(
         world: &Arc<ServedWorld>,
         seed: u64,
         options: &ResetOptions,
         trace: Option<(&Path, &str)>,
     ) -> Result<Self, String> {
-        let mut session = world.session(seed)?;
-        open_trace(&mut session, trace)?;
-        session.start().map_err(|e| e.to_string())?;
-        let desk = Desk::new(&world.config, DeskOptions::default());
-        Run::of(world, session, desk, None, options, trace)
+        match role_of(world, options.role.as_deref())? {
+            None => {
+                let mut session = world.session(seed)?;
+                open_trace(&mut session, trace)?;
+                session.start().map_err(|e| e.to_string())?;
+                let desk = Desk::new(&world.config, DeskOptions::default());
+                Run::of(world, session, desk, None, options, trace)
+            }
+            Some(role) => {
+                let mut session = world.roles_session(seed)?;
+                open_trace(&mut session, trace)?;
+                session.start().map_err(|e| e.to_string())?;
+                let desks = RoleDesks::new(
+                    &world.config,
+                    DeskOptions::default(),
+                    world.roles.as_ref().ok_or("the world has no roles")?,
+                );
+                Ok(Run::of_roles(world, session, desks, role, None, options))
+            }
+        }
     }
 
     /// A run restored from `saved`, the snapshot `id`, with its own trace as for
@@ -204,19 +372,41 @@ impl Run {
         options: &ResetOptions,
         trace: Option<(&Path, &str)>,
     ) -> Result<Self, String> {
-        let mut session = saved.world.session(saved.state.identity.seed)?;
-        session
-            .restore(saved.state.clone())
-            .map_err(|e| e.to_string())?;
-        open_trace(&mut session, trace)?;
-        Run::of(
-            &saved.world,
-            session,
-            saved.desk.clone(),
-            Some(id.to_string()),
-            options,
-            trace,
-        )
+        let role = role_of(&saved.world, options.role.as_deref())?;
+        let seed = saved.state.identity.seed;
+        match (&saved.desk, role) {
+            (SavedDesk::One(desk), None) => {
+                let mut session = saved.world.session(seed)?;
+                session
+                    .restore(saved.state.clone())
+                    .map_err(|e| e.to_string())?;
+                open_trace(&mut session, trace)?;
+                Run::of(
+                    &saved.world,
+                    session,
+                    desk.clone(),
+                    Some(id.to_string()),
+                    options,
+                    trace,
+                )
+            }
+            (SavedDesk::Roles(desks), Some(role)) => {
+                let mut session = saved.world.roles_session(seed)?;
+                session
+                    .restore(saved.state.clone())
+                    .map_err(|e| e.to_string())?;
+                open_trace(&mut session, trace)?;
+                Ok(Run::of_roles(
+                    &saved.world,
+                    session,
+                    desks.clone(),
+                    role,
+                    Some(id.to_string()),
+                    options,
+                ))
+            }
+            _ => Err("the snapshot does not fit its world's roles".into()),
+        }
     }
 
     fn of(
@@ -233,42 +423,107 @@ impl Run {
         };
         Ok(Run {
             world: Arc::clone(world),
-            ended: session.episode_ended(),
-            session,
-            desk,
-            transcript,
             snapshot,
             episode_id: options.episode_id.clone(),
-            budget: options.hours,
-            passed: 0,
-            reward: 0.0,
+            play: Play::One(Box::new(Solo {
+                core: Core::new(session, options.hours),
+                desk,
+                transcript,
+            })),
         })
     }
 
-    /// The served world it runs.
-    pub(crate) fn world(&self) -> &Arc<ServedWorld> {
-        &self.world
+    fn of_roles(
+        world: &Arc<ServedWorld>,
+        session: Session<EnterpriseEnv>,
+        desks: RoleDesks,
+        role: usize,
+        snapshot: Option<String>,
+        options: &ResetOptions,
+    ) -> Self {
+        let table = Table {
+            core: Core::new(session, options.hours),
+            desks,
+        };
+        Run {
+            world: Arc::clone(world),
+            snapshot,
+            episode_id: options.episode_id.clone(),
+            play: Play::Roles {
+                table: Arc::new(Mutex::new(table)),
+                role,
+            },
+        }
+    }
+
+    /// A run that acts as role `role` in this run's world, which it shares.
+    pub(crate) fn join(&self, role: &str, options: &ResetOptions) -> Result<Run, String> {
+        let Play::Roles { table, .. } = &self.play else {
+            return Err(format!(
+                "reset option `join`: the session plays world `{}`, which has no roles; only a world with roles is joined",
+                self.world.id
+            ));
+        };
+        let Some(role) = role_of(&self.world, Some(role))? else {
+            return Err("the world has no roles".into());
+        };
+        Ok(Run {
+            world: Arc::clone(&self.world),
+            snapshot: self.snapshot.clone(),
+            episode_id: options.episode_id.clone().or(self.episode_id.clone()),
+            play: Play::Roles {
+                table: Arc::clone(table),
+                role,
+            },
+        })
+    }
+
+    /// The tools this session answers: its world's, or its role's.
+    pub(crate) fn tools(&self) -> Catalogue {
+        match &self.play {
+            Play::One(solo) => solo.desk.catalogue().clone(),
+            Play::Roles { table, role } => locked(table)
+                .desks
+                .catalogue(*role)
+                .cloned()
+                .unwrap_or_else(|| Catalogue::of(&self.world.config)),
+        }
     }
 
     /// Whether the episode has ended (the world's end, or the reset's hours spent).
     pub(crate) fn done(&self) -> bool {
-        self.ended
+        match &self.play {
+            Play::One(solo) => solo.core.ended,
+            Play::Roles { table, .. } => locked(table).core.ended,
+        }
     }
 
-    /// Answers one tool call and writes it to the transcript. A failure of the run core
-    /// itself or of the transcript (a file that cannot be written) is a 500 reply and ends
-    /// the episode.
+    /// Answers one tool call (a single-agent world: and writes it to the transcript). A
+    /// failure of the run core itself or of the transcript (a file that cannot be
+    /// written) is a 500 reply and ends the episode.
     pub(crate) fn call(&mut self, name: &str, arguments: &Value) -> Reply {
-        let step = self.session.counters().step;
-        let reply = self.answer(name, arguments);
-        let Some(transcript) = &mut self.transcript else {
+        let solo = match &mut self.play {
+            Play::One(solo) => solo,
+            Play::Roles { table, role } => {
+                let table = &mut *locked(table);
+                let mut hours = table.core.hours();
+                let answered = table.desks.call_value(&mut hours, *role, name, arguments);
+                return failed_world(answered, &mut table.core.ended);
+            }
+        };
+        let step = solo.core.session.counters().step;
+        let answered = solo
+            .desk
+            .call_value(&mut solo.core.hours(), name, arguments);
+        let reply = failed_world(answered, &mut solo.core.ended);
+        let Some(transcript) = &mut solo.transcript else {
             return reply;
         };
-        let passed = self.session.counters().step - step;
-        match transcript.write(step, passed, name, arguments, &reply, self.session.env()) {
+        let passed = solo.core.session.counters().step - step;
+        match transcript.write(step, passed, name, arguments, &reply, solo.core.world()) {
             Ok(()) => reply,
             Err(e) => {
-                self.ended = true;
+                solo.core.ended = true;
                 Reply::failed(
                     500,
                     format!(
@@ -280,81 +535,111 @@ impl Run {
         }
     }
 
-    fn answer(&mut self, name: &str, arguments: &Value) -> Reply {
-        let mut hours = Hours {
-            session: &mut self.session,
-            budget: self.budget,
-            passed: &mut self.passed,
-            ended: &mut self.ended,
-            reward: &mut self.reward,
+    /// What an agent sees at the start: the hour as text and as JSON, and where it is (in
+    /// a world with roles: its role, the roles and those the hour waits for).
+    pub(crate) fn observation(&self, session_id: &str) -> Value {
+        let observe = |core_world: &Morpheus, seed: u64, hour: u64, budget: Option<u64>| {
+            json!({
+                "text": render_text(core_world),
+                "view": render_json(core_world),
+                "world": self.world.id,
+                "seed": seed,
+                "hour": hour,
+                "snapshot": self.snapshot,
+                "hours": budget,
+                "session_id": session_id,
+            })
         };
-        match self.desk.call_value(&mut hours, name, arguments) {
-            Ok(reply) => reply,
-            Err(e) => {
-                self.ended = true;
-                Reply::failed(
-                    500,
-                    format!("the world failed and the episode is over; reset it: {e}"),
-                    Value::Null,
+        match &self.play {
+            Play::One(solo) => {
+                let c = &solo.core;
+                observe(
+                    c.world(),
+                    c.session.identity().seed,
+                    c.session.counters().step,
+                    c.budget,
                 )
+            }
+            Play::Roles { table, role } => {
+                let t = locked(table);
+                let c = &t.core;
+                let mut o = observe(
+                    c.world(),
+                    c.session.identity().seed,
+                    c.session.counters().step,
+                    c.budget,
+                );
+                o["role"] = Value::from(t.desks.names()[*role].as_str());
+                o["roles"] = json!(t.desks.names());
+                o["waiting_for"] = json!(t.desks.waiting_for());
+                o
             }
         }
     }
 
-    /// What an agent sees at the start: the hour as text and as JSON, and where it is.
-    pub(crate) fn observation(&self, session_id: &str) -> Value {
-        let env = self.session.env();
-        json!({
-            "text": render_text(env),
-            "view": render_json(env),
-            "world": self.world.id,
-            "seed": self.session.identity().seed,
-            "hour": self.session.counters().step,
-            "snapshot": self.snapshot,
-            "hours": self.budget,
-            "session_id": session_id,
-        })
-    }
-
-    /// The session's state, for OpenEnv's `state` (`episode_id`, `step_count`) and more.
+    /// The session's state, for OpenEnv's `state` (`episode_id`, `step_count`) and more: in
+    /// a world with roles, its role's call counts, the roles and those the hour waits for.
     pub(crate) fn state(&self, session_id: &str) -> Value {
-        let counts = self.desk.counts();
-        json!({
-            "episode_id": self.episode_id.clone().unwrap_or_else(|| session_id.to_string()),
-            "step_count": self.passed,
-            "session_id": session_id,
-            "world": self.world.id,
-            "seed": self.session.identity().seed,
-            "snapshot": self.snapshot,
-            "hour": self.session.counters().step,
-            "hours": self.budget,
-            "done": self.ended,
-            "reward": self.reward,
-            "calls": counts.calls,
-            "invalid_calls": counts.invalid_calls,
-            "malformed_calls": counts.malformed_calls,
-            "refused": counts.refused,
-            "forbidden": counts.forbidden,
-        })
+        let mut state = match &self.play {
+            Play::One(solo) => solo.core.state(solo.desk.counts()),
+            Play::Roles { table, role } => {
+                let t = locked(table);
+                let mut s = t.core.state(t.desks.role_counts(*role).unwrap_or_default());
+                s.insert("role".into(), Value::from(t.desks.names()[*role].as_str()));
+                s.insert("roles".into(), json!(t.desks.names()));
+                s.insert("waiting_for".into(), json!(t.desks.waiting_for()));
+                s
+            }
+        };
+        state.insert(
+            "episode_id".into(),
+            Value::from(
+                self.episode_id
+                    .clone()
+                    .unwrap_or_else(|| session_id.to_string()),
+            ),
+        );
+        state.insert("session_id".into(), Value::from(session_id));
+        state.insert("world".into(), Value::from(self.world.id.as_str()));
+        state.insert("snapshot".into(), json!(self.snapshot));
+        Value::Object(state)
     }
 
     /// The session saved, for a snapshot.
     pub(crate) fn save(&self) -> Result<Saved, String> {
+        let (state, desk) = match &self.play {
+            Play::One(solo) => (
+                solo.core.session.snapshot(),
+                SavedDesk::One(solo.desk.without_calls()),
+            ),
+            Play::Roles { table, .. } => {
+                let t = locked(table);
+                (
+                    t.core.session.snapshot(),
+                    SavedDesk::Roles(t.desks.without_calls()),
+                )
+            }
+        };
         Ok(Saved {
             world: Arc::clone(&self.world),
-            state: self.session.snapshot().map_err(|e| e.to_string())?,
-            desk: self.desk.without_calls(),
+            state: state.map_err(|e| e.to_string())?,
+            desk,
         })
     }
 }
 
-impl Drop for Run {
-    fn drop(&mut self) {
-        // A session's end is its trace's and transcript's end; nobody is left to hear of a
-        // failure.
-        let _ = self.session.close();
-        if let Some(t) = self.transcript.take() {
-            let _ = t.writer.finish();
+/// The reply to a call, or the 500 of a world that failed under it (which ends the
+/// episode).
+fn failed_world(answered: Result<Reply, StepError>, ended: &mut bool) -> Reply {
+    match answered {
+        Ok(reply) => reply,
+        Err(e) => {
+            *ended = true;
+            Reply::failed(
+                500,
+                format!("the world failed and the episode is over; reset it: {e}"),
+                Value::Null,
+            )
         }
     }
 }
@@ -431,7 +716,10 @@ impl Transcript {
 }
 
 /// Opens the run's trace at `dir/<run-id>.jsonl`, the run id becoming the identity's.
-fn open_trace(session: &mut Session<Morpheus>, trace: Option<(&Path, &str)>) -> Result<(), String> {
+fn open_trace<E: Env + Shiftable>(
+    session: &mut Session<E>,
+    trace: Option<(&Path, &str)>,
+) -> Result<(), String> {
     let Some((dir, run_id)) = trace else {
         return Ok(());
     };

@@ -215,10 +215,24 @@ impl Sessions {
         before - seats.len()
     }
 
-    /// The run a reset of session `sid` with `options` starts: a snapshot restored, or a
-    /// world built. With a runs directory its trace is `<world>-<sid>-<n>.jsonl` there,
-    /// `n` counting the server's runs, so no run writes over another's.
+    /// The run a reset of session `sid` with `options` starts: a snapshot restored, a
+    /// world built, or (`join`) a role in another session's world with roles. With a runs
+    /// directory its trace is `<world>-<sid>-<n>.jsonl` there, `n` counting the server's
+    /// runs, so no run writes over another's (a joined world's trace is its opener's).
     pub(crate) fn build(&self, sid: &str, options: &ResetOptions) -> Result<Run, String> {
+        if let (Some(host), Some(role)) = (&options.join, &options.role) {
+            let seat = self
+                .get(host)
+                .ok_or_else(|| format!("reset option `join`: no session `{}`", quote(host)))?;
+            let guard = seat.run();
+            let Some(run) = guard.as_ref() else {
+                return Err(format!(
+                    "reset option `join`: session `{}` has no world yet; reset it with a world and a role first",
+                    quote(host)
+                ));
+            };
+            return run.join(role, options);
+        }
         let run_id = |world: &str| {
             let n = self.next_run.fetch_add(1, Ordering::Relaxed);
             format!("{world}-{}-{n}", sid.get(..12).unwrap_or(sid))

@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::error::ServeError;
+use crate::env::Env;
+use crate::morpheus::roles::{EnterpriseEnv, EnterpriseParams, RoleTable};
 use crate::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
+use crate::regime::Shiftable;
 use crate::registry::Registry;
 use crate::seed::{self, Stream};
 use crate::session::Session;
@@ -30,6 +33,8 @@ pub(crate) struct ServedWorld {
     pub(crate) file: WorldFile,
     /// The enterprise world's layout and parameters.
     pub(crate) config: MorpheusConfig,
+    /// Its roles, when the file has a `[roles]` table (`kind = "enterprise"`).
+    pub(crate) roles: Option<RoleTable>,
 }
 
 impl ServedWorld {
@@ -39,6 +44,20 @@ impl ServedWorld {
     pub(crate) fn session(&self, seed: u64) -> Result<Session<Morpheus>, String> {
         let reward = self.file.reward_spec().unwrap_or_else(default_reward_spec);
         let world = Morpheus::new(self.config.clone(), reward).map_err(|e| e.to_string())?;
+        self.around(world, seed)
+    }
+
+    /// As [`ServedWorld::session`], of a world with roles: the world `perennial run`
+    /// builds from the same file and seed.
+    pub(crate) fn roles_session(&self, seed: u64) -> Result<Session<EnterpriseEnv>, String> {
+        let reward = self.file.reward_spec().unwrap_or_else(default_reward_spec);
+        let roles = self.roles.clone().ok_or("the world has no roles")?;
+        let world = EnterpriseEnv::new(self.config.clone(), reward, roles)?;
+        self.around(world, seed)
+    }
+
+    /// A session of `world` with this file's schedule and an identity for run seed `seed`.
+    fn around<E: Env + Shiftable>(&self, world: E, seed: u64) -> Result<Session<E>, String> {
         let scheduler = self
             .file
             .scheduler(seed::derive(seed, Stream::Scheduler, 0))
@@ -144,11 +163,15 @@ fn insert(
             ),
         ));
     }
-    let Some(config) = file.params::<MorpheusConfig>().cloned() else {
+    let (config, roles) = if let Some(config) = file.params::<MorpheusConfig>() {
+        (config.clone(), None)
+    } else if let Some(p) = file.params::<EnterpriseParams>() {
+        (p.config.clone(), Some(p.roles.clone()))
+    } else {
         return Err(ServeError::world(
             path,
             format!(
-                "kind = \"{}\" has no tools; `perennial serve` serves enterprise worlds (kind = \"morpheus\")",
+                "kind = \"{}\" has no tools; `perennial serve` serves enterprise worlds (kind = \"morpheus\", or \"enterprise\" with roles)",
                 file.kind()
             ),
         ));
@@ -163,6 +186,7 @@ fn insert(
         id: id.to_string(),
         file,
         config,
+        roles,
     };
     by_id.insert(id.to_string(), Arc::new(world));
     Ok(())

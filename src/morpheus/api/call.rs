@@ -44,6 +44,13 @@ pub enum ToolCall {
         /// Dock index.
         dock: u32,
     },
+    /// Ship `sku`'s orders first for a day (a world with roles).
+    PrioritizeSku {
+        /// SKU index.
+        sku: u32,
+    },
+    /// Hold this hour's wave (a world with roles).
+    HoldWave,
     /// Let `hours` hours pass (1 to 24).
     Wait {
         /// Hours.
@@ -77,6 +84,8 @@ impl ToolCall {
             ToolCall::ChooseCarrier { .. } => ToolName::ChooseCarrier,
             ToolCall::Expedite { .. } => ToolName::Expedite,
             ToolCall::RepairDock { .. } => ToolName::RepairDock,
+            ToolCall::PrioritizeSku { .. } => ToolName::PrioritizeSku,
+            ToolCall::HoldWave => ToolName::HoldWave,
             ToolCall::Wait { .. } => ToolName::Wait,
             ToolCall::QueryInventory { .. } => ToolName::QueryInventory,
             ToolCall::QueryOrders { .. } => ToolName::QueryOrders,
@@ -99,12 +108,14 @@ impl ToolCall {
             ToolCall::ChooseCarrier { carrier } => Some(Op::ChooseCarrier { carrier }),
             ToolCall::Expedite { sku } => Some(Op::Expedite { sku }),
             ToolCall::RepairDock { dock } => Some(Op::RepairDock { dock }),
+            ToolCall::PrioritizeSku { sku } => Some(Op::PrioritizeSku { sku }),
+            ToolCall::HoldWave => Some(Op::HoldWave),
             _ => None,
         }
     }
 
     /// The tool call that asks for `op`, `None` for the no-op (which is `wait{hours: 1}`)
-    /// and for operations outside the layout.
+    /// and for a reorder bucket outside the layout.
     pub fn from_op(op: Op, config: &MorpheusConfig) -> Option<ToolCall> {
         match op {
             Op::Noop => None,
@@ -115,7 +126,8 @@ impl ToolCall {
             Op::ChooseCarrier { carrier } => Some(ToolCall::ChooseCarrier { carrier }),
             Op::Expedite { sku } => Some(ToolCall::Expedite { sku }),
             Op::RepairDock { dock } => Some(ToolCall::RepairDock { dock }),
-            Op::PrioritizeSku { .. } | Op::HoldWave => None,
+            Op::PrioritizeSku { sku } => Some(ToolCall::PrioritizeSku { sku }),
+            Op::HoldWave => Some(ToolCall::HoldWave),
         }
     }
 
@@ -133,6 +145,7 @@ impl ToolCall {
             ToolCall::ChooseCarrier { carrier } => serde_json::json!({"carrier": carrier}),
             ToolCall::Expedite { sku } => serde_json::json!({"sku": sku}),
             ToolCall::RepairDock { dock } => serde_json::json!({"dock": dock}),
+            ToolCall::PrioritizeSku { sku } => serde_json::json!({"sku": sku}),
             ToolCall::Wait { hours } => serde_json::json!({"hours": hours}),
             ToolCall::QueryInventory { sku } => serde_json::json!({"sku": sku}),
             ToolCall::QueryOrders {
@@ -142,7 +155,9 @@ impl ToolCall {
             } => {
                 serde_json::json!({"kind": kind(k), "sku": sku, "limit": limit})
             }
-            ToolCall::QueryLedger | ToolCall::QueryCarriers => serde_json::json!({}),
+            ToolCall::QueryLedger | ToolCall::QueryCarriers | ToolCall::HoldWave => {
+                serde_json::json!({})
+            }
         }
     }
 }
@@ -367,7 +382,7 @@ impl Catalogue {
 
     fn tool_named(&self, name: &str) -> Result<&Tool, CallError> {
         ToolName::parse(name)
-            .map(|t| self.get(t))
+            .and_then(|t| self.get(t))
             .ok_or_else(|| CallError::UnknownTool {
                 name: shorten(name),
                 valid: self.names().into_iter().map(String::from).collect(),
@@ -420,6 +435,8 @@ impl Catalogue {
             },
             ToolName::Expedite => ToolCall::Expedite { sku: req("sku")? },
             ToolName::RepairDock => ToolCall::RepairDock { dock: req("dock")? },
+            ToolName::PrioritizeSku => ToolCall::PrioritizeSku { sku: req("sku")? },
+            ToolName::HoldWave => ToolCall::HoldWave,
             ToolName::Wait => ToolCall::Wait {
                 hours: req("hours")?,
             },
@@ -505,7 +522,7 @@ mod tests {
 
     #[test]
     fn arguments_round_trip_through_the_parser() {
-        let c = cat();
+        let c = Catalogue::with_roles(&MorpheusConfig::default());
         let calls = [
             ToolCall::Reorder {
                 sku: 7,
@@ -514,6 +531,8 @@ mod tests {
             ToolCall::ChooseCarrier { carrier: 2 },
             ToolCall::Expedite { sku: 0 },
             ToolCall::RepairDock { dock: 3 },
+            ToolCall::PrioritizeSku { sku: 5 },
+            ToolCall::HoldWave,
             ToolCall::Wait { hours: 24 },
             ToolCall::QueryInventory { sku: Some(4) },
             ToolCall::QueryOrders {
@@ -541,6 +560,36 @@ mod tests {
             assert_eq!(call.op(&cfg), Some(op));
         }
         assert_eq!(ToolCall::from_op(Op::Noop, &cfg), None);
+        for op in [Op::PrioritizeSku { sku: 2 }, Op::HoldWave] {
+            assert_eq!(
+                ToolCall::from_op(op, &cfg).and_then(|c| c.op(&cfg)),
+                Some(op)
+            );
+        }
+    }
+
+    #[test]
+    fn the_roles_tools_are_unknown_to_a_single_agent_catalogue_and_checked_in_a_roles_one() {
+        let e = cat().parse("hold_wave", "{}").unwrap_err();
+        assert_eq!(e.status(), 404, "{e}");
+        assert!(!e.to_string().contains("hold_wave,"), "{e}");
+        let roles = Catalogue::with_roles(&MorpheusConfig::default());
+        let e = roles.parse("prioritize_sku", r#"{"sku": 8}"#).unwrap_err();
+        assert_eq!(e.status(), 422);
+        assert!(
+            e.to_string()
+                .contains("argument `sku` is 8; use an integer from 0 to 7"),
+            "{e}"
+        );
+        let e = roles.parse("prioritize_sku", "{}").unwrap_err();
+        assert!(e.to_string().contains("`sku` is missing"), "{e}");
+        let e = roles.parse("hold_wave", r#"{"sku": 1}"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("hold_wave: argument `sku` is not an argument"),
+            "{e}"
+        );
+        assert_eq!(roles.parse("hold_wave", ""), Ok(ToolCall::HoldWave));
     }
 
     #[test]

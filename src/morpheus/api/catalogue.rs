@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::morpheus::MorpheusConfig;
+use crate::morpheus::roles::PRIORITY_HOURS;
 
 /// The tools of the enterprise world, in catalogue order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -17,6 +18,10 @@ pub enum ToolName {
     Expedite,
     /// Repair a broken dock door.
     RepairDock,
+    /// Ship a SKU's orders first in the next day's waves (a world with roles).
+    PrioritizeSku,
+    /// Hold this hour's wave to ship it with the next at a discount (a world with roles).
+    HoldWave,
     /// End the turn and let hours pass.
     Wait,
     /// Stock per SKU and the cash available for purchases.
@@ -31,11 +36,13 @@ pub enum ToolName {
 
 impl ToolName {
     /// Every tool, in catalogue order.
-    pub const ALL: [ToolName; 9] = [
+    pub const ALL: [ToolName; 11] = [
         ToolName::Reorder,
         ToolName::ChooseCarrier,
         ToolName::Expedite,
         ToolName::RepairDock,
+        ToolName::PrioritizeSku,
+        ToolName::HoldWave,
         ToolName::Wait,
         ToolName::QueryInventory,
         ToolName::QueryOrders,
@@ -50,6 +57,8 @@ impl ToolName {
             ToolName::ChooseCarrier => "choose_carrier",
             ToolName::Expedite => "expedite",
             ToolName::RepairDock => "repair_dock",
+            ToolName::PrioritizeSku => "prioritize_sku",
+            ToolName::HoldWave => "hold_wave",
             ToolName::Wait => "wait",
             ToolName::QueryInventory => "query_inventory",
             ToolName::QueryOrders => "query_orders",
@@ -65,6 +74,8 @@ impl ToolName {
             ToolName::ChooseCarrier => ("POST", "/logistics/carrier"),
             ToolName::Expedite => ("POST", "/inventory/expedite"),
             ToolName::RepairDock => ("POST", "/docks/repair"),
+            ToolName::PrioritizeSku => ("POST", "/logistics/priority"),
+            ToolName::HoldWave => ("POST", "/logistics/hold"),
             ToolName::Wait => ("POST", "/clock/wait"),
             ToolName::QueryInventory => ("GET", "/inventory"),
             ToolName::QueryOrders => ("GET", "/orders"),
@@ -82,6 +93,12 @@ impl ToolName {
                 | ToolName::QueryLedger
                 | ToolName::QueryCarriers
         )
+    }
+
+    /// Whether only a world with roles offers it (`prioritize_sku`, `hold_wave`: the
+    /// single-agent action table has no index for them).
+    pub fn roles_only(self) -> bool {
+        matches!(self, ToolName::PrioritizeSku | ToolName::HoldWave)
     }
 
     /// The tool called `name`, if there is one.
@@ -236,7 +253,8 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
-    /// The tools of `config`'s layout: its SKUs, reorder quantities, carriers and docks.
+    /// The tools of `config`'s single-agent layout: its SKUs, reorder quantities, carriers
+    /// and docks (every tool but the roles-only ones, [`ToolName::roles_only`]).
     ///
     /// # Examples
     ///
@@ -250,6 +268,12 @@ impl Catalogue {
     /// assert_eq!(reorder["parameters"]["properties"]["quantity"]["enum"][3], 200);
     /// ```
     pub fn of(config: &MorpheusConfig) -> Self {
+        Catalogue::with_roles(config).only(|t| !t.roles_only())
+    }
+
+    /// Every tool of `config`'s layout in a world with roles: those of [`Catalogue::of`]
+    /// and `prioritize_sku`, `hold_wave`. A role's desk cuts it to the role's own.
+    pub fn with_roles(config: &MorpheusConfig) -> Self {
         let (s, c, d) = (config.skus, config.carriers, config.docks);
         let sku = |description: &str, nullable: bool| Arg {
             name: "sku",
@@ -305,6 +329,16 @@ impl Catalogue {
                 }],
             ),
             tool(
+                ToolName::PrioritizeSku,
+                format!("Ship this SKU's open orders first in the outbound waves of the next {PRIORITY_HOURS} hours. Uses this role's operation of the hour."),
+                vec![sku(&format!("SKU index, 0 to {}.", s - 1), false)],
+            ),
+            tool(
+                ToolName::HoldWave,
+                "Hold this hour's outbound wave so it ships with the next one, whose shipping then costs half. Refused when the wave is already held. Uses this role's operation of the hour.".into(),
+                vec![],
+            ),
+            tool(
                 ToolName::Wait,
                 "Do nothing and let hours pass; ends the turn.".into(),
                 vec![Arg {
@@ -357,12 +391,9 @@ impl Catalogue {
         &self.tools
     }
 
-    /// The tool called `name` (in a catalogue [`Catalogue::only`] cut, a tool it dropped is
-    /// answered by its first).
-    pub fn get(&self, name: ToolName) -> &Tool {
-        // `of` builds one per `ToolName::ALL` entry, in that order; `only` keeps the queries.
-        let at = self.tools.iter().position(|t| t.name == name).unwrap_or(0);
-        &self.tools[at]
+    /// The tool called `name`, `None` when this catalogue does not offer it.
+    pub fn get(&self, name: ToolName) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name == name)
     }
 
     /// The catalogue of the tools `keep` keeps, in catalogue order (a role's tools: its
@@ -422,8 +453,9 @@ mod tests {
             MorpheusConfig::default(),
             MorpheusConfig::default().scaled(10),
         ] {
-            let cat = Catalogue::of(&cfg);
+            let cat = Catalogue::with_roles(&cfg);
             assert_eq!(cat.names().len(), ToolName::ALL.len());
+            assert_eq!(Catalogue::of(&cfg).names().len(), ToolName::ALL.len() - 2);
             for (openai, mcp) in cat.openai().iter().zip(cat.mcp()) {
                 let f = &openai["function"];
                 assert_eq!(openai["type"], "function");
@@ -446,7 +478,7 @@ mod tests {
             ..Default::default()
         };
         let cat = Catalogue::of(&cfg);
-        let props = |t: ToolName| cat.get(t).input_schema()["properties"].clone();
+        let props = |t: ToolName| cat.get(t).unwrap().input_schema()["properties"].clone();
         assert_eq!(props(ToolName::Reorder)["sku"]["enum"], json!([0, 1, 2]));
         assert_eq!(props(ToolName::Reorder)["quantity"]["enum"], json!([5, 7]));
         assert_eq!(
@@ -463,9 +495,17 @@ mod tests {
         );
         assert_eq!(props(ToolName::Wait)["hours"]["enum"][23], 24);
         assert_eq!(
-            cat.get(ToolName::QueryLedger).input_schema()["required"],
+            cat.get(ToolName::QueryLedger).unwrap().input_schema()["required"],
             json!([])
         );
+        assert!(cat.get(ToolName::PrioritizeSku).is_none());
+        let roles = Catalogue::with_roles(&cfg);
+        let props = |t: ToolName| roles.get(t).unwrap().input_schema()["properties"].clone();
+        assert_eq!(
+            props(ToolName::PrioritizeSku)["sku"]["enum"],
+            json!([0, 1, 2])
+        );
+        assert_eq!(props(ToolName::HoldWave), json!({}));
     }
 
     #[test]

@@ -146,10 +146,10 @@ impl Desk {
     /// The desk of role `role` of a world with roles, owning the operations `ops`: its
     /// catalogue lists only its own operation tools (beside `wait` and the queries), and
     /// a call to another role's tool is refused with a 403 naming the role and the tool,
-    /// counted in [`CallCounts::forbidden`], and lets no hour pass. Its operations step
-    /// the world through a [`Stepper`] whose action index is the world's own `Discrete`
-    /// table (an enterprise world with roles: the other roles' no-op beside it).
-    pub fn for_role(
+    /// counted in [`CallCounts::forbidden`], and lets no hour pass. Only
+    /// [`RoleDesks`](super::RoleDesks) answers through it, which passes the hour once
+    /// every role has acted.
+    pub(super) fn for_role(
         config: &MorpheusConfig,
         options: DeskOptions,
         role: &str,
@@ -160,6 +160,7 @@ impl Desk {
             .filter(|t| tool_kind(*t).is_some_and(|k| ops.contains(&k)))
             .collect();
         let mut desk = Desk::new(config, options);
+        desk.catalogue = Catalogue::with_roles(config);
         let shown = desk
             .catalogue
             .only(|t| !t.is_operation() || t == ToolName::Wait || owned.contains(&t));
@@ -204,6 +205,17 @@ impl Desk {
             unnoted: (0, 0),
             ..self.clone()
         }
+    }
+
+    /// Parses a call against every tool it knows (a role's desk: every role's, so that
+    /// another role's tool is told apart from no tool).
+    pub(super) fn parse(&self, name: &str, arguments: &str) -> Result<ToolCall, CallError> {
+        self.catalogue.parse(name, arguments)
+    }
+
+    /// As [`Desk::parse`], with arguments as a JSON value.
+    pub(super) fn parse_value(&self, name: &str, arguments: &Value) -> Result<ToolCall, CallError> {
+        self.catalogue.parse_value(name, arguments)
     }
 
     /// Answers a call in the function-calling style: a tool name and its JSON arguments.
@@ -260,72 +272,27 @@ impl Desk {
         stepper: &mut S,
         parsed: Result<ToolCall, CallError>,
     ) -> Result<Reply, S::Error> {
-        self.counts.calls += 1;
-        self.calls_this_hour += 1;
-        if self.calls_this_hour > self.options.max_calls_per_hour && !self.ended {
-            let (reward, hours) = self.pass(stepper, 1)?;
-            self.counts.refused += 1;
-            return Ok(Reply::failed(
-                409,
-                format!(
-                    "this hour's {} calls are spent; the hour passed with no operation",
-                    self.options.max_calls_per_hour
-                ),
-                json!({"hours_passed": hours, "reward": reward, "hour": now(stepper.world())}),
-            ));
-        }
-        let call = match parsed {
-            Ok(call) => call,
-            Err(e) => {
-                self.count_error(matches!(e, CallError::Malformed { .. }));
-                return Ok(Reply::from(&e));
-            }
-        };
-        if let Some((role, owned, shown)) = &self.role {
-            let tool = call.tool();
-            if tool_kind(tool).is_some() && !owned.contains(&tool) {
-                self.counts.forbidden += 1;
+        let op = match self.screen(stepper.world(), parsed) {
+            Asked::Answered(reply) => return Ok(reply),
+            Asked::Spent => {
+                let (reward, hours) = self.pass(stepper, 1)?;
+                self.counts.refused += 1;
                 return Ok(Reply::failed(
-                    403,
-                    format!(
-                        "role `{role}` has no tool `{}`: it belongs to another role; this role's tools are: {}",
-                        tool.as_str(),
-                        shown.names().join(", ")
-                    ),
-                    Value::Null,
+                    409,
+                    self.spent(),
+                    json!({"hours_passed": hours, "reward": reward, "hour": now(stepper.world())}),
                 ));
             }
-        }
+            Asked::Wait(hours) => {
+                let (reward, passed) = self.pass(stepper, hours)?;
+                return Ok(Reply::ok(json!({
+                    "hours_passed": passed, "reward": reward, "hour": now(stepper.world()),
+                })));
+            }
+            Asked::Op(op) => op,
+        };
         let env = stepper.world();
-        match call {
-            ToolCall::QueryInventory { sku } => return Ok(Reply::ok(view::inventory(env, sku))),
-            ToolCall::QueryOrders { kind, sku, limit } => {
-                return Ok(Reply::ok(view::orders(env, kind, sku, limit)));
-            }
-            ToolCall::QueryLedger => return Ok(Reply::ok(view::ledger(env))),
-            ToolCall::QueryCarriers => {
-                return Ok(Reply::ok(view::carriers(env, &self.deliveries)));
-            }
-            _ => {}
-        }
-        if self.ended {
-            self.counts.refused += 1;
-            return Ok(Reply::failed(
-                409,
-                "the episode has ended; no more hours pass until the world is reset",
-                Value::Null,
-            ));
-        }
-        if let ToolCall::Wait { hours } = call {
-            let (reward, passed) = self.pass(stepper, hours)?;
-            return Ok(Reply::ok(json!({
-                "hours_passed": passed, "reward": reward, "hour": now(stepper.world()),
-            })));
-        }
-        let cfg = env.config();
-        // The parser admits only quantities and indices of this layout, so both succeed.
-        let (Some(op), Some(action)) = (call.op(cfg), call.op(cfg).and_then(|op| op.encode(cfg)))
-        else {
+        let Some(action) = op.encode(env.config()) else {
             self.count_error(false);
             return Ok(Reply::failed(
                 422,
@@ -345,6 +312,95 @@ impl Desk {
                 Ok(Reply::failed(status, why, data))
             }
         }
+    }
+
+    /// Counts a call and answers what needs no hour to pass: an error, a call to another
+    /// role's tool, a query, anything after the episode's end; else says what the call
+    /// asks of the world.
+    pub(super) fn screen(
+        &mut self,
+        world: &Morpheus,
+        parsed: Result<ToolCall, CallError>,
+    ) -> Asked {
+        self.counts.calls += 1;
+        self.calls_this_hour += 1;
+        if self.calls_this_hour > self.options.max_calls_per_hour && !self.ended {
+            return Asked::Spent;
+        }
+        let call = match parsed {
+            Ok(call) => call,
+            Err(e) => {
+                self.count_error(matches!(e, CallError::Malformed { .. }));
+                return Asked::Answered(Reply::from(&e));
+            }
+        };
+        if let Some((role, owned, shown)) = &self.role {
+            let tool = call.tool();
+            if tool_kind(tool).is_some() && !owned.contains(&tool) {
+                self.counts.forbidden += 1;
+                return Asked::Answered(Reply::failed(
+                    403,
+                    format!(
+                        "role `{role}` has no tool `{}`: it belongs to another role; this role's tools are: {}",
+                        tool.as_str(),
+                        shown.names().join(", ")
+                    ),
+                    Value::Null,
+                ));
+            }
+        }
+        let answered = match call {
+            ToolCall::QueryInventory { sku } => Some(view::inventory(world, sku)),
+            ToolCall::QueryOrders { kind, sku, limit } => {
+                Some(view::orders(world, kind, sku, limit))
+            }
+            ToolCall::QueryLedger => Some(view::ledger(world)),
+            ToolCall::QueryCarriers => Some(view::carriers(world, &self.deliveries)),
+            _ => None,
+        };
+        if let Some(answer) = answered {
+            return Asked::Answered(Reply::ok(answer));
+        }
+        if self.ended {
+            self.counts.refused += 1;
+            return Asked::Answered(Reply::failed(
+                409,
+                "the episode has ended; no more hours pass until the world is reset",
+                Value::Null,
+            ));
+        }
+        if let ToolCall::Wait { hours } = call {
+            return Asked::Wait(hours);
+        }
+        // The parser admits only quantities of this layout, so every operation decodes.
+        match call.op(world.config()) {
+            Some(op) => Asked::Op(op),
+            None => {
+                self.count_error(false);
+                Asked::Answered(Reply::failed(
+                    422,
+                    "the operation lies outside this layout",
+                    Value::Null,
+                ))
+            }
+        }
+    }
+
+    /// Why a call beyond the hour's budget was refused.
+    pub(super) fn spent(&self) -> String {
+        let who = match &self.role {
+            Some((role, _, _)) => format!("role `{role}` passes"),
+            None => "the hour passed".into(),
+        };
+        format!(
+            "this hour's {} calls are spent; {who} with no operation",
+            self.options.max_calls_per_hour
+        )
+    }
+
+    /// Counts a refusal the caller made (a role acting twice in one hour).
+    pub(super) fn count_refused(&mut self) {
+        self.counts.refused += 1;
     }
 
     /// Lets up to `hours` hours pass with the no-op; stops at the episode's end.
@@ -370,16 +426,43 @@ impl Desk {
         }
     }
 
-    fn hour<S: Stepper>(&mut self, stepper: &mut S, action: usize) -> Result<Hour, S::Error> {
-        let (invalid, malformed) = std::mem::take(&mut self.unnoted);
-        stepper.world().note_calls(invalid, malformed);
-        let hour = stepper.step_hour(action)?;
+    /// The invalid and malformed calls since the last hour, now handed to the world.
+    pub(super) fn take_unnoted(&mut self) -> (u64, u64) {
+        std::mem::take(&mut self.unnoted)
+    }
+
+    /// Whether the episode has ended.
+    pub(super) fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Notes that an hour passed in `world`.
+    pub(super) fn passed(&mut self, world: &Morpheus, hour: Hour) {
         self.calls_this_hour = 0;
         self.counts.hours += 1;
         self.ended = hour.ended;
-        self.deliveries.observe(stepper.world());
+        self.deliveries.observe(world);
+    }
+
+    fn hour<S: Stepper>(&mut self, stepper: &mut S, action: usize) -> Result<Hour, S::Error> {
+        let (invalid, malformed) = self.take_unnoted();
+        stepper.world().note_calls(invalid, malformed);
+        let hour = stepper.step_hour(action)?;
+        self.passed(stepper.world(), hour);
         Ok(hour)
     }
+}
+
+/// What a call asks of the world once a desk has screened it.
+pub(super) enum Asked {
+    /// Nothing: its reply is ready (a query, an error, a refusal).
+    Answered(Reply),
+    /// The hour's calls are spent: the hour passes with no operation.
+    Spent,
+    /// `wait{hours}`.
+    Wait(u32),
+    /// One of the desk's operations.
+    Op(Op),
 }
 
 /// The operation kind a tool performs, `None` for `wait` and the queries.
@@ -389,11 +472,13 @@ fn tool_kind(tool: ToolName) -> Option<OpKind> {
         ToolName::ChooseCarrier => Some(OpKind::ChooseCarrier),
         ToolName::Expedite => Some(OpKind::Expedite),
         ToolName::RepairDock => Some(OpKind::RepairDock),
+        ToolName::PrioritizeSku => Some(OpKind::PrioritizeSku),
+        ToolName::HoldWave => Some(OpKind::HoldWave),
         _ => None,
     }
 }
 
-fn now(env: &Morpheus) -> u64 {
+pub(super) fn now(env: &Morpheus) -> u64 {
     env.ecs()
         .and_then(|w| w.get_resource::<Clock>())
         .map_or(0, |c| c.hour)

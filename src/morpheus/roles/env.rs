@@ -352,9 +352,8 @@ impl Env for EnterpriseEnv {
     }
 }
 
-/// A role's desk ([`Desk::for_role`](crate::morpheus::api::Desk::for_role)) steps the
-/// world with the world's own action index: the role that owns the operation acts, the
-/// others wait.
+/// The roles' desks ([`RoleDesks`](crate::morpheus::api::RoleDesks)) step the world with
+/// its own action index, the joint action of every role's part of the hour.
 impl crate::morpheus::api::Stepper for EnterpriseEnv {
     type Error = EnvError;
 
@@ -363,15 +362,7 @@ impl crate::morpheus::api::Stepper for EnterpriseEnv {
     }
 
     fn step_hour(&mut self, action: usize) -> Result<crate::morpheus::api::Hour, EnvError> {
-        let op = Op::decode(action, self.world.config()).unwrap_or(Op::Noop);
-        let per_role: Vec<usize> = self
-            .layouts
-            .iter()
-            .map(|l| l.encode(op).unwrap_or(0))
-            .collect();
-        let joint = joint(&self.layouts, &per_role)
-            .ok_or_else(|| EnvError::invalid_action(&action, &self.spec.action_space))?;
-        let t = Env::step(self, &joint)?;
+        let t = Env::step(self, &action)?;
         Ok(crate::morpheus::api::Hour {
             reward: t.reward,
             ended: t.terminated || t.truncated,

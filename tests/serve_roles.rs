@@ -1,0 +1,209 @@
+//! `perennial serve` of a world with roles, over a real loopback server: a session acts as
+//! one role, other sessions join its world as the other roles, each lists and calls only
+//! its role's tools (another role's tool: a 403 reply, counted), and the hour passes once
+//! every role has acted.
+
+#[path = "serve_client/mod.rs"]
+mod serve_client;
+
+use serde_json::{Value, json};
+use serve_client::{Mcp, Server, Ws, rpc};
+
+const ENTERPRISE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/worlds/enterprise.toml");
+
+const QUERIES: [&str; 4] = [
+    "query_inventory",
+    "query_orders",
+    "query_ledger",
+    "query_carriers",
+];
+
+fn served() -> Server {
+    Server::start(&["--worlds", ENTERPRISE])
+}
+
+/// A socket acting as the warehouse in a new world, and its session id.
+fn warehouse(addr: &str, seed: u64) -> (Ws, String) {
+    let mut ws = Ws::open(addr, "");
+    let o = ws.reset(json!({"world": "enterprise", "role": "warehouse", "seed": seed}));
+    let sid = o["observation"]["session_id"].as_str().unwrap().to_string();
+    (ws, sid)
+}
+
+fn names(tools: &Value) -> Vec<String> {
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn ws_tools(ws: &mut Ws) -> Vec<String> {
+    let f = ws.send(&json!({"type": "step", "data": {"type": "list_tools"}}));
+    names(&f["data"]["observation"]["tools"])
+}
+
+fn state(ws: &mut Ws) -> Value {
+    ws.send(&json!({"type": "state"}))["data"].clone()
+}
+
+#[test]
+fn each_role_lists_only_its_own_tools_over_openenv_and_mcp() {
+    let server = served();
+    let a = &server.addr;
+    let (mut ws, sid) = warehouse(a, 3);
+    let mut own = vec!["reorder", "expedite", "repair_dock", "wait"];
+    own.extend(QUERIES);
+    assert_eq!(ws_tools(&mut ws), own);
+    let o = state(&mut ws);
+    assert_eq!(o["role"], "warehouse");
+    assert_eq!(o["roles"], json!(["warehouse", "logistics"]));
+
+    let mut mcp = Mcp::open(a, &format!("?join={sid}&role=logistics"));
+    let listed = mcp.request("tools/list", json!({}));
+    let mut own = vec!["choose_carrier", "prioritize_sku", "hold_wave", "wait"];
+    own.extend(QUERIES);
+    assert_eq!(names(&listed["result"]["tools"]), own);
+    let hold = &listed["result"]["tools"][2];
+    assert_eq!(hold["inputSchema"]["additionalProperties"], false);
+    let prio = &listed["result"]["tools"][1]["inputSchema"]["properties"]["sku"]["enum"];
+    assert_eq!(prio.as_array().unwrap().len(), 8);
+}
+
+#[test]
+fn another_role_s_tool_gets_a_403_reply_and_is_counted() {
+    let server = served();
+    let a = &server.addr;
+    let (mut ws, sid) = warehouse(a, 4);
+    let r = ws.call("hold_wave", json!({}));
+    assert_eq!(r["status"], 403, "{r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("role `warehouse` has no tool `hold_wave`: it belongs to another role"),
+        "{r}"
+    );
+    let mut mcp = Mcp::open(a, &format!("?join={sid}&role=logistics"));
+    let called = mcp.request(
+        "tools/call",
+        json!({"name": "reorder", "arguments": {"sku": 0, "quantity": 20}}),
+    );
+    assert_eq!(called["result"]["isError"], true, "{called}");
+    assert_eq!(called["result"]["structuredContent"]["status"], 403);
+    let s = state(&mut ws);
+    assert_eq!(
+        (s["forbidden"].clone(), s["calls"].clone()),
+        (json!(1), json!(1))
+    );
+    assert_eq!(s["hour"], 0, "a refused call lets no hour pass: {s}");
+    // Each role's session counts its own calls.
+    let mut other = Ws::open(a, "");
+    other.reset(json!({"join": sid, "role": "logistics"}));
+    assert_eq!(state(&mut other)["forbidden"], 1);
+}
+
+#[test]
+fn a_full_hour_is_stepped_by_the_two_roles_together() {
+    let server = served();
+    let a = &server.addr;
+    let (mut wh, sid) = warehouse(a, 5);
+    let mut lo = Ws::open(a, "");
+    let joined = lo.reset(json!({"join": sid, "role": "logistics"}));
+    assert_eq!(joined["observation"]["role"], "logistics");
+    assert_eq!(joined["observation"]["hour"], 0);
+
+    let r = wh.call("reorder", json!({"sku": 1, "quantity": 200}));
+    assert_eq!(r["status"], 200, "{r}");
+    assert_eq!(r["data"]["hours_passed"], 0);
+    assert_eq!(r["data"]["waiting_for"], json!(["logistics"]));
+    assert_eq!(state(&mut lo)["waiting_for"], json!(["logistics"]));
+    let again = wh.call("wait", json!({"hours": 1}));
+    assert_eq!(again["status"], 409, "one part per role and hour: {again}");
+
+    let r = lo.call("prioritize_sku", json!({"sku": 1}));
+    assert_eq!(r["status"], 200, "{r}");
+    assert_eq!(r["data"]["hours_passed"], 1);
+    for ws in [&mut wh, &mut lo] {
+        let s = state(ws);
+        assert_eq!(
+            (s["hour"].clone(), s["step_count"].clone()),
+            (json!(1), json!(1)),
+            "{s}"
+        );
+        assert_eq!(s["waiting_for"], json!(["warehouse", "logistics"]));
+    }
+    let po = wh.call(
+        "query_orders",
+        json!({"kind": "purchase", "sku": 1, "limit": 5}),
+    );
+    assert_eq!(po["data"]["orders"][0]["units"], 200, "{po}");
+
+    // Both wait: the hours pass until the shorter wait ends.
+    assert_eq!(
+        lo.call("wait", json!({"hours": 24}))["data"]["hours_passed"],
+        0
+    );
+    let r = wh.call("wait", json!({"hours": 3}));
+    assert_eq!(r["data"]["hours_passed"], 3, "{r}");
+    assert_eq!(state(&mut lo)["hour"], 4);
+}
+
+#[test]
+fn bad_roles_and_joins_are_refused_naming_the_field() {
+    let server = served();
+    let a = &server.addr;
+    let mut ws = Ws::open(a, "");
+    let refused = |ws: &mut Ws, data: Value| -> String {
+        let f = ws.send(&json!({"type": "reset", "data": data}));
+        assert_eq!(f["type"], "error", "{f}");
+        assert_eq!(f["data"]["code"], "VALIDATION_ERROR", "{f}");
+        f["data"]["message"].as_str().unwrap().to_string()
+    };
+    let m = refused(
+        &mut ws,
+        json!({"world": "enterprise", "role": "purchasing"}),
+    );
+    assert_eq!(
+        m,
+        "reset option `role`: no role `purchasing` in world `enterprise`; its roles are: warehouse, logistics"
+    );
+    let m = refused(&mut ws, json!({"world": "enterprise"}));
+    assert!(m.starts_with("reset option `role` is missing"), "{m}");
+    let m = refused(&mut ws, json!({"world": "warehouse", "role": "warehouse"}));
+    assert!(m.contains("world `warehouse` has no roles"), "{m}");
+    let m = refused(&mut ws, json!({"world": "enterprise", "role": 3}));
+    assert!(m.contains("reset option `role` is a string"), "{m}");
+    let m = refused(&mut ws, json!({"join": "nope", "role": "logistics"}));
+    assert_eq!(m, "reset option `join`: no session `nope`");
+    let m = refused(&mut ws, json!({"join": "nope"}));
+    assert!(m.contains("`join` needs `role`"), "{m}");
+    let m = refused(&mut ws, json!({"join": "nope", "role": "x", "seed": 1}));
+    assert!(m.contains("name only `join` and `role`"), "{m}");
+    // Joining a single-agent world's session.
+    let mut single = Ws::open(a, "");
+    let o = single.reset(json!({"world": "warehouse"}));
+    let sid = o["observation"]["session_id"].as_str().unwrap();
+    let m = refused(&mut ws, json!({"join": sid, "role": "logistics"}));
+    assert!(m.contains("which has no roles"), "{m}");
+
+    // MCP: a bad role in the query is a 400 whose error names it; no session is opened.
+    let r = rpc(
+        a,
+        "?world=enterprise&role=purchasing",
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.header("mcp-session-id").is_none());
+    let message = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("no role `purchasing`"), "{message}");
+
+    // The socket still works after the refusals.
+    let o = ws.reset(json!({"world": "enterprise", "role": "logistics", "seed": 1}));
+    assert_eq!(
+        o["observation"]["waiting_for"],
+        json!(["warehouse", "logistics"])
+    );
+}
