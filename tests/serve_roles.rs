@@ -207,3 +207,60 @@ fn bad_roles_and_joins_are_refused_naming_the_field() {
         json!(["warehouse", "logistics"])
     );
 }
+
+#[test]
+fn a_snapshot_of_a_roles_world_is_restored_as_one_role_and_joined_by_the_others() {
+    let server = served();
+    let a = &server.addr;
+    let (mut wh, sid) = warehouse(a, 6);
+    let mut lo = Ws::open(a, "");
+    lo.reset(json!({"join": sid, "role": "logistics"}));
+    wh.call("wait", json!({"hours": 4}));
+    assert_eq!(
+        lo.call("wait", json!({"hours": 4}))["data"]["hours_passed"],
+        4
+    );
+    let snap = serve_client::http(
+        a,
+        "POST",
+        "/snapshots",
+        &[],
+        json!({"session_id": sid}).to_string().as_bytes(),
+    )
+    .json();
+    let snap = snap["snapshot_id"].as_str().unwrap().to_string();
+    let mut fork = Ws::open(a, "");
+    let f = fork.send(&json!({"type": "reset", "data": {"snapshot": snap}}));
+    assert!(
+        f["data"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("reset option `role` is missing"),
+        "{f}"
+    );
+    let o = fork.reset(json!({"snapshot": snap, "role": "logistics"}));
+    assert_eq!(
+        (
+            o["observation"]["hour"].clone(),
+            o["observation"]["role"].clone()
+        ),
+        (json!(4), json!("logistics"))
+    );
+    let fsid = o["observation"]["session_id"].as_str().unwrap().to_string();
+    let mut fork_wh = Ws::open(a, "");
+    fork_wh.reset(json!({"join": fsid, "role": "warehouse"}));
+    // The fork and the original go on alike, and apart.
+    for (w, l) in [(&mut wh, &mut lo), (&mut fork_wh, &mut fork)] {
+        w.call("reorder", json!({"sku": 2, "quantity": 50}));
+        let r = l.call("hold_wave", json!({}));
+        assert_eq!(r["data"]["hours_passed"], 1, "{r}");
+    }
+    let (s, f) = (state(&mut wh), state(&mut fork_wh));
+    assert_eq!((s["hour"].clone(), f["hour"].clone()), (json!(5), json!(5)));
+    let ledger = |ws: &mut Ws| ws.call("query_ledger", json!({}))["data"].clone();
+    assert_eq!(ledger(&mut wh), ledger(&mut fork_wh));
+    assert_eq!(
+        f["calls"], 1,
+        "a fork carries none of its source's calls: {f}"
+    );
+}
