@@ -189,3 +189,30 @@ def test_a_pickled_copy_is_a_fresh_env_with_the_same_options():
     a, _ = env.reset()
     b, _ = copy.reset()
     np.testing.assert_array_equal(a["logistics"], b["logistics"])
+
+
+def test_recorded_transitions_match_the_cli_trace_for_the_same_seed_and_actions(run_cli, worlds_dir, tmp_path):
+    # The CLI's roles agents pick the actions; the Python env replays them from its trace.
+    cli = tmp_path / "cli.jsonl"
+    run_cli(
+        "run", worlds_dir / "enterprise.toml", "--agent", "warehouse=random,logistics=random",
+        "--seed", "3", "--steps", "300", "--record-transitions", "--trace", cli, "--notify", "flag",
+    )
+    cli_rows = [json.loads(line) for line in cli.read_text().splitlines()]
+    py = tmp_path / "py.jsonl"
+    env = perennial.parallel_env(
+        "perennial/Enterprise-v0", seed=3, trace=py, record_transitions=True, notify="flag"
+    )
+    obs, _ = env.reset()
+    for row in cli_rows:
+        # Each row holds the observation the action was chosen from: the one the env gave.
+        for agent in ROLES:
+            np.testing.assert_array_equal(np.asarray(row["obs"][agent], dtype=np.float32), obs[agent])
+        obs, _, _, _, _ = env.step(row["action"])
+    env.close()
+    py_rows = [json.loads(line) for line in py.read_text().splitlines()]
+    assert len(py_rows) == len(cli_rows) == 300
+    identity = ("run_id", "algorithm_id")
+    for a, b in zip(py_rows, cli_rows):
+        assert {k: v for k, v in a.items() if k not in identity} == {k: v for k, v in b.items() if k not in identity}
+    assert set(py_rows[0]["action"]) == set(py_rows[0]["obs"]) == set(ROLES)
