@@ -242,3 +242,56 @@ def test_the_mcp_sdk_speaks_stdio_to_serve_stdio(perennial_bin: Path, server: st
     assert n == 9
     _, over_http, _ = asyncio.run(_mcp_session_replies(server))
     assert replies == over_http
+
+
+@pytest.fixture(scope="module")
+def roles_server(perennial_bin: Path, worlds_dir: Path):
+    """A server of the world with roles, `enterprise`; yields its base URL."""
+    proc = subprocess.Popen(
+        [str(perennial_bin), "serve", "--port", "0", "--worlds", str(worlds_dir / "enterprise.toml")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    line = proc.stdout.readline()
+    if "http://" not in line:
+        proc.kill()
+        pytest.fail(f"the server printed no address: {line}")
+    threading.Thread(target=proc.stdout.read, daemon=True).start()
+    try:
+        yield "http://" + line.split("http://")[1].split()[0]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_two_clients_act_as_the_two_roles_of_one_world(roles_server: str):
+    _openenv()
+    from mcp import ClientSession
+    from openenv.core.generic_client import GenericEnvClient
+
+    async def go():
+        async with GenericEnvClient(base_url=roles_server) as warehouse:
+            first = await warehouse.reset(world="enterprise", role="warehouse", seed=3)
+            sid = first.observation["session_id"]
+            listed = await warehouse.step({"type": "list_tools"})
+            own = await warehouse.step(
+                {"type": "call_tool", "tool_name": "reorder", "arguments": {"sku": 1, "quantity": 50}}
+            )
+            url = f"{roles_server}/mcp?join={sid}&role=logistics"
+            async with _streamable_client()(url) as streams:
+                async with ClientSession(streams[0], streams[1]) as logistics:
+                    await logistics.initialize()
+                    tools = await logistics.list_tools()
+                    forbidden = await logistics.call_tool("expedite", {"sku": 1})
+                    hold = await logistics.call_tool("hold_wave", {})
+            state = await warehouse.state()
+            return listed, own, tools, forbidden, hold, state
+
+    listed, own, tools, forbidden, hold, state = asyncio.run(go())
+    assert [t["name"] for t in listed.observation["tools"]][:4] == ["reorder", "expedite", "repair_dock", "wait"]
+    assert own.observation["result"]["data"]["data"]["waiting_for"] == ["logistics"]
+    assert [t.name for t in tools.tools][:4] == ["choose_carrier", "prioritize_sku", "hold_wave", "wait"]
+    assert _is_error(forbidden) and _structured(forbidden)["status"] == 403
+    assert _structured(hold)["data"]["hours_passed"] == 1
+    assert state["hour"] == 1 and state["role"] == "warehouse"
