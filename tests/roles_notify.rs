@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use perennial::morpheus::roles::{DeltaScope, OpKind, tell};
+use perennial::morpheus::roles::{DeltaScope, OpKind, RoleNotify, tell};
 use perennial::regime::{Change, Notification, NotifyLevel};
 use perennial::world_file::WorldFile;
 
@@ -196,4 +196,32 @@ fn a_run_with_per_role_levels_records_them_in_its_manifest_and_notify_column() {
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(first["notify"], "delta");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_run_level_of_perennial_run_notify_caps_every_role_s_level() {
+    let w = load(&with_notify(
+        "warehouse = \"delta\"\nlogistics = \"none\"\n",
+    ))
+    .unwrap();
+    let notify: RoleNotify = w.roles.unwrap().notify;
+    let levels = |run| {
+        (
+            notify.level_of("warehouse", run),
+            notify.level_of("logistics", run),
+        )
+    };
+    use NotifyLevel::{Delta, Flag, Label, None};
+    // The world file's own run level (the highest): each role at its own.
+    assert_eq!(levels(w.notify), (Delta, None));
+    // `--notify label` is above every role: each role still at its own.
+    assert_eq!(levels(Label), (Delta, None));
+    // `--notify flag`: the warehouse learns only that a shift happened, not its delta.
+    assert_eq!(levels(Flag), (Flag, None));
+    assert_eq!(levels(None), (None, None));
+    let n = shift(Flag);
+    let told = tell(levels(Flag).0, DeltaScope::All, &WAREHOUSE, &n, || {
+        panic!("no delta is worked out for a role capped at flag")
+    });
+    assert_eq!(told.map(|t| (t.level, t.delta)), Some((Flag, Option::None)));
 }

@@ -3,8 +3,8 @@
 //!
 //! The run has one level (the trace's `notify` column): the highest of the roles' levels
 //! (`none` < `flag` < `delta` < `label`), so the harness notifies whenever some role is
-//! told something. Each role is then told at its own level, from what the run's
-//! notification carries: a `flag` role learns only that a shift happened; a `delta` role
+//! told something. Each role is then told at its own level, capped at the run's (which
+//! `perennial run --notify` may set lower), from what the run's notification carries: a `flag` role learns only that a shift happened; a `delta` role
 //! the parameters that changed (computed from the labels when the run's level is
 //! `label`); a `label` role the new label; a `none` role nothing.
 
@@ -62,9 +62,12 @@ impl RoleNotify {
             .fold(default, NotifyLevel::max)
     }
 
-    /// Role `role`'s level in a run at level `run`.
+    /// Role `role`'s level in a run at level `run`: its own, capped at the run's. The
+    /// world file's run level is the highest of the roles', so the cap only bites when
+    /// `perennial run --notify` sets the run lower: `--notify flag` tells no role more than
+    /// that a shift happened, `--notify none` tells no role anything.
     pub fn level_of(&self, role: &str, run: NotifyLevel) -> NotifyLevel {
-        self.levels.get(role).copied().unwrap_or(run)
+        self.levels.get(role).copied().unwrap_or(run).min(run)
     }
 }
 
