@@ -264,3 +264,110 @@ fn a_snapshot_of_a_roles_world_is_restored_as_one_role_and_joined_by_the_others(
         "a fork carries none of its source's calls: {f}"
     );
 }
+
+/// The tool call that asks for role index `i` of `role`: its operation, or `wait` for the
+/// no-op.
+fn call_of(file: &perennial::world_file::WorldFile, role: usize, i: usize) -> (String, Value) {
+    use perennial::morpheus::api::ToolCall;
+    use perennial::morpheus::roles::{EnterpriseParams, RoleLayout};
+    let params = file.params::<EnterpriseParams>().unwrap();
+    let layout = RoleLayout::new(&params.roles.roles[role], &params.config);
+    let op = layout.decode(i).unwrap();
+    match ToolCall::from_op(op, &params.config) {
+        Some(call) => (call.tool().as_str().to_string(), call.arguments()),
+        None => ("wait".to_string(), json!({"hours": 1})),
+    }
+}
+
+#[test]
+fn two_served_roles_replaying_the_roles_agent_s_decisions_leave_its_trace() {
+    let dir = std::env::temp_dir().join(format!("perennial-serve-roles-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cli = dir.join("cli.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args([
+            "run",
+            ENTERPRISE,
+            "--agent",
+            "warehouse=random,logistics=random",
+        ])
+        .args([
+            "--seed",
+            "7",
+            "--steps",
+            "120",
+            "--record-transitions",
+            "--trace",
+        ])
+        .arg(&cli)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Value> = std::fs::read_to_string(&cli)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let file = perennial::world_file::WorldFile::parse(
+        &std::fs::read_to_string(ENTERPRISE).unwrap(),
+        std::path::Path::new(ENTERPRISE),
+    )
+    .unwrap();
+
+    let runs = dir.join("runs");
+    let server = Server::start(&["--worlds", ENTERPRISE, "--runs", runs.to_str().unwrap()]);
+    let (mut wh, sid) = warehouse(&server.addr, 7);
+    let mut lo = Ws::open(&server.addr, "");
+    lo.reset(json!({"join": sid, "role": "logistics"}));
+    for row in &rows {
+        for (r, ws) in [(0, &mut wh), (1, &mut lo)] {
+            let role = ["warehouse", "logistics"][r];
+            let index = row["action"][role].as_u64().unwrap() as usize;
+            let (name, arguments) = call_of(&file, r, index);
+            let reply = ws.call(&name, arguments);
+            assert_eq!(reply["status"], 200, "{reply}");
+        }
+    }
+    wh.close();
+    lo.close();
+    // The last role's socket ends the world's last session, which closes its trace.
+    let trace = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.to_string_lossy();
+            name.ends_with(".jsonl") && !name.contains(".events.")
+        })
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let served: Vec<Value> = loop {
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let complete = text.lines().count() >= rows.len() && text.ends_with('\n');
+        if complete || std::time::Instant::now() > deadline {
+            break text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    drop(server);
+    assert_eq!(served.len(), rows.len());
+    let strip = |row: &Value| {
+        let mut row = row.clone();
+        let m = row.as_object_mut().unwrap();
+        for key in ["run_id", "algorithm_id", "obs", "action"] {
+            m.remove(key);
+        }
+        row
+    };
+    for (s, c) in served.iter().zip(&rows) {
+        assert_eq!(strip(s), strip(c), "step {}", c["step"]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
