@@ -64,19 +64,25 @@ _FORMS = ("openai", "mcp")
 _OBS_FORMATS = ("text", "json")
 
 
-def tools(world: Union[str, os.PathLike] = DEFAULT_WORLD, form: str = "openai") -> list:
+def tools(
+    world: Union[str, os.PathLike] = DEFAULT_WORLD, form: str = "openai", role: Optional[str] = None
+) -> list:
     """The tools of an enterprise world file (a path, a shipped name or a registered id):
     ``form="openai"`` gives OpenAI Chat Completions function tools in strict form (every
     field required, ``additionalProperties: false``, ``enum`` for indices and quantities),
     ``form="mcp"`` MCP ``Tool`` objects (``name``, ``description``, ``inputSchema``); one
-    definition, both forms. The indices and quantities are the world's own layout.
+    definition, both forms. The indices and quantities are the world's own layout. In a
+    world with roles (``perennial/Enterprise-v0``) ``role`` names the role whose tools
+    these are: its operations (logistics: ``choose_carrier``, ``prioritize_sku``,
+    ``hold_wave``), ``wait`` and the queries.
 
-    Raises ``ValueError`` for another form or a world that is not the enterprise world, and
+    Raises ``ValueError`` for another form, a world that is not the enterprise world, a
+    missing or unknown ``role`` in a world with roles or a ``role`` in a world without, and
     ``perennial.WorldFileError`` for a world file that cannot be used.
     """
     if form not in _FORMS:
         raise ValueError(f"form={form!r}; use \"openai\" or \"mcp\"")
-    return json.loads(_core.tools(resolve(world), form))
+    return json.loads(_core.tools(resolve(world), form, role))
 
 
 def action_call(world: Union[str, os.PathLike], action: int) -> tuple:

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use serde_json::Value;
 
 use perennial::morpheus::api::{self, Desk as CoreDesk, DeskOptions, Hour, Stepper, ToolCall};
+use perennial::morpheus::roles::EnterpriseEnv;
 use perennial::morpheus::{Morpheus, MorpheusConfig, Op};
 
 use crate::run::{Run, to_py};
@@ -161,11 +162,48 @@ fn layout(py: Python<'_>, world: &str) -> PyResult<MorpheusConfig> {
     }
 }
 
-/// The tools of the world file `world` as a JSON list, in `form` "openai" or "mcp".
+/// The tools of the world file `world` as a JSON list, in `form` "openai" or "mcp"; in a
+/// world with roles, those of role `role` (which it must name).
 #[pyfunction]
-#[pyo3(signature = (world, form = "openai"))]
-pub(crate) fn tools(py: Python<'_>, world: &str, form: &str) -> PyResult<String> {
-    guarded(|| catalogue_json(&api::Catalogue::of(&layout(py, world)?), form))
+#[pyo3(signature = (world, form = "openai", role = None))]
+pub(crate) fn tools(
+    py: Python<'_>,
+    world: &str,
+    form: &str,
+    role: Option<&str>,
+) -> PyResult<String> {
+    guarded(|| {
+        let file = load_world(py, world)?;
+        let built = crate::world::build_world(&file, crate::pyworld::registry())
+            .map_err(crate::build_error)?;
+        let any = built.as_ref().world_any();
+        if let Some(env) = any.downcast_ref::<EnterpriseEnv>() {
+            let roles = env.roles();
+            let Some(role) = role else {
+                return Err(PyValueError::new_err(format!(
+                    "role=None: this world is run by several roles; name one: {}",
+                    roles.names().join(", ")
+                )));
+            };
+            let desks = api::RoleDesks::new(env.world().config(), DeskOptions::default(), roles);
+            let r = desks
+                .position(role)
+                .map_err(|e| PyValueError::new_err(format!("role={role:?}: {e}")))?;
+            let catalogue = desks
+                .catalogue(r)
+                .ok_or_else(|| not_enterprise(file.kind()))?;
+            return catalogue_json(catalogue, form);
+        }
+        let Some(m) = any.downcast_ref::<Morpheus>() else {
+            return Err(not_enterprise(file.kind()));
+        };
+        if let Some(role) = role {
+            return Err(PyValueError::new_err(format!(
+                "role={role:?}: this world has no roles; leave role out"
+            )));
+        }
+        catalogue_json(&api::Catalogue::of(m.config()), form)
+    })
 }
 
 /// The tool call that does what action index `action` does in the world file `world`:

@@ -102,6 +102,31 @@ def test_tools_follow_the_layout_and_refuse_other_worlds(tmp_path):
         llm.call(perennial.make("cartpole.toml"), "wait", {"hours": 1})
 
 
+def test_each_role_of_a_world_with_roles_gets_its_own_tools_as_strict_mcp_tools():
+    types = pytest.importorskip("mcp.types")
+    names = lambda tools: [t["function"]["name"] for t in tools]  # noqa: E731
+    queries = ["query_inventory", "query_orders", "query_ledger", "query_carriers"]
+    logistics = llm.tools("perennial/Enterprise-v0", role="logistics")
+    assert names(logistics) == ["choose_carrier", "prioritize_sku", "hold_wave", "wait", *queries]
+    assert names(llm.tools("enterprise.toml", role="warehouse")) == [
+        "reorder", "expedite", "repair_dock", "wait", *queries
+    ]
+    by_name = {t["function"]["name"]: t["function"] for t in logistics}
+    assert by_name["prioritize_sku"]["parameters"]["properties"]["sku"]["enum"] == list(range(8))
+    assert by_name["hold_wave"]["parameters"] == {
+        "type": "object", "properties": {}, "required": [], "additionalProperties": False
+    }
+    for tool in llm.tools("enterprise.toml", form="mcp", role="logistics"):
+        assert types.Tool.model_validate(tool).name == tool["name"]
+    with pytest.raises(ValueError, match="name one: warehouse, logistics"):
+        llm.tools("enterprise.toml")
+    with pytest.raises(ValueError, match="no role `sales`"):
+        llm.tools("enterprise.toml", role="sales")
+    with pytest.raises(ValueError, match="has no roles"):
+        llm.tools("warehouse.toml", role="logistics")
+    assert "hold_wave" not in names(llm.tools("warehouse.toml"))
+
+
 def test_the_reply_table(tmp_path):
     env = perennial.make("warehouse.toml", seed=3)
     env.reset()
