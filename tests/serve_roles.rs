@@ -371,3 +371,19 @@ fn two_served_roles_replaying_the_roles_agent_s_decisions_leave_its_trace() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn stdio_refuses_a_world_with_roles_and_says_to_serve_it_over_http() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args(["serve", "--stdio", "enterprise", "--worlds", ENTERPRISE])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--stdio enterprise: a world with roles needs one session per role"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}

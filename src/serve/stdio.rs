@@ -22,6 +22,11 @@ pub fn serve_stdio(world: &str, seed: u64, options: &ServeOptions) -> Result<(),
         options.idle_timeout,
         options.runs.clone(),
     );
+    if sessions.worlds.get(world).is_ok_and(|w| w.roles.is_some()) {
+        return Err(ServeError::Option(format!(
+            "--stdio {world}: a world with roles needs one session per role, and stdio serves one; serve it over HTTP (`perennial serve --worlds FILE`), where each role's session joins the first"
+        )));
+    }
     let (sid, seat) = sessions
         .open(Opener::Mcp)
         .map_err(|e| ServeError::Option(e.to_string()))?;
