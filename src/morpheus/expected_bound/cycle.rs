@@ -78,15 +78,15 @@ pub(super) fn cycle_stock(market: &Market<'_>, i: usize, offered: f64) -> f64 {
             out[u] = out[u].min(out[u - 1] + step);
         }
     };
-    // cost[hour][j][w]: κ, the expected least cost of the order of `hour` of the day,
+    // cost[j][w][hour]: κ, the expected least cost of the order of `hour` of the day,
     // `j` hours after a receipt and `w` (at most `reach`) before the next.
-    let mut cost = vec![vec![vec![0.0; reach + 1]; LONGEST_GAP + 1]; 24];
+    let mut cost = vec![vec![vec![0.0; 24]; reach + 1]; LONGEST_GAP + 1];
     let mut scratch = Vec::with_capacity(sizes + 1);
-    for j in 1..=LONGEST_GAP {
-        for w in 1..=reach {
+    for (j, row) in cost.iter_mut().enumerate().skip(1) {
+        for (w, cell) in row.iter_mut().enumerate().skip(1) {
             least(j, w, &mut scratch);
-            for (hour, p) in masses.iter().enumerate() {
-                cost[hour][j][w] = p.iter().zip(&scratch).map(|(p, c)| p * c).sum();
+            for (c, p) in cell.iter_mut().zip(&masses) {
+                *c = p.iter().zip(&scratch).map(|(p, c)| p * c).sum();
             }
         }
     }
@@ -97,7 +97,7 @@ pub(super) fn cycle_stock(market: &Market<'_>, i: usize, offered: f64) -> f64 {
             (0..=LONGEST_GAP)
                 .map(|len| {
                     (1..len)
-                        .map(|j| cost[(start + j) % 24][j][(len - j).min(reach)])
+                        .map(|j| cost[j][(len - j).min(reach)][(start + j) % 24])
                         .sum()
                 })
                 .collect()
@@ -105,8 +105,9 @@ pub(super) fn cycle_stock(market: &Market<'_>, i: usize, offered: f64) -> f64 {
         .collect();
     // Every hour of a longer gap from its LONGEST_GAP-th on, but its last `reach`, costs
     // at least this.
-    let tail = (0..24)
-        .map(|hour| cost[hour][LONGEST_GAP][reach])
+    let tail = cost[LONGEST_GAP][reach]
+        .iter()
+        .copied()
         .fold(f64::INFINITY, f64::min);
     let value = |price: f64| least_rate(&gap, tail, reach, price) - price * receipts;
     // The bound holds at every price; search the best one (golden section: the value is
@@ -155,16 +156,14 @@ fn least_rate(gap: &[Vec<f64>], tail: f64, reach: usize, price: f64) -> f64 {
             }
         }
         for m in 0..24 {
-            for a in 0..24 {
-                let via = d[a][m];
+            let through = d[m];
+            for row in d.iter_mut() {
+                let via = row[m];
                 if via.is_infinite() {
                     continue;
                 }
-                for b in 0..24 {
-                    let w = via + d[m][b];
-                    if w < d[a][b] {
-                        d[a][b] = w;
-                    }
+                for (cell, next) in row.iter_mut().zip(through) {
+                    *cell = cell.min(via + next);
                 }
             }
         }
