@@ -131,7 +131,8 @@
 //!    - ships from stock received at or before `t − j`: at least `r_i·U·(j − F)⁺`; or
 //!    - waits for the next receipt: at least `g(U, min(k, ℓ + 1))`, `ℓ =
 //!      ⌈supplier_lead_time·lead_time⌉` (a purchase order placed after the hour's order
-//!      arrives `ℓ + 1` hours later at the earliest); or
+//!      arrives `ℓ + 1` hours later at the earliest; `ℓ + 1` counts as at most 96, to bound
+//!      the work); or
 //!    - ships from a purchase order expedited after it was placed. An expedite at `e`
 //!      brings an order due at `η ≥ t + k` to `e + ⌊(η − e)/2⌋ ≥ t + ⌈k/2⌉` (one placed
 //!      after `t` to at least `t + 1 + ⌊ℓ/2⌋`), and costs `expedite_fee`, at least
