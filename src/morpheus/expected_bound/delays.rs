@@ -17,11 +17,22 @@ pub(super) fn supplier_delay_loss(
     spiked: f64,
     demand: &[f64],
 ) -> f64 {
-    let (cfg, k) = (market.cfg, market.k);
-    let p = k.probability(k.supplier_delay_rate);
+    let cfg = market.cfg;
     let skus: Vec<usize> = (0..cfg.skus)
         .filter(|i| i % cfg.suppliers.max(1) == j)
         .collect();
+    let apart: f64 = skus
+        .iter()
+        .map(|&i| delay_loss(market, &[i], spiked, demand))
+        .sum();
+    apart.max(delay_loss(market, &skus, spiked, demand))
+}
+
+/// Step 5's loss for the orders of `skus`, served from their stock: for one SKU, from its
+/// own; for several, from stock pooled at the cheapest holding and the largest saving.
+fn delay_loss(market: &Market<'_>, skus: &[usize], spiked: f64, demand: &[f64]) -> f64 {
+    let (cfg, k) = (market.cfg, market.k);
+    let p = k.probability(k.supplier_delay_rate);
     if p <= 0.0 || skus.is_empty() {
         return 0.0;
     }
