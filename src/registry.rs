@@ -151,11 +151,9 @@ impl std::error::Error for BuildError {
     }
 }
 
-impl From<WorldFileError> for BuildError {
-    fn from(e: WorldFileError) -> Self {
-        BuildError::World(e)
-    }
-}
+crate::error_from::wrap_errors!(BuildError {
+    WorldFileError => World,
+});
 
 /// A registered kind, type-erased: what the CLI, sweeps and the Python package call. What
 /// loading a world file asks of its kind ([`KindRules`]: parameters, reward signals,

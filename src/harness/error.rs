@@ -115,17 +115,10 @@ impl std::error::Error for HarnessError {
     }
 }
 
-impl From<CheckpointError> for HarnessError {
-    fn from(e: CheckpointError) -> Self {
-        HarnessError::Checkpoint(e)
-    }
-}
-
-impl From<TraceError> for HarnessError {
-    fn from(e: TraceError) -> Self {
-        HarnessError::Trace(e)
-    }
-}
+crate::error_from::wrap_errors!(HarnessError {
+    CheckpointError => Checkpoint,
+    TraceError => Trace,
+});
 
 impl From<StepError> for HarnessError {
     fn from(e: StepError) -> Self {

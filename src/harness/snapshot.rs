@@ -164,11 +164,9 @@ impl std::error::Error for SnapshotError {
     }
 }
 
-impl From<HarnessError> for SnapshotError {
-    fn from(e: HarnessError) -> Self {
-        SnapshotError::Harness(e)
-    }
-}
+crate::error_from::wrap_errors!(SnapshotError {
+    HarnessError => Harness,
+});
 
 impl Snapshot {
     /// The snapshot of the run saved in `checkpoint`, with its agent.
