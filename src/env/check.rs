@@ -228,6 +228,14 @@ impl Step {
     fn done(&self) -> bool {
         self.terminated || self.truncated
     }
+
+    /// Appends the step of `t` to `out`; true when it ended the episode.
+    fn push<O: Observation>(out: &mut Vec<Step>, t: &Transition<O>) -> bool {
+        let step = Step::of(t);
+        let done = step.done();
+        out.push(step);
+        done
+    }
 }
 
 fn bits(obs: &[f32]) -> Vec<u32> {
@@ -312,10 +320,7 @@ fn trajectory<E: Env<Action = usize>>(
                 ));
             }
         }
-        let step = Step::of(&t);
-        let done = step.done();
-        out.push(step);
-        if done {
+        if Step::push(&mut out, &t) {
             break;
         }
     }
@@ -369,10 +374,7 @@ fn steps_from<E: Env<Action = usize>>(
             step: (offset + i) as u64,
             message: format!("step with the in-space action {a} failed: {e}"),
         })?;
-        let step = Step::of(&t);
-        let done = step.done();
-        out.push(step);
-        if done {
+        if Step::push(&mut out, &t) {
             break;
         }
     }
