@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::traced::Traced;
-use common::{Scratch, cli, fails_with, path, run, text};
+use common::{Scratch, fails_with, path, run, text};
 use perennial::agents::{BaseStockAgent, BaseStockParams};
 use perennial::episodes::{
     AdvantageEstimator, Episode, ExportOptions, RecordedToolCall, TranscriptCall, TranscriptReader,
@@ -337,23 +337,33 @@ fn base_stock_trace(dir: &Scratch, steps: &str) -> PathBuf {
     trace
 }
 
+/// `perennial episodes TRACE --render text --out OUT`, as arguments.
+fn render<'a>(trace: &'a Path, out: &'a Path) -> [&'a str; 6] {
+    [
+        "episodes",
+        path(trace),
+        "--render",
+        "text",
+        "--out",
+        path(out),
+    ]
+}
+
 #[test]
 fn render_text_tells_a_base_stock_run_as_tool_calls() {
     let dir = Scratch::new("llm-episodes-render");
     let trace = base_stock_trace(&dir, "400");
     let (out, transcript) = (dir.join("sft.jsonl"), dir.join("base.transcript.jsonl"));
     let o = run(&[
-        "episodes",
-        path(&trace),
-        "--render",
-        "text",
-        "--out",
-        path(&out),
-        "--transcript-out",
-        path(&transcript),
-        "--chunk-steps",
-        "100",
-    ]);
+        &render(&trace, &out)[..],
+        &[
+            "--transcript-out",
+            path(&transcript),
+            "--chunk-steps",
+            "100",
+        ],
+    ]
+    .concat());
     assert!(
         text(&o.stdout).contains("4 episodes (400 steps)"),
         "{}",
@@ -415,20 +425,8 @@ fn a_replay_that_does_not_reproduce_the_trace_names_the_step() {
     lines[17] = row.to_string();
     std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
     let out = dir.join("sft.jsonl");
-    let o = cli(&[
-        "episodes",
-        path(&trace),
-        "--render",
-        "text",
-        "--out",
-        path(&out),
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = text(&o.stderr);
-    assert!(
-        err.contains("step 17") && err.contains("base.jsonl"),
-        "{err}"
-    );
+    let err = fails_with(&render(&trace, &out), 2, "step 17");
+    assert!(err.contains("base.jsonl"), "{err}");
     assert!(!out.exists());
     // The trace, its events table and its manifest (and the manifest's lock file).
     let left = std::fs::read_dir(dir.path())
@@ -450,16 +448,6 @@ fn render_refuses_a_trace_without_a_manifest_or_actions() {
     let trace = base_stock_trace(&dir, "20");
     let out = dir.join("sft.jsonl");
     std::fs::remove_file(dir.join("base.manifest.json")).unwrap();
-    fn render<'a>(trace: &'a Path, out: &'a Path) -> [&'a str; 6] {
-        [
-            "episodes",
-            path(trace),
-            "--render",
-            "text",
-            "--out",
-            path(out),
-        ]
-    }
     fails_with(&render(&trace, &out), 2, "no run manifest");
     let bare = dir.join("bare.jsonl");
     run(&[
