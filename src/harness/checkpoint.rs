@@ -118,6 +118,7 @@ impl Checkpoint {
             return Err(CheckpointError::Version {
                 path: path.to_path_buf(),
                 found: ckpt.version,
+                supported: CHECKPOINT_VERSION,
             });
         }
         let found = ckpt.seal()?;

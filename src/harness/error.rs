@@ -168,6 +168,9 @@ pub enum CheckpointError {
         path: PathBuf,
         /// The version it holds.
         found: u32,
+        /// The version this perennial resumes
+        /// ([`CHECKPOINT_VERSION`](super::CHECKPOINT_VERSION)).
+        supported: u32,
     },
     /// The checkpoint's content does not digest to its seal: it was edited or damaged.
     Seal {
@@ -268,11 +271,14 @@ impl fmt::Display for CheckpointError {
                 "{}: not a perennial checkpoint ({source}); pass the file written by --checkpoint-every",
                 path.display()
             ),
-            CheckpointError::Version { path, found } => write!(
+            CheckpointError::Version {
+                path,
+                found,
+                supported,
+            } => write!(
                 f,
-                "{}: checkpoint version {found} cannot be resumed by this perennial (version {})",
-                path.display(),
-                super::checkpoint::CHECKPOINT_VERSION
+                "{}: checkpoint version {found} cannot be resumed by this perennial (version {supported})",
+                path.display()
             ),
             CheckpointError::Seal {
                 path,
