@@ -106,18 +106,7 @@ fn refuses_agents(agents: &str, message: &str) {
 
 #[test]
 fn a_roles_run_writes_one_row_per_hour_with_the_team_reward() {
-    let dir = Scratch::new("roles");
-    let trace = dir.join("t.jsonl");
-    run(&[
-        "run",
-        "worlds/enterprise.toml",
-        "--agent",
-        "warehouse=base-stock,logistics=random",
-        "--steps",
-        "500",
-        "--trace",
-        path(&trace),
-    ]);
+    let (_dir, trace) = roles_trace("jsonl", 500, &[]);
     let text = std::fs::read_to_string(&trace).unwrap();
     assert_eq!(text.lines().count(), 500);
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
@@ -212,18 +201,23 @@ fn a_parquet_roles_trace_has_a_role_rewards_struct_and_reads_it_back() {
     assert_role_rewards_read_back(&trace, 200);
 }
 
-#[test]
-fn a_trace_of_a_world_without_roles_has_no_role_rewards() {
-    let dir = Scratch::new("noroles");
-    let trace = dir.join("t.jsonl");
+/// 20 hours of the shipped warehouse world, a world without roles, traced to `trace`.
+fn warehouse_trace(trace: &Path) {
     run(&[
         "run",
         "worlds/warehouse.toml",
         "--steps",
         "20",
         "--trace",
-        path(&trace),
+        path(trace),
     ]);
+}
+
+#[test]
+fn a_trace_of_a_world_without_roles_has_no_role_rewards() {
+    let dir = Scratch::new("noroles");
+    let trace = dir.join("t.jsonl");
+    warehouse_trace(&trace);
     let text = std::fs::read_to_string(&trace).unwrap();
     assert!(!text.contains("role_rewards"));
     let rows: Vec<_> = perennial::trace::TraceReader::open(&[&trace])
@@ -294,14 +288,7 @@ fn eval_role_refuses_an_unknown_role_or_a_trace_without_roles_naming_the_flag() 
     );
     assert!(err.contains("its roles are logistics, warehouse"), "{err}");
     let single = dir.join("single.jsonl");
-    run(&[
-        "run",
-        "worlds/warehouse.toml",
-        "--steps",
-        "20",
-        "--trace",
-        path(&single),
-    ]);
+    warehouse_trace(&single);
     let out = cli(&["eval", path(&single), "--role", "warehouse"]);
     assert_eq!(out.status.code(), Some(2));
     let err = common::text(&out.stderr);
