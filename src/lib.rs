@@ -14,6 +14,7 @@ mod config;
 pub mod dyn_env;
 pub mod env;
 pub mod episodes;
+mod error_from;
 pub mod eval;
 pub mod example;
 pub mod fork;

@@ -34,6 +34,7 @@ use crate::dyn_env::DynEnv;
 use crate::env::Env;
 use crate::harness::{
     Agent, AgentStart, Checkpoint, DynHarness, DynRestored, Harness, HarnessConfig, Snapshot,
+    SnapshotError,
 };
 use crate::morpheus::{self, Morpheus, MorpheusConfig};
 use crate::regime::{NotifyLevel, ParamInfo, RegimeProbe, Shiftable, validate_conditions};
@@ -126,15 +127,15 @@ pub enum BuildError {
     World(WorldFileError),
     /// The agent is unknown or its options are wrong.
     Agent(AgentError),
-    /// The checkpoint does not fit the world or agent.
-    Checkpoint(String),
+    /// The checkpoint or snapshot does not fit the world or agent.
+    Checkpoint(SnapshotError),
 }
 
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BuildError::World(e) => write!(f, "{e}"),
-            BuildError::Checkpoint(m) => f.write_str(m),
+            BuildError::Checkpoint(e) => write!(f, "{e}"),
             BuildError::Agent(e) => write!(f, "{e}"),
         }
     }
@@ -145,16 +146,14 @@ impl std::error::Error for BuildError {
         match self {
             BuildError::World(e) => Some(e),
             BuildError::Agent(e) => Some(e),
-            BuildError::Checkpoint(_) => None,
+            BuildError::Checkpoint(e) => Some(e),
         }
     }
 }
 
-impl From<WorldFileError> for BuildError {
-    fn from(e: WorldFileError) -> Self {
-        BuildError::World(e)
-    }
-}
+crate::error_from::wrap_errors!(BuildError {
+    WorldFileError => World,
+});
 
 /// A registered kind, type-erased: what the CLI, sweeps and the Python package call. What
 /// loading a world file asks of its kind ([`KindRules`]: parameters, reward signals,
@@ -406,12 +405,12 @@ impl<K: WorldKind> Kind for Entry<K> {
         // loads the checkpoint's state.
         let baseline = request.follow_world.then(|| env.snapshot());
         let mut harness = Harness::resume(env, agent, checkpoint, None)
-            .map_err(|e| BuildError::Checkpoint(e.to_string()))?;
+            .map_err(|e| BuildError::Checkpoint(e.into()))?;
         if let Some(baseline) = baseline {
             let scheduler = scheduler_of(request)?;
             harness = harness
                 .follow_world(scheduler, baseline)
-                .map_err(|e| BuildError::Checkpoint(e.to_string()))?;
+                .map_err(|e| BuildError::Checkpoint(e.into()))?;
         }
         Ok(Box::new(harness.publish_regime(probe)))
     }
@@ -429,7 +428,7 @@ impl<K: WorldKind> Kind for Entry<K> {
             ..snapshot.config().clone()
         };
         let mut harness = Harness::restore(env, agent, snapshot, start)
-            .map_err(|e| BuildError::Checkpoint(e.to_string()))?
+            .map_err(BuildError::Checkpoint)?
             .config(config)
             .publish_regime(probe);
         if let Some(id) = &request.run_id {

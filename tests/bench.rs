@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{Scratch, fails_with, path, run};
+use common::{Scratch, each_f64, each_str, fails_with, path, run};
 
 /// A copy of the shipped CartPole suite in `dir/suite/`, with `steps` and `seeds` (a TOML
 /// list) in place of its budget: a full run of it is cheap.
@@ -102,21 +102,11 @@ fn same_seeds_give_the_same_results_and_table_bit_for_bit() {
     .unwrap();
     assert_eq!(json["smoke"], true);
     assert_eq!(json["seeds"], serde_json::json!([0, 1]));
-    let kinds: Vec<&str> = json["references"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["kind"].as_str().unwrap())
-        .collect();
+    let kinds: Vec<&str> = each_str(&json["references"], "kind");
     assert_eq!(kinds, ["random", "best-fixed", "oracle"]);
     check_plasticity_columns(&dir);
     // Each fixed policy ran with its own options: their means differ.
-    let means: Vec<f64> = json["references"][1]["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["mean"].as_f64().unwrap())
-        .collect();
+    let means: Vec<f64> = each_f64(&json["references"][1]["candidates"], "mean");
     assert_eq!(means.len(), 7);
     assert!(means.windows(2).any(|w| w[0] != w[1]), "{means:?}");
 }
@@ -224,12 +214,7 @@ fn every_notify_track_is_a_row_of_its_own() {
         path(&dir.join("r")),
     ]);
     let table: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
-    let tracks: Vec<&str> = table["sections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["track"].as_str().unwrap())
-        .collect();
+    let tracks: Vec<&str> = each_str(&table["sections"], "track");
     assert_eq!(tracks, ["none", "label"]);
     assert!(out.join("results/cartpole-drift.label.ppo.json").is_file());
 }

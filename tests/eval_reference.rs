@@ -9,7 +9,7 @@ use perennial::eval::{
 use serde_json::{Value, json};
 
 mod common;
-use common::{TempPath, cli, run};
+use common::{TempPath, cli, each_f64, run};
 
 /// One run from step 0: consecutive intervals, each a label and its rewards.
 fn trace(run: &str, algorithm: &str, seed: u64, intervals: &[(&str, &[f64])]) -> TempPath {
@@ -355,12 +355,7 @@ fn base_stock_against_itself_has_regret_zero_and_against_random_differs() {
     // Random measured against base-stock on the same seed: the two policies earn
     // different rewards, so the regret is not zero.
     let json = eval_json(&[random.to_str().unwrap(), "--reference", b]);
-    let regrets: Vec<f64> = json["runs"][0]["intervals"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["regret"].as_f64().unwrap())
-        .collect();
+    let regrets: Vec<f64> = each_f64(&json["runs"][0]["intervals"], "regret");
     assert!(regrets.iter().any(|&r| r != 0.0), "{regrets:?}");
 }
 

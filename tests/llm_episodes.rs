@@ -6,35 +6,25 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::{Scratch, cli, path, run, text};
+use common::traced::Traced;
+use common::{Scratch, fails_with, path, run, text};
 use perennial::agents::{BaseStockAgent, BaseStockParams};
 use perennial::episodes::{
     AdvantageEstimator, Episode, ExportOptions, RecordedToolCall, TranscriptCall, TranscriptReader,
     TranscriptWriter, export, export_calls, read_episodes,
 };
-use perennial::harness::{Agent, Harness, HarnessConfig, HarnessError};
-use perennial::morpheus::api::{Desk, DeskOptions, Hour, Stepper, ToolCall, render_text};
+use perennial::harness::{Agent, Harness, HarnessConfig};
+use perennial::morpheus::api::{Desk, DeskOptions, Stepper, ToolCall, render_text};
 use perennial::morpheus::{Morpheus, MorpheusConfig, Op, default_reward_spec};
 use perennial::trace::{TraceFormat, TraceReader};
 use serde_json::{Value, json};
 
-/// The harness as a [`Stepper`]: every hour a trace row.
-struct Traced(Harness<Morpheus, BaseStockAgent>);
-
-impl Stepper for Traced {
-    type Error = HarnessError;
-
-    fn world(&self) -> &Morpheus {
-        self.0.env()
-    }
-
-    fn step_hour(&mut self, action: usize) -> Result<Hour, HarnessError> {
-        let o = self.0.step_with(action)?;
-        Ok(Hour {
-            reward: o.reward,
-            ended: !o.go_on,
-        })
-    }
+/// [`scripted_run`] into `llm.jsonl` and `llm.transcript.jsonl` in `dir`: the trace, the
+/// transcript and the number of calls.
+fn scripted(dir: &Scratch, hours: u64) -> (PathBuf, PathBuf, u64) {
+    let (trace, transcript) = (dir.join("llm.jsonl"), dir.join("llm.transcript.jsonl"));
+    let calls = scripted_run(&trace, &transcript, hours);
+    (trace, transcript, calls)
 }
 
 /// A scripted model for `hours` hours: base-stock's decisions as tool calls, with a query,
@@ -135,8 +125,7 @@ fn trace_rewards(trace: &Path) -> BTreeMap<u64, f64> {
 #[test]
 fn each_model_call_is_one_step_with_the_conversation_up_to_it() {
     let dir = Scratch::new("llm-episodes-calls");
-    let (trace, transcript) = (dir.join("llm.jsonl"), dir.join("llm.transcript.jsonl"));
-    let calls = scripted_run(&trace, &transcript, 120);
+    let (trace, transcript, calls) = scripted(&dir, 120);
     let out = dir.join("episodes.jsonl");
     let summary = export_calls(&[&trace], &[&transcript], &out, &ExportOptions::default()).unwrap();
     assert_eq!(summary.steps, calls);
@@ -191,8 +180,7 @@ fn each_model_call_is_one_step_with_the_conversation_up_to_it() {
 #[test]
 fn chunks_and_advantages_group_calls_by_the_row_of_their_last_hour() {
     let dir = Scratch::new("llm-episodes-chunks");
-    let (trace, transcript) = (dir.join("llm.jsonl"), dir.join("llm.transcript.jsonl"));
-    let calls = scripted_run(&trace, &transcript, 200);
+    let (trace, transcript, calls) = scripted(&dir, 200);
     let out = dir.join("episodes.jsonl");
     let options = ExportOptions {
         chunk_steps: Some(50),
@@ -229,21 +217,24 @@ fn chunks_and_advantages_group_calls_by_the_row_of_their_last_hour() {
 #[test]
 fn a_transcript_of_another_run_or_past_the_trace_names_its_file_and_line() {
     let dir = Scratch::new("llm-episodes-errors");
-    let (trace, transcript) = (dir.join("llm.jsonl"), dir.join("llm.transcript.jsonl"));
-    scripted_run(&trace, &transcript, 30);
+    let (trace, transcript, _) = scripted(&dir, 30);
     let out = dir.join("episodes.jsonl");
     let lines: Vec<String> = std::fs::read_to_string(&transcript)
         .unwrap()
         .lines()
         .map(str::to_string)
         .collect();
-    let other = dir.join("other.transcript.jsonl");
+    // Writes `lines` as the transcript `name` and exports the trace with it.
+    let export_with = |name: &str, lines: &[String]| {
+        let path = dir.join(name);
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        export_calls(&[&trace], &[&path], &out, &ExportOptions::default())
+    };
     let renamed: Vec<String> = lines
         .iter()
         .map(|l| l.replace("\"run_id\":\"llm\"", "\"run_id\":\"someone-else\""))
         .collect();
-    std::fs::write(&other, renamed.join("\n") + "\n").unwrap();
-    let e = export_calls(&[&trace], &[&other], &out, &ExportOptions::default())
+    let e = export_with("other.transcript.jsonl", &renamed)
         .unwrap_err()
         .to_string();
     assert!(
@@ -252,41 +243,35 @@ fn a_transcript_of_another_run_or_past_the_trace_names_its_file_and_line() {
     );
     assert!(!out.exists());
 
-    let long = dir.join("long.transcript.jsonl");
-    let mut last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
-    last["call"] = Value::from(last["call"].as_u64().unwrap() + 1);
-    last["step"] = Value::from(30);
-    last["hours"] = Value::from(2);
-    let mut more = lines.clone();
-    more.push(last.to_string());
-    std::fs::write(&long, more.join("\n") + "\n").unwrap();
-    let e = export_calls(&[&trace], &[&long], &out, &ExportOptions::default())
+    let more = with_call_after(&lines, 30, 2);
+    let e = export_with("long.transcript.jsonl", &more)
         .unwrap_err()
         .to_string();
     let at = format!("long.transcript.jsonl:{}: `step`", more.len());
     assert!(e.contains(&at) && e.contains("past the trace"), "{e}");
 
-    let bad = dir.join("bad.transcript.jsonl");
     let mut broken = lines.clone();
     broken[2] = broken[2].replace("\"hours\":", "\"hours\":\"x\",\"_\":");
-    std::fs::write(&bad, broken.join("\n") + "\n").unwrap();
-    let e = export_calls(&[&trace], &[&bad], &out, &ExportOptions::default())
+    let e = export_with("bad.transcript.jsonl", &broken)
         .unwrap_err()
         .to_string();
     assert!(e.contains("bad.transcript.jsonl:3: `hours`"), "{e}");
 
     // A query after the last hour earns nothing and is left out, counted.
-    let after = dir.join("after.transcript.jsonl");
-    let mut query: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
-    query["call"] = Value::from(query["call"].as_u64().unwrap() + 1);
-    query["step"] = Value::from(30);
-    query["hours"] = Value::from(0);
-    let mut more = lines.clone();
-    more.push(query.to_string());
-    std::fs::write(&after, more.join("\n") + "\n").unwrap();
-    let summary = export_calls(&[&trace], &[&after], &out, &ExportOptions::default()).unwrap();
+    let summary = export_with("after.transcript.jsonl", &with_call_after(&lines, 30, 0)).unwrap();
     assert_eq!(summary.calls_after_end, 1);
     assert_eq!(summary.steps as usize, lines.len());
+}
+
+/// The transcript `lines` with one more call after the last: at `step`, waiting `hours`.
+fn with_call_after(lines: &[String], step: u64, hours: u64) -> Vec<String> {
+    let mut call: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    call["call"] = Value::from(call["call"].as_u64().unwrap() + 1);
+    call["step"] = Value::from(step);
+    call["hours"] = Value::from(hours);
+    let mut more = lines.to_vec();
+    more.push(call.to_string());
+    more
 }
 
 /// The keys and types rLLM's `Step.from_dict`, `Trajectory.from_dict` and
@@ -352,23 +337,33 @@ fn base_stock_trace(dir: &Scratch, steps: &str) -> PathBuf {
     trace
 }
 
+/// `perennial episodes TRACE --render text --out OUT`, as arguments.
+fn render<'a>(trace: &'a Path, out: &'a Path) -> [&'a str; 6] {
+    [
+        "episodes",
+        path(trace),
+        "--render",
+        "text",
+        "--out",
+        path(out),
+    ]
+}
+
 #[test]
 fn render_text_tells_a_base_stock_run_as_tool_calls() {
     let dir = Scratch::new("llm-episodes-render");
     let trace = base_stock_trace(&dir, "400");
     let (out, transcript) = (dir.join("sft.jsonl"), dir.join("base.transcript.jsonl"));
     let o = run(&[
-        "episodes",
-        path(&trace),
-        "--render",
-        "text",
-        "--out",
-        path(&out),
-        "--transcript-out",
-        path(&transcript),
-        "--chunk-steps",
-        "100",
-    ]);
+        &render(&trace, &out)[..],
+        &[
+            "--transcript-out",
+            path(&transcript),
+            "--chunk-steps",
+            "100",
+        ],
+    ]
+    .concat());
     assert!(
         text(&o.stdout).contains("4 episodes (400 steps)"),
         "{}",
@@ -430,20 +425,8 @@ fn a_replay_that_does_not_reproduce_the_trace_names_the_step() {
     lines[17] = row.to_string();
     std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
     let out = dir.join("sft.jsonl");
-    let o = cli(&[
-        "episodes",
-        path(&trace),
-        "--render",
-        "text",
-        "--out",
-        path(&out),
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = text(&o.stderr);
-    assert!(
-        err.contains("step 17") && err.contains("base.jsonl"),
-        "{err}"
-    );
+    let err = fails_with(&render(&trace, &out), 2, "step 17");
+    assert!(err.contains("base.jsonl"), "{err}");
     assert!(!out.exists());
     // The trace, its events table and its manifest (and the manifest's lock file).
     let left = std::fs::read_dir(dir.path())
@@ -465,19 +448,7 @@ fn render_refuses_a_trace_without_a_manifest_or_actions() {
     let trace = base_stock_trace(&dir, "20");
     let out = dir.join("sft.jsonl");
     std::fs::remove_file(dir.join("base.manifest.json")).unwrap();
-    let o = cli(&[
-        "episodes",
-        path(&trace),
-        "--render",
-        "text",
-        "--out",
-        path(&out),
-    ]);
-    assert!(
-        text(&o.stderr).contains("no run manifest"),
-        "{}",
-        text(&o.stderr)
-    );
+    fails_with(&render(&trace, &out), 2, "no run manifest");
     let bare = dir.join("bare.jsonl");
     run(&[
         "run",
@@ -491,19 +462,7 @@ fn render_refuses_a_trace_without_a_manifest_or_actions() {
         "--trace",
         path(&bare),
     ]);
-    let o = cli(&[
-        "episodes",
-        path(&bare),
-        "--render",
-        "text",
-        "--out",
-        path(&out),
-    ]);
-    assert!(
-        text(&o.stderr).contains("--record-transitions"),
-        "{}",
-        text(&o.stderr)
-    );
+    fails_with(&render(&bare, &out), 2, "--record-transitions");
 }
 
 #[test]

@@ -2,10 +2,14 @@
 //! trace reproduced through tool calls, nothing of the regime leaking into what the tools
 //! show, short text renderings, and hostile calls that never stop a run.
 
+mod common;
+
 use std::path::PathBuf;
 
+use common::traced::Traced;
+
 use perennial::agents::{BaseStockAgent, BaseStockParams};
-use perennial::harness::{Agent, Harness, HarnessConfig, HarnessError};
+use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::morpheus::api::{
     Desk, DeskOptions, Hour, Reply, Stepper, TEXT_SKUS, ToolCall, render_json, render_text,
 };
@@ -223,25 +227,6 @@ fn the_horizon_ends_the_hours_and_queries_still_answer() {
         d.call(&mut env, "query_carriers", "{}").unwrap().status,
         200
     );
-}
-
-/// The harness as a [`Stepper`]: every hour a trace row.
-struct Traced(Harness<Morpheus, BaseStockAgent>);
-
-impl Stepper for Traced {
-    type Error = HarnessError;
-
-    fn world(&self) -> &Morpheus {
-        self.0.env()
-    }
-
-    fn step_hour(&mut self, action: usize) -> Result<Hour, HarnessError> {
-        let o = self.0.step_with(action)?;
-        Ok(Hour {
-            reward: o.reward,
-            ended: !o.go_on,
-        })
-    }
 }
 
 #[test]

@@ -7,8 +7,8 @@ use perennial::trace::{Manifest, TraceReader, TraceRow};
 
 mod common;
 use common::{
-    cartpole_args, fails_with, jsonl_and_parquet, listing, path, read_rows, run, run_args,
-    run_parquet_with_checkpoints, spawn_to_checkpoint, temp,
+    cartpole_args, each_str, fails_with, jsonl_and_parquet, listing, path, read_rows, run,
+    run_args, run_parquet_with_checkpoints, spawn_to_checkpoint, temp,
 };
 
 /// The same run (seed 3) traced as JSON Lines and as Parquet.
@@ -76,12 +76,7 @@ fn one_eval_call_reads_parquet_and_jsonl_together() {
         ["mixed-a", "mixed-b"].map(|n| both("worlds/cartpole.toml", "300", &["--run-id", n], n));
     let out = run(&["eval", path(&jsonl), path(&parquet), "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<&str> = report["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["run_id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = each_str(&report["runs"], "run_id");
     assert_eq!(ids, ["mixed-a", "mixed-b"]);
 }
 

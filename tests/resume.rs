@@ -4,7 +4,7 @@
 use std::process::Stdio;
 
 mod common;
-use common::{Scratch, path, perennial, spawn_to_checkpoint};
+use common::{Scratch, fails_with, path, perennial, run, spawn_to_checkpoint};
 
 /// Runs `world` uninterrupted and again killed after its first checkpoint then resumed,
 /// and compares the two traces.
@@ -53,17 +53,7 @@ fn killed_and_resumed_matches_uninterrupted(world: &str, agent: &str, steps: u64
         "the run ended before every kill, three times"
     );
 
-    let out = perennial()
-        .stdout(Stdio::null())
-        .args(["run", "--resume", path(&ckpt)])
-        .stdout(Stdio::piped())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run(&["run", "--resume", path(&ckpt)]);
     assert!(
         std::fs::read(&whole).unwrap() == std::fs::read(&cut).unwrap(),
         "the resumed trace differs"
@@ -85,17 +75,12 @@ fn resume_refuses_a_file_that_is_not_a_checkpoint() {
     let folder = Scratch::new("resume-bogus");
     let bogus = folder.join("bogus.ckpt.json");
     std::fs::write(&bogus, "{\"hello\": 1}").unwrap();
-    let out = perennial()
-        .stdout(Stdio::null())
-        .args(["run", "--resume", path(&bogus)])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(path(&bogus)) && err.contains("not a perennial checkpoint"),
-        "{err}"
+    let err = fails_with(
+        &["run", "--resume", path(&bogus)],
+        2,
+        "not a perennial checkpoint",
     );
+    assert!(err.contains(path(&bogus)), "{err}");
 }
 
 #[test]

@@ -1,9 +1,11 @@
 //! Roles worlds from the outside: the shipped file, the command line, and the hostile
 //! inputs of HOSTILE_INPUTS.md (each an exit 2 naming the file, line and field or flag).
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
+use std::path::{Path, PathBuf};
+
+use common::{Scratch, cli, fails_with, path, run};
 use perennial::world_file::WorldFile;
 
 const SHIPPED: &str = include_str!("../worlds/enterprise.toml");
@@ -77,66 +79,34 @@ fn role_terms_must_partition_the_reward() {
     assert!(e.to_string().contains("`lost` is owned by no role"), "{e}");
 }
 
-fn perennial(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_perennial"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn an_unknown_role_in_the_agent_flag_exits_2_naming_it() {
-    let out = perennial(&[
-        "run",
-        "worlds/enterprise.toml",
-        "--agent",
-        "warehouse=base-stock,sales=random",
-        "--steps",
-        "10",
-        "--no-trace",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unknown role `sales`"), "{err}");
+    refuses_agents("warehouse=base-stock,sales=random", "unknown role `sales`");
 }
 
 #[test]
 fn a_role_agent_that_does_not_fit_its_roles_space_exits_2() {
     // balance is CartPole's: it does not exist for a role, so the run refuses it by name.
-    let out = perennial(&[
+    refuses_agents("warehouse=oracle,logistics=random", "oracle");
+}
+
+/// A 10-hour run of the shipped roles world with `--agent agents` exits 2 naming `message`.
+fn refuses_agents(agents: &str, message: &str) {
+    let args = [
         "run",
         "worlds/enterprise.toml",
         "--agent",
-        "warehouse=oracle,logistics=random",
+        agents,
         "--steps",
         "10",
         "--no-trace",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("oracle"), "{err}");
+    ];
+    fails_with(&args, 2, message);
 }
 
 #[test]
 fn a_roles_run_writes_one_row_per_hour_with_the_team_reward() {
-    let dir = std::env::temp_dir().join(format!("perennial-roles-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let trace = dir.join("t.jsonl");
-    let out = perennial(&[
-        "run",
-        "worlds/enterprise.toml",
-        "--agent",
-        "warehouse=base-stock,logistics=random",
-        "--steps",
-        "500",
-        "--trace",
-        trace.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_dir, trace) = roles_trace("jsonl", 500, &[]);
     let text = std::fs::read_to_string(&trace).unwrap();
     assert_eq!(text.lines().count(), 500);
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
@@ -144,24 +114,13 @@ fn a_roles_run_writes_one_row_per_hour_with_the_team_reward() {
         first["algorithm_id"],
         "warehouse.base-stock+logistics.random"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Runs `steps` hours of the shipped roles world into a fresh trace of `format`, with
-/// `extra` flags, and returns its directory (removed by the caller) and path.
-fn roles_trace(
-    format: &str,
-    steps: u32,
-    extra: &[&str],
-) -> (std::path::PathBuf, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!(
-        "perennial-roles-{format}-{}-{}",
-        extra.len(),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let trace = dir.join(format!("t.{format}"));
+/// `extra` flags, and returns its directory (removed when dropped) and path.
+fn roles_trace(format: &str, steps: u32, extra: &[&str]) -> (Scratch, PathBuf) {
+    let dir = Scratch::new(&format!("roles-{format}-{steps}-{}", extra.len()));
+    let trace = dir.join(&format!("t.{format}"));
     let steps = steps.to_string();
     let mut args = vec![
         "run",
@@ -173,15 +132,10 @@ fn roles_trace(
         "--format",
         format,
         "--trace",
-        trace.to_str().unwrap(),
+        path(&trace),
     ];
     args.extend_from_slice(extra);
-    let out = perennial(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run(&args);
     (dir, trace)
 }
 
@@ -206,18 +160,17 @@ fn assert_role_rewards_read_back(trace: &Path, rows: usize) {
 
 #[test]
 fn a_jsonl_roles_trace_writes_role_rewards_after_bound_and_reads_them_back() {
-    let (dir, trace) = roles_trace("jsonl", 200, &[]);
+    let (_dir, trace) = roles_trace("jsonl", 200, &[]);
     let text = std::fs::read_to_string(&trace).unwrap();
     let first = text.lines().next().unwrap();
     let at = first.find(r#","role_rewards":{"warehouse":"#).expect(first);
     assert!(first.find(r#","bound":"#).unwrap() < at, "{first}");
     assert_role_rewards_read_back(&trace, 200);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_csv_roles_trace_has_one_r_column_per_role_and_reads_them_back() {
-    let (dir, trace) = roles_trace("csv", 200, &["--record-transitions"]);
+    let (_dir, trace) = roles_trace("csv", 200, &["--record-transitions"]);
     let text = std::fs::read_to_string(&trace).unwrap();
     let header = text.lines().next().unwrap();
     assert!(
@@ -225,12 +178,11 @@ fn a_csv_roles_trace_has_one_r_column_per_role_and_reads_them_back() {
         "{header}"
     );
     assert_role_rewards_read_back(&trace, 200);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_parquet_roles_trace_has_a_role_rewards_struct_and_reads_it_back() {
-    let (dir, trace) = roles_trace("parquet", 200, &["--record-transitions"]);
+    let (_dir, trace) = roles_trace("parquet", 200, &["--record-transitions"]);
     let part = std::fs::File::open(trace.join("part-00000.parquet")).unwrap();
     let reader =
         parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(part).unwrap();
@@ -247,46 +199,38 @@ fn a_parquet_roles_trace_has_a_role_rewards_struct_and_reads_it_back() {
         other => panic!("role_rewards is {other}"),
     }
     assert_role_rewards_read_back(&trace, 200);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_trace_of_a_world_without_roles_has_no_role_rewards() {
-    let dir = std::env::temp_dir().join(format!("perennial-noroles-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let trace = dir.join("t.jsonl");
-    let out = perennial(&[
+/// 20 hours of the shipped warehouse world, a world without roles, traced to `trace`.
+fn warehouse_trace(trace: &Path) {
+    run(&[
         "run",
         "worlds/warehouse.toml",
         "--steps",
         "20",
         "--trace",
-        trace.to_str().unwrap(),
+        path(trace),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+}
+
+#[test]
+fn a_trace_of_a_world_without_roles_has_no_role_rewards() {
+    let dir = Scratch::new("noroles");
+    let trace = dir.join("t.jsonl");
+    warehouse_trace(&trace);
     let text = std::fs::read_to_string(&trace).unwrap();
     assert!(!text.contains("role_rewards"));
     let rows: Vec<_> = perennial::trace::TraceReader::open(&[&trace])
         .collect::<Result<_, _>>()
         .unwrap();
     assert!(rows.iter().all(|r| r.role_rewards.is_empty()));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `perennial eval --json` of `args`, parsed; panics unless it succeeds.
 fn eval_json(args: &[&str]) -> serde_json::Value {
     let mut all = vec!["eval", "--json"];
     all.extend_from_slice(args);
-    let out = perennial(&all);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run(&all);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -298,9 +242,9 @@ fn mean_estimate(report: &serde_json::Value) -> f64 {
 
 #[test]
 fn eval_role_measures_each_roles_own_reward_and_they_add_up_to_the_team() {
-    let (dir, trace) = roles_trace("jsonl", 1000, &[]);
-    let (pdir, parquet) = roles_trace("parquet", 1000, &[]);
-    let t = trace.to_str().unwrap();
+    let (_dir, trace) = roles_trace("jsonl", 1000, &[]);
+    let (_pdir, parquet) = roles_trace("parquet", 1000, &[]);
+    let t = path(&trace);
     let team = mean_estimate(&eval_json(&[t]));
     let warehouse = mean_estimate(&eval_json(&[t, "--role", "warehouse"]));
     let logistics = mean_estimate(&eval_json(&[t, "--role", "logistics"]));
@@ -310,23 +254,21 @@ fn eval_role_measures_each_roles_own_reward_and_they_add_up_to_the_team() {
         "{warehouse} + {logistics} vs {team}"
     );
     // Parquet goes the row path for a role and gives the same figures.
-    let p = parquet.to_str().unwrap();
+    let p = path(&parquet);
     assert_eq!(
         eval_json(&[p, "--role", "logistics"])["aggregate"],
         eval_json(&[t, "--role", "logistics"])["aggregate"]
     );
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(&pdir);
 }
 
 #[test]
 fn an_eval_report_names_the_role_it_measures() {
-    let (dir, trace) = roles_trace("jsonl", 50, &["--seed", "4"]);
-    let t = trace.to_str().unwrap();
+    let (_dir, trace) = roles_trace("jsonl", 50, &["--seed", "4"]);
+    let t = path(&trace);
     assert_eq!(eval_json(&[t, "--role", "warehouse"])["role"], "warehouse");
     assert!(eval_json(&[t]).get("role").is_none());
-    let out = perennial(&["eval", t, "--role", "logistics"]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let out = cli(&["eval", t, "--role", "logistics"]);
+    let text = common::text(&out.stdout);
     assert_eq!(
         text.lines().next(),
         Some(
@@ -334,57 +276,43 @@ fn an_eval_report_names_the_role_it_measures() {
         ),
         "{text}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn eval_role_refuses_an_unknown_role_or_a_trace_without_roles_naming_the_flag() {
     let (dir, trace) = roles_trace("csv", 20, &[]);
-    let out = perennial(&["eval", trace.to_str().unwrap(), "--role", "sales"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("`--role sales`"), "{err}");
+    let err = fails_with(
+        &["eval", path(&trace), "--role", "sales"],
+        2,
+        "`--role sales`",
+    );
     assert!(err.contains("its roles are logistics, warehouse"), "{err}");
     let single = dir.join("single.jsonl");
-    let out = perennial(&[
-        "run",
-        "worlds/warehouse.toml",
-        "--steps",
-        "20",
-        "--trace",
-        single.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
-    let out = perennial(&["eval", single.to_str().unwrap(), "--role", "warehouse"]);
+    warehouse_trace(&single);
+    let out = cli(&["eval", path(&single), "--role", "warehouse"]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = common::text(&out.stderr);
     assert!(
         err.contains("`--role warehouse`") && err.contains("no `role_rewards` column"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn episodes_of_a_roles_trace_hold_one_trajectory_per_role_grouped_per_role() {
     let (dir, trace) = roles_trace("jsonl", 300, &["--record-transitions"]);
     let out = dir.join("ep.jsonl");
-    let run = perennial(&[
+    let done = run(&[
         "episodes",
-        trace.to_str().unwrap(),
+        path(&trace),
         "--out",
-        out.to_str().unwrap(),
+        path(&out),
         "--advantage",
         "grpo",
         "--chunk-steps",
         "100",
     ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let summary = String::from_utf8_lossy(&run.stdout);
+    let summary = common::text(&done.stdout);
     assert!(
         summary.contains("enterprise:warehouse (3 trajectories")
             && summary.contains("enterprise:logistics (3 trajectories"),
@@ -417,5 +345,4 @@ fn episodes_of_a_roles_trace_hold_one_trajectory_per_role_grouped_per_role() {
             assert!(w["advantage"].is_number() && l["advantage"].is_number());
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,8 +2,11 @@
 //! role is told, and the run's record of them.
 
 use std::collections::BTreeMap;
+mod common;
+
 use std::path::Path;
-use std::process::Command;
+
+use common::{Scratch, path, run};
 
 use perennial::morpheus::roles::{DeltaScope, OpKind, RoleNotify, tell};
 use perennial::regime::{Change, Notification, NotifyLevel};
@@ -167,26 +170,20 @@ fn each_role_is_told_at_its_own_level() {
 
 #[test]
 fn a_run_with_per_role_levels_records_them_in_its_manifest_and_notify_column() {
-    let dir = std::env::temp_dir().join(format!("perennial-roles-notify-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let world = dir.join("enterprise.toml");
-    std::fs::write(
-        &world,
-        with_notify("warehouse = \"delta\"\nlogistics = \"none\"\n"),
-    )
-    .unwrap();
-    let trace = dir.join("t.jsonl");
-    let out = Command::new(env!("CARGO_BIN_EXE_perennial"))
-        .args(["run", world.to_str().unwrap(), "--steps", "2100", "--trace"])
-        .arg(&trace)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let dir = Scratch::new("roles-notify");
+    let world = dir.write(
+        "enterprise.toml",
+        &with_notify("warehouse = \"delta\"\nlogistics = \"none\"\n"),
     );
+    let trace = dir.join("t.jsonl");
+    run(&[
+        "run",
+        path(&world),
+        "--steps",
+        "2100",
+        "--trace",
+        path(&trace),
+    ]);
     let manifest = perennial::trace::Manifest::beside(&trace).unwrap();
     assert_eq!(
         manifest.options["role_notify"],
@@ -195,7 +192,6 @@ fn a_run_with_per_role_levels_records_them_in_its_manifest_and_notify_column() {
     let text = std::fs::read_to_string(&trace).unwrap();
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(first["notify"], "delta");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -2,34 +2,35 @@
 //! (each role's view, as its agent saw it) and its `action` `{role: index}`, in JSON Lines,
 //! CSV and Parquet alike, and they read back.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use common::{Scratch, path};
 
 use perennial::morpheus::roles::EnterpriseEnv;
 use perennial::prelude::*;
 use perennial::trace::{RecordedObs, TraceReader, TraceRow};
 use perennial::world_file::WorldFile;
 
-fn run(format: &str) -> (PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!(
-        "perennial-roles-transitions-{format}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let trace = dir.join(format!("t.{format}"));
-    let out = Command::new(env!("CARGO_BIN_EXE_perennial"))
-        .args(["run", "worlds/enterprise.toml", "--agent"])
-        .args(["warehouse=base-stock,logistics=random", "--steps", "300"])
-        .args(["--record-transitions", "--format", format, "--trace"])
-        .arg(&trace)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// 300 hours of the shipped roles world with transitions recorded, traced as `format`;
+/// returns the trace's folder (removed when dropped) and path.
+fn run(format: &str) -> (Scratch, PathBuf) {
+    let dir = Scratch::new(&format!("roles-transitions-{format}"));
+    let trace = dir.join(&format!("t.{format}"));
+    common::run(&[
+        "run",
+        "worlds/enterprise.toml",
+        "--agent",
+        "warehouse=base-stock,logistics=random",
+        "--steps",
+        "300",
+        "--record-transitions",
+        "--format",
+        format,
+        "--trace",
+        path(&trace),
+    ]);
     (dir, trace)
 }
 
@@ -58,7 +59,7 @@ fn each_role_s_view_and_index_are_recorded_and_read_back_alike_in_every_format()
         .iter()
         .map(|l| (l.seen.len(), l.actions))
         .collect();
-    let (dir, jsonl) = run("jsonl");
+    let (_dir, jsonl) = run("jsonl");
     let read = rows(&jsonl);
     assert_eq!(read.len(), 300);
     for row in &read {
@@ -94,7 +95,7 @@ fn each_role_s_view_and_index_are_recorded_and_read_back_alike_in_every_format()
     assert!(line.contains(r#""obs":{"warehouse":["#), "{line}");
     assert!(line.contains(r#""action":{"warehouse":"#), "{line}");
     for format in ["csv", "parquet"] {
-        let (other_dir, trace) = run(format);
+        let (_other_dir, trace) = run(format);
         let other = rows(&trace);
         for (a, b) in read.iter().zip(&other) {
             assert_eq!(
@@ -104,17 +105,6 @@ fn each_role_s_view_and_index_are_recorded_and_read_back_alike_in_every_format()
                 a.step
             );
         }
-        let eval = Command::new(env!("CARGO_BIN_EXE_perennial"))
-            .args(["eval", "--json"])
-            .arg(&trace)
-            .output()
-            .unwrap();
-        assert!(
-            eval.status.success(),
-            "{}",
-            String::from_utf8_lossy(&eval.stderr)
-        );
-        let _ = std::fs::remove_dir_all(&other_dir);
+        common::run(&["eval", "--json", path(&trace)]);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

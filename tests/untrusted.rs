@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{Scratch, cli, leaves, mutate, path, text};
+use common::{
+    Scratch, cli, each_str, fails_with, leaves, mutate, path, run, shifting_cartpole_run, text,
+};
 use perennial::harness::seal_of;
 
-const CARTPOLE: &str = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\n\n[[regimes]]\nlabel = \"b\"\nconditions = { gravity = 12.0 }\n\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"b\"]\nevery = 30\n\n[harness]\nauto_reset = true\n";
+use common::SHIFTING_CARTPOLE as CARTPOLE;
 
 /// Every file under `dir` (recursively), with its bytes.
 fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -32,34 +34,17 @@ fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 /// Runs the CartPole world for 100 steps with a checkpoint every 40 (so the last one is
 /// at step 80 and a resume rewrites 20 rows) into `name.<ext>` in `s`.
 fn checkpointed(s: &Scratch, name: &str, format: &str, seed: &str) -> (PathBuf, PathBuf) {
-    let world = s.join("w.toml");
-    if !world.exists() {
-        std::fs::write(&world, CARTPOLE).unwrap();
-    }
-    let ext = format;
     let (trace, ckpt) = (
-        s.join(&format!("{name}.{ext}")),
+        s.join(&format!("{name}.{format}")),
         s.join(&format!("{name}.ckpt.json")),
     );
-    let out = cli(&[
-        "run",
-        path(&world),
-        "--steps",
-        "100",
-        "--seed",
+    shifting_cartpole_run(
+        s,
         seed,
-        "--window-steps",
-        "10",
-        "--format",
         format,
-        "--trace",
-        path(&trace),
-        "--checkpoint-every",
-        "40",
-        "--checkpoint",
-        path(&ckpt),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+        &trace,
+        &["--checkpoint-every", "40", "--checkpoint", path(&ckpt)],
+    );
     (trace, ckpt)
 }
 
@@ -150,8 +135,7 @@ fn a_checkpoint_naming_another_checkpoint_path_writes_only_the_file_resumed() {
     let whole = std::fs::read(&trace).unwrap();
     let other = s.write("other.ckpt.json", "someone else's");
     edit(&ckpt, |v| v["meta"]["checkpoint"] = path(&other).into());
-    let out = cli(&["run", "--resume", path(&ckpt)]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    run(&["run", "--resume", path(&ckpt)]);
     assert_eq!(std::fs::read(&trace).unwrap(), whole);
     assert_eq!(std::fs::read_to_string(&other).unwrap(), "someone else's");
 }
@@ -226,8 +210,7 @@ fn resume_checks_a_parquet_trace_and_events_table_by_more_than_their_row_counts(
     refused(s.path(), &ckpt, "events table");
     restore();
 
-    let out = cli(&["run", "--resume", path(&ckpt)]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    run(&["run", "--resume", path(&ckpt)]);
 }
 
 /// A sweep of CartPole in `format`, `seeds` seeds of `steps` steps, a checkpoint every
@@ -320,19 +303,20 @@ fn files_inside_the_sweep_folder_that_are_symlinks_are_refused_and_left_alone() 
     s.write("real/mine.txt", "mine");
     let link = s.join("t.parquet");
     std::os::unix::fs::symlink(&real, &link).unwrap();
-    let res = cli(&[
-        "run",
-        path(&world),
-        "--steps",
-        "20",
-        "--format",
-        "parquet",
-        "--trace",
-        path(&link),
-    ]);
-    let stderr = text(&res.stderr);
-    assert_eq!(res.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("a symlink"), "{stderr}");
+    fails_with(
+        &[
+            "run",
+            path(&world),
+            "--steps",
+            "20",
+            "--format",
+            "parquet",
+            "--trace",
+            path(&link),
+        ],
+        2,
+        "a symlink",
+    );
     assert_eq!(std::fs::read_dir(&real).unwrap().count(), 1);
 }
 
@@ -382,17 +366,18 @@ fn sweep_results_are_trusted_only_when_the_trace_holds_the_whole_run() {
             first["run_id"].as_str().unwrap()
         ),
     );
-    let res = cli(&[
-        "sweep",
-        path(&file),
-        "--out",
-        path(&out),
-        "--collect",
-        path(&results),
-    ]);
-    let stderr = text(&res.stderr);
-    assert_eq!(res.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("the trace is not this run's"), "{stderr}");
+    let stderr = fails_with(
+        &[
+            "sweep",
+            path(&file),
+            "--out",
+            path(&out),
+            "--collect",
+            path(&results),
+        ],
+        1,
+        "the trace is not this run's",
+    );
     assert!(
         stderr.contains("holds 100 of the run's 300 steps"),
         "{stderr}"
@@ -505,24 +490,22 @@ fn ids_that_would_name_files_too_long_and_traces_named_as_events_tables_are_refu
     let world = s.write("w.toml", CARTPOLE);
     let long = "r".repeat(201);
     let trace = s.join("t.jsonl");
-    let out = cli(&[
-        "run",
-        path(&world),
-        "--steps",
-        "5",
-        "--run-id",
-        &long,
-        "--trace",
-        path(&trace),
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("use at most 200"),
-        "{}",
-        text(&out.stderr)
+    fails_with(
+        &[
+            "run",
+            path(&world),
+            "--steps",
+            "5",
+            "--run-id",
+            &long,
+            "--trace",
+            path(&trace),
+        ],
+        2,
+        "use at most 200",
     );
     let ok = "r".repeat(200);
-    let out = cli(&[
+    run(&[
         "run",
         path(&world),
         "--steps",
@@ -532,22 +515,19 @@ fn ids_that_would_name_files_too_long_and_traces_named_as_events_tables_are_refu
         "--trace",
         path(&trace),
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
 
     let events_named = s.join("foo.events.jsonl");
-    let out = cli(&[
-        "run",
-        path(&world),
-        "--steps",
-        "5",
-        "--trace",
-        path(&events_named),
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("an events table's"),
-        "{}",
-        text(&out.stderr)
+    fails_with(
+        &[
+            "run",
+            path(&world),
+            "--steps",
+            "5",
+            "--trace",
+            path(&events_named),
+        ],
+        2,
+        "an events table's",
     );
     assert!(!events_named.exists());
 
@@ -556,13 +536,7 @@ fn ids_that_would_name_files_too_long_and_traces_named_as_events_tables_are_refu
         "long.toml",
         &format!("[sweep]\nname = \"{name}\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\"]\nseeds = [0]\nsteps = 10\n"),
     );
-    let out = cli(&["sweep", path(&file), "--plan-json"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("sweep.name"),
-        "{}",
-        text(&out.stderr)
-    );
+    fails_with(&["sweep", path(&file), "--plan-json"], 2, "sweep.name");
 }
 
 #[test]
@@ -574,8 +548,7 @@ fn temp_files_of_killed_checkpoint_writers_are_removed_by_the_next_holder() {
     std::fs::write(s.join("t.ckpt.json.lock"), "4194000").unwrap();
     let stale = s.join("t.ckpt.json.4194000.tmp");
     std::fs::write(&stale, vec![b'x'; 1 << 20]).unwrap();
-    let out = cli(&["run", "--resume", path(&ckpt)]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    run(&["run", "--resume", path(&ckpt)]);
     assert!(!stale.exists());
     assert_eq!(std::fs::read(&trace).unwrap(), whole);
 }
@@ -825,12 +798,7 @@ fn quadratic_work_no_more_each_runs_record_is_journaled_and_read_back() {
     let plan = cli(&["sweep", path(&file), "--out", path(&out), "--plan-json"]);
     assert!(plan.status.success(), "{}", text(&plan.stderr));
     let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
-    let statuses: Vec<&str> = plan["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["status"].as_str().unwrap())
-        .collect();
+    let statuses: Vec<&str> = each_str(&plan["runs"], "status");
     assert_eq!(statuses, ["done", "failed", "done"]);
     // The next sweep applies it: it runs the failed run again and compacts the journal.
     let again = cli(&["sweep", path(&file), "--out", path(&out), "--jobs", "2"]);
@@ -857,7 +825,7 @@ fn sizes_the_limits_allow_run_and_sizes_beyond_them_are_refused_at_load() {
             .replace("docks = 4", "docks = 1000")
             .replace("carriers = 3", "carriers = 1000"),
     );
-    let out = cli(&[
+    run(&[
         "run",
         path(&at_limit),
         "--agent",
@@ -866,7 +834,6 @@ fn sizes_the_limits_allow_run_and_sizes_beyond_them_are_refused_at_load() {
         "20",
         "--no-trace",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
     for (name, text_in, text_out, field) in [
         ("skus.toml", "skus = 8", "skus = 10001", "world.params.skus"),
         (

@@ -155,13 +155,27 @@ fn compare(
     ends
 }
 
+/// [`compare`] for `n` copies with parameters varied per copy ([`varied_params`]);
+/// returns the number of episode ends seen.
+fn compare_varied(mode: AutoresetMode, n: usize, steps: usize) -> usize {
+    let params = varied_params(n);
+    let mut v = CartPoleVec::per_copy(params.clone(), mode);
+    v.reset(SEED).unwrap();
+    compare(mode, &params, steps, &mut v)
+}
+
+/// [`compare`] for `n` copies that share the default parameters.
+fn compare_shared(mode: AutoresetMode, n: usize, steps: usize) {
+    let params = vec![CartPoleParams::default(); n];
+    let mut v = CartPoleVec::new(n, CartPoleParams::default(), mode);
+    v.reset(SEED).unwrap();
+    compare(mode, &params, steps, &mut v);
+}
+
 #[test]
 fn cartpole_vec_is_bit_identical_to_independent_cartpoles_in_every_mode() {
     for mode in MODES {
-        let params = varied_params(12);
-        let mut v = CartPoleVec::per_copy(params.clone(), mode);
-        v.reset(SEED).unwrap();
-        let ends = compare(mode, &params, 2000, &mut v);
+        let ends = compare_varied(mode, 12, 2000);
         assert!(ends > 500, "{mode:?}: only {ends} episode ends");
     }
 }
@@ -169,10 +183,7 @@ fn cartpole_vec_is_bit_identical_to_independent_cartpoles_in_every_mode() {
 #[test]
 fn cartpole_vec_with_shared_params_is_bit_identical() {
     for mode in MODES {
-        let params = vec![CartPoleParams::default(); 9];
-        let mut v = CartPoleVec::new(9, CartPoleParams::default(), mode);
-        v.reset(SEED).unwrap();
-        compare(mode, &params, 2000, &mut v);
+        compare_shared(mode, 9, 2000);
     }
 }
 
@@ -180,14 +191,8 @@ fn cartpole_vec_with_shared_params_is_bit_identical() {
 fn a_cartpole_vec_of_thousands_of_copies_stays_bit_identical() {
     // 2,500 copies: many blocks of the vectorized passes, per-copy parameters varied.
     for mode in MODES {
-        let params = varied_params(2500);
-        let mut v = CartPoleVec::per_copy(params.clone(), mode);
-        v.reset(SEED).unwrap();
-        compare(mode, &params, 60, &mut v);
-        let shared = vec![CartPoleParams::default(); 2500];
-        let mut v = CartPoleVec::new(2500, CartPoleParams::default(), mode);
-        v.reset(SEED).unwrap();
-        compare(mode, &shared, 60, &mut v);
+        compare_varied(mode, 2500, 60);
+        compare_shared(mode, 2500, 60);
     }
 }
 

@@ -68,16 +68,19 @@ def mcp_session(addr: str, k: int, calls: int) -> None:
     conn.close()
 
 
-def measure(pid: int, addr: str, transport: str, sessions: int, calls: int) -> tuple[float, float]:
+def measure(pid: int, transport: str, sessions: int, calls: int, ws_session, http_session) -> tuple[float, float]:
+    """Runs sessions 0 to `sessions` - 1 at once, each `calls` calls: `ws_session(k)` (a
+    coroutine) over the WebSocket, else `http_session(k)` on a thread each. Returns the calls
+    per second and the server's (process `pid`'s) CPU milliseconds per call."""
     c0, t0 = cpu_seconds(pid), time.perf_counter()
     if transport == "ws":
 
         async def all_sessions():
-            await asyncio.gather(*(ws_session(addr, k, calls) for k in range(sessions)))
+            await asyncio.gather(*(ws_session(k) for k in range(sessions)))
 
         asyncio.run(all_sessions())
     else:
-        threads = [threading.Thread(target=mcp_session, args=(addr, k, calls)) for k in range(sessions)]
+        threads = [threading.Thread(target=http_session, args=(k,)) for k in range(sessions)]
         for t in threads:
             t.start()
         for t in threads:
@@ -85,6 +88,17 @@ def measure(pid: int, addr: str, transport: str, sessions: int, calls: int) -> t
     wall, cpu = time.perf_counter() - t0, cpu_seconds(pid) - c0
     total = sessions * calls
     return total / wall, cpu / total * 1e3
+
+
+def measure_serve(pid: int, addr: str, transport: str, sessions: int, calls: int) -> tuple[float, float]:
+    return measure(
+        pid,
+        transport,
+        sessions,
+        calls,
+        lambda k: ws_session(addr, k, calls),
+        lambda k: mcp_session(addr, k, calls),
+    )
 
 
 def main() -> None:
@@ -99,8 +113,8 @@ def main() -> None:
         for transport in ("ws", "mcp"):
             for sessions in (1, 32):
                 calls = args.calls if sessions == 1 else max(1, args.calls // 8)
-                measure(proc.pid, addr, transport, sessions, 50)
-                rate, cpu_ms = measure(proc.pid, addr, transport, sessions, calls)
+                measure_serve(proc.pid, addr, transport, sessions, 50)
+                rate, cpu_ms = measure_serve(proc.pid, addr, transport, sessions, calls)
                 print(f"{transport:<10} {sessions:>8} {sessions * calls:>7} {rate:>9.0f} {cpu_ms:>13.3f} ms")
     finally:
         proc.terminate()

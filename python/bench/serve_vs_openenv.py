@@ -21,7 +21,6 @@ they cap calls/s; the CPU per call is the server's own cost.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import http.client
 import json
 import os
@@ -29,18 +28,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-MIX = [
-    ("query_inventory", {"sku": None}),
-    ("reorder", {"sku": 1, "quantity": 20}),
-    ("query_ledger", {}),
-    ("wait", {"hours": 1}),
-    ("query_orders", {"kind": "customer", "sku": None, "limit": 5}),
-    ("choose_carrier", {"carrier": 0}),
-]
+from serve import MIX, measure
+
 TOY_MIX = [("query", {"sku": 1})]
 
 TOY_APP = '''
@@ -81,12 +73,6 @@ class Toy(MCPEnvironment):
 
 app = create_app(Toy, CallToolAction, CallToolObservation, env_name="toy", max_concurrent_envs=64)
 '''
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -146,23 +132,15 @@ def http_session(addr: str, k: int, calls: int, mix) -> None:
     conn.close()
 
 
-def measure(pid: int, addr: str, transport: str, sessions: int, calls: int, mix) -> tuple[float, float]:
-    c0, t0 = cpu_seconds(pid), time.perf_counter()
-    if transport == "ws":
-
-        async def all_sessions():
-            await asyncio.gather(*(ws_session(addr, k, calls, mix) for k in range(sessions)))
-
-        asyncio.run(all_sessions())
-    else:
-        threads = [threading.Thread(target=http_session, args=(addr, k, calls, mix)) for k in range(sessions)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    wall, cpu = time.perf_counter() - t0, cpu_seconds(pid) - c0
-    total = sessions * calls
-    return total / wall, cpu / total * 1e3
+def measure_both(pid: int, addr: str, transport: str, sessions: int, calls: int, mix) -> tuple[float, float]:
+    return measure(
+        pid,
+        transport,
+        sessions,
+        calls,
+        lambda k: ws_session(addr, k, calls, mix),
+        lambda k: http_session(addr, k, calls, mix),
+    )
 
 
 def main() -> None:
@@ -199,8 +177,8 @@ def main() -> None:
                     calls = args.calls if sessions == 1 else max(1, args.calls // 8)
                     got = {}
                     for name, mix in (("perennial", MIX), ("openenv", TOY_MIX)):
-                        measure(servers[name].pid, addrs[name], transport, sessions, 20, mix)
-                        got[name] = measure(servers[name].pid, addrs[name], transport, sessions, calls, mix)
+                        measure_both(servers[name].pid, addrs[name], transport, sessions, 20, mix)
+                        got[name] = measure_both(servers[name].pid, addrs[name], transport, sessions, calls, mix)
                     (pr, pc), (orate, oc) = got["perennial"], got["openenv"]
                     print(f"{transport:<9} {sessions:>8} {sessions * calls:>6}  {pr:>17.0f} {pc:>6.3f} ms"
                           f"  {orate:>15.0f} {oc:>6.3f} ms  {pr / orate:>5.1f}x", flush=True)

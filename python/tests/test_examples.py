@@ -9,35 +9,29 @@ from pathlib import Path
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def test_drift_reinforce_trains_and_prints_the_interval_table(tmp_path):
-    trace = tmp_path / "drift.jsonl"
+def run_example(name, *args, cwd, timeout=120):
+    """Runs `python examples/NAME ARGS...` in `cwd` as a user would; fails the test with its
+    stderr unless it exits 0. Returns its stdout's lines."""
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / "drift_reinforce.py"), "--steps", "5000", "--trace", str(trace)],
+        [sys.executable, str(EXAMPLES / name), *args],
         capture_output=True,
         text=True,
-        timeout=120,
-        cwd=tmp_path,
+        timeout=timeout,
+        cwd=cwd,
     )
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    return proc.stdout.splitlines()
+
+
+def test_drift_reinforce_trains_and_prints_the_interval_table(tmp_path):
+    trace = tmp_path / "drift.jsonl"
+    lines = run_example("drift_reinforce.py", "--steps", "5000", "--trace", str(trace), cwd=tmp_path)
     assert len(lines) >= 3 and lines[0].startswith("earth")
     assert len(trace.read_text().splitlines()) == 5000
 
 
 def test_grpo_forks_runs_the_loop_and_improves_on_its_starting_policy(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(EXAMPLES / "grpo_forks.py"),
-            *("--iterations", "15", "--print-every", "1"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    lines = run_example("grpo_forks.py", "--iterations", "15", "--print-every", "1", cwd=tmp_path)
     assert lines[0].split() == ["iter", "step", "policy", "uniform", "gap", "P(target)"]
     assert [l.split()[:2] for l in lines[1:4]] == [["0", "0"], ["1", "168"], ["2", "336"]]
     # It improves on its starting policy: the gap of the last iterations is the wider.
@@ -64,15 +58,15 @@ def test_llm_agent_plays_offline_and_its_exports_load_as_rllm_episodes(tmp_path)
     import json
 
     out = tmp_path / "llm"
-    proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / "llm_agent.py"), "--hours", "30", "--out", str(out), "--forks", "3", "--fork-at", "10", "--fork-hours", "6"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
+    stdout = "\n".join(
+        run_example(
+            "llm_agent.py",
+            *("--hours", "30", "--out", str(out), "--forks", "3", "--fork-at", "10", "--fork-hours", "6"),
+            cwd=tmp_path,
+            timeout=300,
+        )
     )
-    assert proc.returncode == 0, proc.stderr
-    assert "calls" in proc.stdout and "invalid" in proc.stdout
+    assert "calls" in stdout and "invalid" in stdout
     run_id = "llm-scripted-base-stock-seed0"
     trace = out / f"{run_id}.jsonl"
     transcript = [json.loads(line) for line in (out / f"{run_id}.transcript.jsonl").read_text().splitlines()]

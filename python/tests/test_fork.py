@@ -3,6 +3,7 @@ and the run goes on bit for bit; a traced env refuses restore; forks meet the sa
 
 from __future__ import annotations
 
+import inspect
 import json
 import pickle
 import subprocess
@@ -16,36 +17,6 @@ import perennial
 
 STEPS = 500
 
-#: Runs in a fresh interpreter: reads a pickled snapshot and actions, restores the snapshot
-#: into a fresh env (two ways) and steps it with the actions; writes what it saw.
-CHILD = r"""
-import pickle, sys
-import numpy as np
-import perennial
-
-world, snap_path, out_path = sys.argv[1:4]
-with open(snap_path, "rb") as f:
-    snapshot, actions = pickle.load(f)
-
-def play(env, obs):
-    seen, rewards = [obs], []
-    for a in actions:
-        obs, reward, terminated, truncated, _ = env.step(int(a))
-        seen.append(obs)
-        rewards.append(reward)
-        if terminated or truncated:
-            obs, _ = env.reset()
-            seen.append(obs)
-    return np.stack(seen), np.array(rewards, dtype=np.float64)
-
-fresh = perennial.make(world)
-fresh.reset()
-restored = play(fresh, fresh.restore(snapshot))
-made = play(perennial.make(world, snapshot=snapshot), snapshot.observation)
-with open(out_path, "wb") as f:
-    pickle.dump((restored, made), f)
-"""
-
 
 def play(env, obs, actions):
     seen, rewards = [obs], []
@@ -57,6 +28,27 @@ def play(env, obs, actions):
             obs, _ = env.reset()
             seen.append(obs)
     return np.stack(seen), np.array(rewards, dtype=np.float64)
+
+
+#: Runs in a fresh interpreter: reads a pickled snapshot and actions, restores the snapshot
+#: into a fresh env (two ways) and steps it with the actions ([`play`], the same code the
+#: parent steps with); writes what it saw.
+CHILD = (
+    "import pickle, sys\nimport numpy as np\nimport perennial\n\n"
+    + inspect.getsource(play)
+    + r"""
+world, snap_path, out_path = sys.argv[1:4]
+with open(snap_path, "rb") as f:
+    snapshot, actions = pickle.load(f)
+
+fresh = perennial.make(world)
+fresh.reset()
+restored = play(fresh, fresh.restore(snapshot), actions)
+made = play(perennial.make(world, snapshot=snapshot), snapshot.observation, actions)
+with open(out_path, "wb") as f:
+    pickle.dump((restored, made), f)
+"""
+)
 
 
 @pytest.mark.parametrize(

@@ -94,23 +94,11 @@ impl std::error::Error for BenchError {
     }
 }
 
-impl From<WorldFileError> for BenchError {
-    fn from(e: WorldFileError) -> Self {
-        BenchError::Suite(e)
-    }
-}
-
-impl From<SweepError> for BenchError {
-    fn from(e: SweepError) -> Self {
-        BenchError::Sweep(e)
-    }
-}
-
-impl From<EvalError> for BenchError {
-    fn from(e: EvalError) -> Self {
-        BenchError::Eval(e)
-    }
-}
+crate::error_from::wrap_errors!(BenchError {
+    WorldFileError => Suite,
+    SweepError => Sweep,
+    EvalError => Eval,
+});
 
 impl From<crate::output::OutputError> for BenchError {
     fn from(e: crate::output::OutputError) -> Self {

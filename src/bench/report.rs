@@ -11,7 +11,7 @@ use super::error::BenchError;
 use super::results::{Results, RunResult};
 use super::suite::{ReferenceKind, Suite, suite_hash};
 use crate::eval::table::Table as TextTable;
-use crate::eval::{Interval, improvement_interval, iqm, stratified_interval};
+use crate::eval::{Interval, improvement_interval, iqm, median_of, stratified_interval};
 use crate::regime::NotifyLevel;
 
 /// Bootstrap resamples behind every interval.
@@ -196,21 +196,8 @@ fn suite_folder(r: &Results) -> PathBuf {
 /// A suite's name and one agent's scores on it.
 type Stratum = (String, Vec<f64>);
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
 fn medians(runs: &[RunResult]) -> Medians {
-    let m = |f: &dyn Fn(&RunResult) -> Option<f64>| median(runs.iter().filter_map(f).collect());
+    let m = |f: &dyn Fn(&RunResult) -> Option<f64>| median_of(runs.iter().filter_map(f).collect());
     Medians {
         mean_reward: m(&|r| Some(r.mean_reward)),
         adaptation_steps: m(&|r| r.adaptation_steps),

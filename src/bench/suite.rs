@@ -227,6 +227,33 @@ fn options(prefix: &str, table: &toml::Table, out: &mut Vec<String>) {
     }
 }
 
+/// Each entry of the list `field` as the one of `all` it names (`name_of`), in order, or
+/// the error naming the entry: a name none has (an unknown `what`, and the `choices` to
+/// use) or one listed twice (the `twice` named so).
+fn each_named<T: Copy + PartialEq>(
+    ctx: &Ctx<'_>,
+    list: &[Spanned<String>],
+    field: &str,
+    all: &[T],
+    name_of: fn(T) -> &'static str,
+    (what, choices, twice): (&str, &str, &str),
+) -> Result<Vec<T>, BenchError> {
+    let mut out = Vec::new();
+    for (i, entry) in list.iter().enumerate() {
+        let field = format!("{field}[{i}]");
+        let fail = |message| BenchError::Suite(ctx.err(Some(entry.span()), Some(&field), message));
+        let name = entry.get_ref();
+        let Some(item) = all.iter().copied().find(|t| name_of(*t) == name) else {
+            return Err(fail(format!("unknown {what} `{name}`; use {choices}")));
+        };
+        if out.contains(&item) {
+            return Err(fail(format!("{twice} `{}` is listed twice", name_of(item))));
+        }
+        out.push(item);
+    }
+    Ok(out)
+}
+
 /// Validates the text of a `suite.toml`; `path` is used in errors. The folder, world path
 /// and hash are filled in by [`Suite::load`].
 fn parse(text: &str, path: &Path) -> Result<Suite, BenchError> {
@@ -317,61 +344,31 @@ fn parse(text: &str, path: &Path) -> Result<Suite, BenchError> {
             "list at least one notify track (\"none\")".into(),
         ));
     }
-    let mut tracks = Vec::new();
-    for (i, t) in def.tracks.get_ref().iter().enumerate() {
-        let field = format!("suite.tracks[{i}]");
-        let level = NotifyLevel::ALL
-            .into_iter()
-            .find(|l| l.as_str() == t.get_ref())
-            .ok_or_else(|| {
-                err(
-                    Some(t.span()),
-                    &field,
-                    format!(
-                        "unknown notify level `{}`; use none, flag, delta or label",
-                        t.get_ref()
-                    ),
-                )
-            })?;
-        if tracks.contains(&level) {
-            return Err(err(
-                Some(t.span()),
-                &field,
-                format!("track `{level}` is listed twice"),
-            ));
-        }
-        tracks.push(level);
-    }
-    let mut references = Vec::new();
-    for (i, r) in def.references.get_ref().iter().enumerate() {
-        let field = format!("suite.references[{i}]");
-        let kind = [
+    let tracks = each_named(
+        &ctx,
+        def.tracks.get_ref(),
+        "suite.tracks",
+        &NotifyLevel::ALL,
+        NotifyLevel::as_str,
+        ("notify level", "none, flag, delta or label", "track"),
+    )?;
+    let references = each_named(
+        &ctx,
+        def.references.get_ref(),
+        "suite.references",
+        &[
             ReferenceKind::Random,
             ReferenceKind::BestFixed,
             ReferenceKind::Oracle,
             ReferenceKind::Ceiling,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == r.get_ref())
-        .ok_or_else(|| {
-            err(
-                Some(r.span()),
-                &field,
-                format!(
-                    "unknown reference `{}`; use random, best-fixed, oracle or ceiling",
-                    r.get_ref()
-                ),
-            )
-        })?;
-        if references.contains(&kind) {
-            return Err(err(
-                Some(r.span()),
-                &field,
-                format!("reference `{}` is listed twice", kind.as_str()),
-            ));
-        }
-        references.push(kind);
-    }
+        ],
+        ReferenceKind::as_str,
+        (
+            "reference",
+            "random, best-fixed, oracle or ceiling",
+            "reference",
+        ),
+    )?;
     let has = |k| references.contains(&k);
     if !has(ReferenceKind::Random) || has(ReferenceKind::Oracle) == has(ReferenceKind::Ceiling) {
         return Err(err(

@@ -188,7 +188,7 @@ pub(super) fn plan_from_checkpoint(
     })?;
     let refuse =
         |why: String| Failure::input(format!("{}: {why}; nothing was touched", path.display()));
-    ckpt.validate().map_err(refuse)?;
+    ckpt.validate().map_err(|e| refuse(e.to_string()))?;
     if plan
         .run_id
         .as_ref()

@@ -193,9 +193,16 @@ where
         )),
     }
 
-    check_invalid_action(&mut make, options, &actions, &first, &mut report)?;
-    check_shift(&mut make, options, &actions, &mut report)?;
-    check_restore(&mut make, options, &actions, &first, &mut report)?;
+    let mut probe = Probe {
+        make: &mut make,
+        options,
+        actions: &actions,
+        first: &first,
+        report: &mut report,
+    };
+    probe.invalid_action()?;
+    probe.shift()?;
+    probe.restore()?;
     Ok(report)
 }
 
@@ -220,6 +227,14 @@ impl Step {
 
     fn done(&self) -> bool {
         self.terminated || self.truncated
+    }
+
+    /// Appends the step of `t` to `out`; true when it ended the episode.
+    fn push<O: Observation>(out: &mut Vec<Step>, t: &Transition<O>) -> bool {
+        let step = Step::of(t);
+        let done = step.done();
+        out.push(step);
+        done
     }
 }
 
@@ -305,10 +320,7 @@ fn trajectory<E: Env<Action = usize>>(
                 ));
             }
         }
-        let step = Step::of(&t);
-        let done = step.done();
-        out.push(step);
-        if done {
+        if Step::push(&mut out, &t) {
             break;
         }
     }
@@ -362,206 +374,190 @@ fn steps_from<E: Env<Action = usize>>(
             step: (offset + i) as u64,
             message: format!("step with the in-space action {a} failed: {e}"),
         })?;
-        let step = Step::of(&t);
-        let done = step.done();
-        out.push(step);
-        if done {
+        if Step::push(&mut out, &t) {
             break;
         }
     }
     Ok(out)
 }
 
-fn check_invalid_action<E, F>(
-    make: &mut F,
-    options: &CheckOptions,
-    actions: &[usize],
-    first: &[Step],
-    report: &mut CheckReport,
-) -> Result<(), CheckFailure>
-where
-    E: Env<Action = usize> + Shiftable,
-    F: FnMut() -> Result<E, CheckFailure>,
-{
-    let mut env = make()?;
-    let Space::Discrete { n } = env.spec().action_space else {
-        report.skipped.push((
-            Rule::InvalidActionChangesNothing,
-            "the action space is not Discrete".into(),
-        ));
-        return Ok(());
-    };
-    env.reset(options.seed);
-    // Midway through the first trajectory, where the world has a state worth keeping.
-    let k = (first.len() - 1) / 2;
-    for a in &actions[..k] {
-        let _ = env.step(a);
-    }
-    match env.step(&n) {
-        Err(EnvError::InvalidAction { .. }) => {}
-        Err(e) => {
-            return Err(CheckFailure {
-                rule: Rule::InvalidActionChangesNothing,
-                step: k as u64,
-                message: format!(
-                    "action {n} (outside Discrete({n})) failed with `{e}`; it must be EnvError::InvalidAction"
-                ),
-            });
-        }
-        Ok(_) => {
-            return Err(CheckFailure {
-                rule: Rule::InvalidActionChangesNothing,
-                step: k as u64,
-                message: format!(
-                    "action {n} is outside Discrete({n}) but the step returned Ok; it must be EnvError::InvalidAction"
-                ),
-            });
-        }
-    }
-    let rest = steps_from(
-        &mut env,
-        &actions[k..],
-        Rule::InvalidActionChangesNothing,
-        k,
-    )?;
-    same_future(Rule::InvalidActionChangesNothing, first, &rest, k + 1)?;
-    report.passed.push(Rule::InvalidActionChangesNothing);
-    Ok(())
+/// The checks after the trajectories: each builds its own worlds with `make` and compares
+/// them with `first`, the trajectory of `actions` from `options.seed`.
+struct Probe<'a, E> {
+    make: &'a mut dyn FnMut() -> Result<E, CheckFailure>,
+    options: &'a CheckOptions,
+    actions: &'a [usize],
+    first: &'a [Step],
+    report: &'a mut CheckReport,
 }
 
-fn check_shift<E, F>(
-    make: &mut F,
-    options: &CheckOptions,
-    actions: &[usize],
-    report: &mut CheckReport,
-) -> Result<(), CheckFailure>
-where
-    E: Env<Action = usize> + Shiftable,
-    F: FnMut() -> Result<E, CheckFailure>,
-{
-    let mut env = make()?;
-    let Some(p) = env.parameters().into_iter().find(|p| p.max > p.min) else {
-        report.skipped.push((
-            Rule::ShiftEndsNoEpisode,
-            "the world has no parameter with a range".into(),
-        ));
-        return Ok(());
-    };
-    env.reset(options.seed);
-    let t = env.step(&actions[0]).map_err(|e| CheckFailure {
-        rule: Rule::ShiftEndsNoEpisode,
-        step: 0,
-        message: format!("step with the in-space action {} failed: {e}", actions[0]),
-    })?;
-    if t.done() {
-        report.skipped.push((
-            Rule::ShiftEndsNoEpisode,
-            "the first episode ended at its first step".into(),
-        ));
-        return Ok(());
-    }
-    let now = env.get(p.name).unwrap_or(p.min);
-    let mut to = if p.max - p.min <= NUDGE_SPAN {
-        if now < p.max {
-            (now + p.max) / 2.0
-        } else {
-            (now + p.min) / 2.0
-        }
-    } else {
-        // An unbounded parameter (a Python world's attribute): a shift a world could meet,
-        // a quarter up (or 1 from zero), not half the largest float.
-        let up = if now == 0.0 {
-            1.0
-        } else {
-            now + now.abs() / 4.0
+impl<E: Env<Action = usize> + Shiftable> Probe<'_, E> {
+    fn invalid_action(&mut self) -> Result<(), CheckFailure> {
+        let mut env = (self.make)()?;
+        let Space::Discrete { n } = env.spec().action_space else {
+            self.report.skipped.push((
+                Rule::InvalidActionChangesNothing,
+                "the action space is not Discrete".into(),
+            ));
+            return Ok(());
         };
-        if up <= p.max {
-            up
-        } else {
-            now - now.abs() / 4.0
+        let k = self.to_midway(&mut env);
+        match env.step(&n) {
+            Err(EnvError::InvalidAction { .. }) => {}
+            Err(e) => {
+                return Err(CheckFailure {
+                    rule: Rule::InvalidActionChangesNothing,
+                    step: k as u64,
+                    message: format!(
+                        "action {n} (outside Discrete({n})) failed with `{e}`; it must be EnvError::InvalidAction"
+                    ),
+                });
+            }
+            Ok(_) => {
+                return Err(CheckFailure {
+                    rule: Rule::InvalidActionChangesNothing,
+                    step: k as u64,
+                    message: format!(
+                        "action {n} is outside Discrete({n}) but the step returned Ok; it must be EnvError::InvalidAction"
+                    ),
+                });
+            }
         }
-    };
-    if p.integer {
-        to = to.round();
+        self.goes_on_as_first(&mut env, k, Rule::InvalidActionChangesNothing)
     }
-    env.set(p.name, to).map_err(|e| CheckFailure {
-        rule: Rule::ShiftEndsNoEpisode,
-        step: 1,
-        message: format!(
-            "setting `{}` to {to} (in its range {}..={}) failed: {e}",
-            p.name, p.min, p.max
-        ),
-    })?;
-    let a = actions.get(1).copied().unwrap_or(actions[0]);
-    let shifted = match env.step(&a) {
-        Ok(t) => t,
-        Err(e) => {
+
+    fn shift(&mut self) -> Result<(), CheckFailure> {
+        let mut env = (self.make)()?;
+        let Some(p) = env.parameters().into_iter().find(|p| p.max > p.min) else {
+            self.report.skipped.push((
+                Rule::ShiftEndsNoEpisode,
+                "the world has no parameter with a range".into(),
+            ));
+            return Ok(());
+        };
+        env.reset(self.options.seed);
+        let t = env.step(&self.actions[0]).map_err(|e| CheckFailure {
+            rule: Rule::ShiftEndsNoEpisode,
+            step: 0,
+            message: format!(
+                "step with the in-space action {} failed: {e}",
+                self.actions[0]
+            ),
+        })?;
+        if t.done() {
+            self.report.skipped.push((
+                Rule::ShiftEndsNoEpisode,
+                "the first episode ended at its first step".into(),
+            ));
+            return Ok(());
+        }
+        let now = env.get(p.name).unwrap_or(p.min);
+        let mut to = if p.max - p.min <= NUDGE_SPAN {
+            if now < p.max {
+                (now + p.max) / 2.0
+            } else {
+                (now + p.min) / 2.0
+            }
+        } else {
+            // An unbounded parameter (a Python world's attribute): a shift a world could meet,
+            // a quarter up (or 1 from zero), not half the largest float.
+            let up = if now == 0.0 {
+                1.0
+            } else {
+                now + now.abs() / 4.0
+            };
+            if up <= p.max {
+                up
+            } else {
+                now - now.abs() / 4.0
+            }
+        };
+        if p.integer {
+            to = to.round();
+        }
+        env.set(p.name, to).map_err(|e| CheckFailure {
+            rule: Rule::ShiftEndsNoEpisode,
+            step: 1,
+            message: format!(
+                "setting `{}` to {to} (in its range {}..={}) failed: {e}",
+                p.name, p.min, p.max
+            ),
+        })?;
+        let a = self.actions.get(1).copied().unwrap_or(self.actions[0]);
+        let shifted = match env.step(&a) {
+            Ok(t) => t,
+            Err(e) => {
+                return Err(CheckFailure {
+                    rule: Rule::ShiftEndsNoEpisode,
+                    step: 1,
+                    message: format!(
+                        "after `{}` was set to {to} mid-episode, the next step failed: {e}; a shift must not end the episode",
+                        p.name
+                    ),
+                });
+            }
+        };
+        // The same two steps without the shift: an episode the shift ended would have gone on.
+        let mut twin = (self.make)()?;
+        twin.reset(self.options.seed);
+        let unshifted = twin.step(&self.actions[0]).and_then(|_| twin.step(&a));
+        if shifted.done() && unshifted.is_ok_and(|t| !t.done()) {
             return Err(CheckFailure {
                 rule: Rule::ShiftEndsNoEpisode,
                 step: 1,
                 message: format!(
-                    "after `{}` was set to {to} mid-episode, the next step failed: {e}; a shift must not end the episode",
-                    p.name
+                    "after `{}` was set to {to} mid-episode, the next step ended the episode \
+                     (terminated {}, truncated {}) where the same step without the shift did not; \
+                     a shift must not end the episode",
+                    p.name, shifted.terminated, shifted.truncated
                 ),
             });
         }
-    };
-    // The same two steps without the shift: an episode the shift ended would have gone on.
-    let mut twin = make()?;
-    twin.reset(options.seed);
-    let unshifted = twin.step(&actions[0]).and_then(|_| twin.step(&a));
-    if shifted.done() && unshifted.is_ok_and(|t| !t.done()) {
-        return Err(CheckFailure {
-            rule: Rule::ShiftEndsNoEpisode,
-            step: 1,
-            message: format!(
-                "after `{}` was set to {to} mid-episode, the next step ended the episode \
-                 (terminated {}, truncated {}) where the same step without the shift did not; \
-                 a shift must not end the episode",
-                p.name, shifted.terminated, shifted.truncated
-            ),
-        });
+        self.report.passed.push(Rule::ShiftEndsNoEpisode);
+        Ok(())
     }
-    report.passed.push(Rule::ShiftEndsNoEpisode);
-    Ok(())
-}
 
-fn check_restore<E, F>(
-    make: &mut F,
-    options: &CheckOptions,
-    actions: &[usize],
-    first: &[Step],
-    report: &mut CheckReport,
-) -> Result<(), CheckFailure>
-where
-    E: Env<Action = usize> + Shiftable,
-    F: FnMut() -> Result<E, CheckFailure>,
-{
-    let mut env = make()?;
-    env.reset(options.seed);
-    let k = (first.len() - 1) / 2;
-    for a in &actions[..k] {
-        let _ = env.step(a);
+    fn restore(&mut self) -> Result<(), CheckFailure> {
+        let mut env = (self.make)()?;
+        let k = self.to_midway(&mut env);
+        let saved = match env.save_state() {
+            Ok(s) => s,
+            Err(e) => {
+                self.report.skipped.push((
+                    Rule::RestoreGivesSameFuture,
+                    format!("the world cannot be saved: {e}"),
+                ));
+                return Ok(());
+            }
+        };
+        let mut fresh = (self.make)()?;
+        fresh.reset(self.options.seed.wrapping_add(1));
+        fresh.load_state(saved).map_err(|e| CheckFailure {
+            rule: Rule::RestoreGivesSameFuture,
+            step: k as u64,
+            message: format!("the world refused its own saved state: {e}"),
+        })?;
+        self.goes_on_as_first(&mut fresh, k, Rule::RestoreGivesSameFuture)
     }
-    let saved = match env.save_state() {
-        Ok(s) => s,
-        Err(e) => {
-            report.skipped.push((
-                Rule::RestoreGivesSameFuture,
-                format!("the world cannot be saved: {e}"),
-            ));
-            return Ok(());
+
+    /// Resets `env` and steps it midway through the first trajectory, where the world has
+    /// a state worth keeping; returns the number of actions taken.
+    fn to_midway(&self, env: &mut E) -> usize {
+        env.reset(self.options.seed);
+        let k = (self.first.len() - 1) / 2;
+        for a in &self.actions[..k] {
+            let _ = env.step(a);
         }
-    };
-    let mut fresh = make()?;
-    fresh.reset(options.seed.wrapping_add(1));
-    fresh.load_state(saved).map_err(|e| CheckFailure {
-        rule: Rule::RestoreGivesSameFuture,
-        step: k as u64,
-        message: format!("the world refused its own saved state: {e}"),
-    })?;
-    let rest = steps_from(&mut fresh, &actions[k..], Rule::RestoreGivesSameFuture, k)?;
-    same_future(Rule::RestoreGivesSameFuture, first, &rest, k + 1)?;
-    report.passed.push(Rule::RestoreGivesSameFuture);
-    Ok(())
+        k
+    }
+
+    /// Steps `env`, which stands where the first trajectory stood after `k` actions, with
+    /// the rest of the actions, and passes `rule` when it goes on as the first trajectory
+    /// did.
+    fn goes_on_as_first(&mut self, env: &mut E, k: usize, rule: Rule) -> Result<(), CheckFailure> {
+        let rest = steps_from(env, &self.actions[k..], rule, k)?;
+        same_future(rule, self.first, &rest, k + 1)?;
+        self.report.passed.push(rule);
+        Ok(())
+    }
 }

@@ -107,14 +107,7 @@ impl std::error::Error for EpisodeError {
     }
 }
 
-impl From<TranscriptError> for EpisodeError {
-    fn from(e: TranscriptError) -> Self {
-        EpisodeError::Transcript(e)
-    }
-}
-
-impl From<TraceError> for EpisodeError {
-    fn from(e: TraceError) -> Self {
-        EpisodeError::Trace(e)
-    }
-}
+crate::error_from::wrap_errors!(EpisodeError {
+    TranscriptError => Transcript,
+    TraceError => Trace,
+});

@@ -139,8 +139,6 @@ impl std::error::Error for EvalError {
     }
 }
 
-impl From<TraceError> for EvalError {
-    fn from(e: TraceError) -> Self {
-        EvalError::Trace(e)
-    }
-}
+crate::error_from::wrap_errors!(EvalError {
+    TraceError => Trace,
+});

@@ -15,6 +15,7 @@
 //! - per label, `performance_maintenance` = the mean of its `l2_maintenance` (negative =
 //!   performance lost); null if the label never recurred.
 
+use super::order::median_of;
 use super::report::IntervalReport;
 use super::sum::Sum;
 
@@ -37,16 +38,7 @@ pub fn theil_sen_slope(y: &[f64]) -> Option<f64> {
             slopes.push((y[j] - y[i]) / (j - i) as f64);
         }
     }
-    if slopes.is_empty() {
-        return None;
-    }
-    slopes.sort_by(f64::total_cmp);
-    let n = slopes.len();
-    Some(if n % 2 == 1 {
-        slopes[n / 2]
-    } else {
-        (slopes[n / 2 - 1] + slopes[n / 2]) / 2.0
-    })
+    median_of(slopes)
 }
 
 /// −Theil–Sen slope of the non-null `l2_recovery_steps` of `intervals` (one label's, in

@@ -294,6 +294,7 @@ pub use report::{
     L2Label, L2Run, Paired, Reliability, Report, RunReliabilityEntry, RunReport,
 };
 
+pub(crate) use order::median_of;
 use pass1::Pass1;
 use run::RunScan;
 

@@ -8,6 +8,21 @@ pub(crate) fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
     v
 }
 
+/// The median of `v`, the two middle values averaged for an even count; `None` when `v`
+/// is empty.
+pub(crate) fn median_of(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
 /// The `p`-th percentile (0..=100) of sorted `v` with linear interpolation between order
 /// statistics (numpy's default). `v` must not be empty.
 pub(crate) fn percentile(v: &[f64], p: f64) -> f64 {

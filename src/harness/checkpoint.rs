@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::config::{HarnessConfig, LabelSummary, RunSummary};
+use super::error::CheckpointError;
 use crate::regime::{Conditions, Scheduler};
 use crate::trace::{RunIdentity, TraceFormat};
 
@@ -99,31 +100,34 @@ impl Checkpoint {
     ///
     /// # Errors
     ///
-    /// A message naming the file: it cannot be read, is not a checkpoint, or is of another
-    /// version.
-    pub fn read(path: &Path) -> Result<Self, String> {
+    /// The file cannot be read, is not a checkpoint (with the line and column), is of
+    /// another version, or does not match its seal.
+    pub fn read(path: &Path) -> Result<Self, CheckpointError> {
         let text =
-            crate::limits::read_regular(path, crate::limits::MAX_CHECKPOINT_BYTES, "a checkpoint")?;
-        let ckpt: Checkpoint = serde_json::from_slice(&text).map_err(|e| {
-            format!(
-                "{}: not a perennial checkpoint ({e}); pass the file written by --checkpoint-every",
-                path.display()
-            )
-        })?;
+            crate::limits::read_regular(path, crate::limits::MAX_CHECKPOINT_BYTES, "a checkpoint")
+                .map_err(|message| CheckpointError::Read {
+                    path: path.to_path_buf(),
+                    message,
+                })?;
+        let ckpt: Checkpoint =
+            serde_json::from_slice(&text).map_err(|source| CheckpointError::Parse {
+                path: path.to_path_buf(),
+                source,
+            })?;
         if ckpt.version != CHECKPOINT_VERSION {
-            return Err(format!(
-                "{}: checkpoint version {} cannot be resumed by this perennial (version {CHECKPOINT_VERSION})",
-                path.display(),
-                ckpt.version
-            ));
+            return Err(CheckpointError::Version {
+                path: path.to_path_buf(),
+                found: ckpt.version,
+                supported: CHECKPOINT_VERSION,
+            });
         }
         let found = ckpt.seal()?;
         if ckpt.seal.as_deref() != Some(found.as_str()) {
-            return Err(format!(
-                "{}: the checkpoint's content digests to {found}, but it is sealed with {}; it was edited or damaged since it was written, and cannot be resumed (nothing was touched)",
-                path.display(),
-                ckpt.seal.as_deref().unwrap_or("nothing")
-            ));
+            return Err(CheckpointError::Seal {
+                path: path.to_path_buf(),
+                found,
+                sealed: ckpt.seal,
+            });
         }
         Ok(ckpt)
     }
@@ -134,8 +138,13 @@ impl Checkpoint {
     /// # Errors
     ///
     /// A field cannot be rendered as JSON.
-    pub fn seal(&self) -> Result<String, String> {
-        seal_of(&serde_json::to_value(self).map_err(|e| e.to_string())?)
+    pub fn seal(&self) -> Result<String, CheckpointError> {
+        seal_of(
+            &serde_json::to_value(self).map_err(|source| CheckpointError::Json {
+                what: "sealing the checkpoint",
+                source,
+            })?,
+        )
     }
 
     /// Writes the checkpoint, sealed ([`Checkpoint::seal`]), atomically: temp file, fsync,
@@ -145,7 +154,7 @@ impl Checkpoint {
     /// # Errors
     ///
     /// An I/O error, with the path.
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    pub fn write(&self, path: &Path) -> Result<(), CheckpointError> {
         let sealed = Checkpoint {
             seal: Some(self.seal()?),
             ..self.clone()
@@ -155,7 +164,7 @@ impl Checkpoint {
             serde_json::to_writer(&mut out, &sealed).map_err(std::io::Error::other)?;
             std::io::Write::flush(&mut out)
         })
-        .map_err(|e| e.to_string())
+        .map_err(CheckpointError::Write)
     }
 
     /// Checks the fields that a hand-edited or corrupted file could put out of range, so
@@ -164,9 +173,9 @@ impl Checkpoint {
     ///
     /// # Errors
     ///
-    /// A message naming the field.
-    pub fn validate(&self) -> Result<(), String> {
-        let bad = |field: &str, why: String| Err(format!("field `{field}`: {why}"));
+    /// [`CheckpointError::Field`], naming the field.
+    pub fn validate(&self) -> Result<(), CheckpointError> {
+        let bad = |field, message: String| Err(CheckpointError::Field { field, message });
         validate_position(&RunPosition {
             identity: &self.identity,
             config: &self.config,
@@ -212,8 +221,8 @@ impl Checkpoint {
     ///
     /// # Errors
     ///
-    /// A message naming the file and what does not match; nothing was touched.
-    pub fn verify_tables(&self, trace: &Path, format: TraceFormat) -> Result<(), String> {
+    /// The file and what does not match; nothing was touched.
+    pub fn verify_tables(&self, trace: &Path, format: TraceFormat) -> Result<(), CheckpointError> {
         let (Some(bytes), Some(digest)) = (self.trace_bytes, self.trace_digest.as_deref()) else {
             return Ok(());
         };
@@ -226,7 +235,8 @@ impl Checkpoint {
             })
         };
         if !(bytes == 0 && format == TraceFormat::Parquet && no_parts()) {
-            crate::trace::check_identity(trace, &self.identity).map_err(|e| e.to_string())?;
+            crate::trace::check_identity(trace, &self.identity)
+                .map_err(CheckpointError::Identity)?;
         }
         let empty = crate::trace::Digest::default().hex();
         let tables = [
@@ -238,19 +248,18 @@ impl Checkpoint {
                 "events table",
             ),
         ];
-        for (path, at, want, what) in &tables {
-            let found = crate::trace::recorded_digest(path, format, *at)
-                .map_err(|e| format!("the {what}: {e}"))?;
-            if found != *want {
-                return Err(format!(
-                    "{}: the {what}'s first {at} {} digest to {found}, but the checkpoint recorded {want}; it is not the {what} this checkpoint belongs to (it was replaced or rewritten since, or the checkpoint was edited), and nothing was touched",
-                    path.display(),
-                    if format == TraceFormat::Parquet {
-                        "rows"
-                    } else {
-                        "bytes"
-                    }
-                ));
+        for (path, at, want, table) in tables {
+            let found = crate::trace::recorded_digest(&path, format, at)
+                .map_err(|source| CheckpointError::Table { table, source })?;
+            if found != want {
+                return Err(CheckpointError::TableMismatch {
+                    path,
+                    table,
+                    at,
+                    format,
+                    found,
+                    recorded: want.to_string(),
+                });
             }
         }
         Ok(())
@@ -264,12 +273,15 @@ impl Checkpoint {
 /// # Errors
 ///
 /// The value cannot be rendered as JSON.
-pub fn seal_of(checkpoint: &serde_json::Value) -> Result<String, String> {
+pub fn seal_of(checkpoint: &serde_json::Value) -> Result<String, CheckpointError> {
     let mut value = checkpoint.clone();
     if let Some(fields) = value.as_object_mut() {
         fields.remove("seal");
     }
-    let bytes = serde_json::to_vec(&value).map_err(|e| e.to_string())?;
+    let bytes = serde_json::to_vec(&value).map_err(|source| CheckpointError::Json {
+        what: "sealing the checkpoint",
+        source,
+    })?;
     let mut digest = crate::trace::Digest::default();
     digest.update(&bytes);
     Ok(digest.hex())
@@ -291,9 +303,9 @@ pub(super) struct RunPosition<'a> {
 ///
 /// # Errors
 ///
-/// A message naming the field.
-pub(super) fn validate_position(run: &RunPosition<'_>) -> Result<(), String> {
-    let bad = |field: &str, why: String| Err(format!("field `{field}`: {why}"));
+/// [`CheckpointError::Field`], naming the field.
+pub(super) fn validate_position(run: &RunPosition<'_>) -> Result<(), CheckpointError> {
+    let bad = |field, message: String| Err(CheckpointError::Field { field, message });
     let window = run.config.window_steps;
     if window == 0 || window > crate::limits::MAX_WINDOW_STEPS {
         return bad(
@@ -328,4 +340,32 @@ pub(super) fn validate_position(run: &RunPosition<'_>) -> Result<(), String> {
         return bad("identity.run_id", e);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_is_not_a_checkpoint_is_refused_with_its_path_and_position() {
+        let (_dir, path) = crate::output::Scratch::file("ckpt.json");
+        std::fs::write(&path, "{\n  \"version\": 3,\n  \"meta\": nope\n}").unwrap();
+        let err = Checkpoint::read(&path).unwrap_err();
+        let CheckpointError::Parse { path: named, .. } = &err else {
+            panic!("expected a parse error, got {err:?}");
+        };
+        assert_eq!(named, &path);
+        assert_eq!(err.position(), Some((3, 12)));
+        assert!(err.to_string().contains("not a perennial checkpoint"));
+        assert!(err.to_string().contains("line 3 column 12"));
+    }
+
+    #[test]
+    fn a_missing_checkpoint_is_a_read_error_naming_the_file() {
+        let (_dir, path) = crate::output::Scratch::file("absent.json");
+        let err = Checkpoint::read(&path).unwrap_err();
+        assert!(matches!(err, CheckpointError::Read { .. }), "{err:?}");
+        assert!(err.to_string().contains("absent.json"));
+        assert_eq!(err.position(), None);
+    }
 }

@@ -39,7 +39,7 @@ pub use crate::trace::RunIdentity;
 pub use agent::{Agent, Window};
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, CheckpointPlan, seal_of};
 pub use config::{HarnessConfig, LabelSummary, RunSummary, StopReason};
-pub use error::HarnessError;
+pub use error::{CheckpointError, HarnessError};
 pub use finite::to_finite_value;
 pub use run::{DynHarness, Harness, StepOutcome, episode_seed};
 pub use snapshot::{AgentStart, DynRestored, SNAPSHOT_VERSION, Snapshot, SnapshotError};

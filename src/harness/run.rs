@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::agent::{Agent, Window};
 use super::checkpoint::CheckpointPlan;
 use super::config::{HarnessConfig, LabelSummary, RunSummary, StopReason};
-use super::error::HarnessError;
+use super::error::{CheckpointError, HarnessError};
 use crate::env::Env;
 use crate::regime::{NotifyLevel, RegimeProbe, Scheduler, Shiftable};
 use crate::seed::{self, Stream};
@@ -96,7 +96,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         let scheduler = scheduler.replayed_to(self.steps_done(), self.session.scheduler());
         self.session
             .follow_world(scheduler, baseline)
-            .map_err(|e| HarnessError::Checkpoint(format!("the edited world does not fit: {e}")))?;
+            .map_err(CheckpointError::WorldChange)?;
         Ok(self)
     }
 
@@ -383,18 +383,17 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         if self.checkpoint.is_some() {
             // At once, not at the first checkpoint hours into the run.
             let env = self.session.env();
-            env.save_state().map_err(|e| {
-                HarnessError::Checkpoint(format!(
-                    "checkpoints are on, but world `{}` cannot be saved: {e}",
-                    env.spec().id
-                ))
-            })?;
-            self.agent.save_state().map_err(|e| {
-                HarnessError::Checkpoint(format!(
-                    "checkpoints are on, but agent `{}` cannot be saved: {e}",
-                    self.agent.algorithm_id()
-                ))
-            })?;
+            env.save_state()
+                .map_err(|source| CheckpointError::WorldUnsaveable {
+                    world: env.spec().id.to_string(),
+                    source,
+                })?;
+            self.agent
+                .save_state()
+                .map_err(|message| CheckpointError::AgentUnsaveable {
+                    agent: self.agent.algorithm_id().to_string(),
+                    message,
+                })?;
         }
         Ok(())
     }

@@ -30,7 +30,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::agent::{Agent, Window};
 use super::checkpoint::{Checkpoint, RunPosition, validate_position};
 use super::config::{HarnessConfig, LabelSummary, RunSummary};
-use super::error::HarnessError;
+use super::error::{CheckpointError, HarnessError};
 use super::run::{Continued, Harness};
 use crate::env::{Env, SavedState};
 use crate::regime::{Conditions, Scheduler, Shiftable};
@@ -164,11 +164,9 @@ impl std::error::Error for SnapshotError {
     }
 }
 
-impl From<HarnessError> for SnapshotError {
-    fn from(e: HarnessError) -> Self {
-        SnapshotError::Harness(e)
-    }
-}
+crate::error_from::wrap_errors!(SnapshotError {
+    HarnessError => Harness,
+});
 
 impl Snapshot {
     /// The snapshot of the run saved in `checkpoint`, with its agent.
@@ -179,7 +177,7 @@ impl Snapshot {
     pub fn from_checkpoint(checkpoint: &Checkpoint) -> Result<Self, SnapshotError> {
         checkpoint
             .validate()
-            .map_err(|e| SnapshotError::Harness(HarnessError::Checkpoint(e)))?;
+            .map_err(|e| SnapshotError::Harness(e.into()))?;
         if checkpoint.stopped {
             return Err(SnapshotError::Harness(HarnessError::Stopped {
                 step: checkpoint.step,
@@ -339,7 +337,7 @@ impl Snapshot {
             episode_step: self.counters.episode_step,
             scheduler: &self.scheduler,
         })
-        .map_err(|e| SnapshotError::Harness(HarnessError::Checkpoint(e)))
+        .map_err(|e| SnapshotError::Harness(e.into()))
     }
 
     /// Writes the snapshot atomically ([`crate::output::write_atomic`]).
@@ -477,21 +475,26 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
                 ..Window::default()
             },
             (AgentStart::Saved { .. }, None) => {
-                return Err(SnapshotError::Harness(HarnessError::Checkpoint(format!(
-                    "the snapshot holds no agent (agent `{}` of the saved run does not support checkpoints); restore with a fresh agent",
-                    snapshot.identity.algorithm_id
-                ))));
+                return Err(SnapshotError::Harness(
+                    CheckpointError::NoSavedAgent {
+                        agent: snapshot.identity.algorithm_id.clone(),
+                    }
+                    .into(),
+                ));
             }
             (AgentStart::Saved { reseed }, Some(saved)) => {
-                agent.load_state(saved.state.clone()).map_err(|e| {
-                    HarnessError::Checkpoint(format!("the saved agent does not fit: {e}"))
-                })?;
+                agent
+                    .load_state(saved.state.clone())
+                    .map_err(CheckpointError::Agent)
+                    .map_err(HarnessError::from)?;
                 if let Some(seed) = reseed {
                     agent.reseed(seed);
                 }
-                saved.window.load().map_err(|e| {
-                    HarnessError::Checkpoint(format!("the saved window does not fit: {e}"))
-                })?
+                saved
+                    .window
+                    .load()
+                    .map_err(CheckpointError::Window)
+                    .map_err(HarnessError::from)?
             }
         };
         let mut identity = snapshot.identity.clone();

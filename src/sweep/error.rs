@@ -136,17 +136,10 @@ impl std::error::Error for SweepError {
     }
 }
 
-impl From<SweepFileError> for SweepError {
-    fn from(e: SweepFileError) -> Self {
-        SweepError::File(e)
-    }
-}
-
-impl From<EvalError> for SweepError {
-    fn from(e: EvalError) -> Self {
-        SweepError::Eval(e)
-    }
-}
+crate::error_from::wrap_errors!(SweepError {
+    SweepFileError => File,
+    EvalError => Eval,
+});
 
 impl From<crate::output::OutputError> for SweepError {
     /// An I/O failure stays one (exit 1); a path that cannot be written safely is bad input.

@@ -104,8 +104,6 @@ impl std::error::Error for TraceError {
     }
 }
 
-impl From<crate::output::OutputError> for TraceError {
-    fn from(e: crate::output::OutputError) -> Self {
-        TraceError::Output(e)
-    }
-}
+crate::error_from::wrap_errors!(TraceError {
+    crate::output::OutputError => Output,
+});

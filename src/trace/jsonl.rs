@@ -168,18 +168,9 @@ impl LineFormat for JsonlWriter {
             }
             b.push(b'}');
         } else if self.record_transitions {
-            b.extend(b",\"obs\":[");
-            for (i, &v) in row.obs.unwrap_or_default().iter().enumerate() {
-                if i > 0 {
-                    b.push(b',');
-                }
-                if v.is_finite() {
-                    b.extend(ryu::Buffer::new().format_finite(v).as_bytes());
-                } else {
-                    b.extend(b"null");
-                }
-            }
-            b.extend(b"],\"action\":");
+            b.extend(b",\"obs\":");
+            push_f32s(b, row.obs.unwrap_or_default());
+            b.extend(b",\"action\":");
             b.extend(row.action_json.unwrap_or("null").as_bytes());
         }
         b.extend(b"}\n");

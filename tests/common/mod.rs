@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+pub mod traced;
+
 /// The `perennial` binary, run from the repository root (so `worlds/...` resolves) and
 /// without `PERENNIAL_BIN`, which only the Python tests set.
 pub fn perennial() -> Command {
@@ -255,6 +257,69 @@ pub fn fails_with(args: &[&str], code: i32, message: &str) -> String {
     assert!(stderr.contains(message), "perennial {args:?}: {stderr}");
     assert!(!stderr.contains("panicked"), "perennial {args:?}: {stderr}");
     stderr
+}
+
+/// The `key` of every element of the JSON array `v`, as text; fails the test where `v` is
+/// not an array or an element has no such text.
+pub fn each_str<'a>(v: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
+    let items = v.as_array().unwrap_or_else(|| panic!("not an array: {v}"));
+    items
+        .iter()
+        .map(|item| {
+            item[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no `{key}`: {item}"))
+        })
+        .collect()
+}
+
+/// [`each_str`] for numbers.
+pub fn each_f64(v: &serde_json::Value, key: &str) -> Vec<f64> {
+    let items = v.as_array().unwrap_or_else(|| panic!("not an array: {v}"));
+    items
+        .iter()
+        .map(|item| {
+            item[key]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no `{key}`: {item}"))
+        })
+        .collect()
+}
+
+/// A CartPole world file of two regimes, `a` and `b` (gravity 12), alternating every 30
+/// steps, with auto-reset: the world of the hostile-input tests.
+pub const SHIFTING_CARTPOLE: &str = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\n\n[[regimes]]\nlabel = \"b\"\nconditions = { gravity = 12.0 }\n\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"b\"]\nevery = 30\n\n[harness]\nauto_reset = true\n";
+
+/// Runs [`SHIFTING_CARTPOLE`] (written to `w.toml` in `s` on first use) for 100 steps of
+/// seed `seed` in 10-step windows, traced to `trace` as `format`, with `extra` flags;
+/// fails the test unless it succeeds.
+pub fn shifting_cartpole_run(
+    s: &Scratch,
+    seed: &str,
+    format: &str,
+    trace: &Path,
+    extra: &[&str],
+) -> Output {
+    let world = s.join("w.toml");
+    if !world.exists() {
+        std::fs::write(&world, SHIFTING_CARTPOLE).unwrap();
+    }
+    let mut args = vec![
+        "run",
+        path(&world),
+        "--steps",
+        "100",
+        "--seed",
+        seed,
+        "--window-steps",
+        "10",
+        "--format",
+        format,
+        "--trace",
+        path(trace),
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
 }
 
 /// A world that stays still: one observation `[0.0]`, the episode's `t`-th step (from 0)

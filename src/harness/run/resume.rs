@@ -5,7 +5,7 @@ use super::{Continued, Harness, RunState};
 use crate::env::{Env, SavedState};
 use crate::harness::agent::{Agent, Window};
 use crate::harness::checkpoint::{CHECKPOINT_VERSION, Checkpoint};
-use crate::harness::error::HarnessError;
+use crate::harness::error::{CheckpointError, HarnessError};
 use crate::regime::Shiftable;
 use crate::session::{Counters, SessionState};
 use crate::trace::{EventWriter, TraceSink};
@@ -36,12 +36,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         sink: Option<Box<dyn TraceSink>>,
         load_agent: bool,
     ) -> Result<Self, HarnessError> {
-        let bad = |what: &str, e: String| {
-            HarnessError::Checkpoint(format!("the saved {what} does not fit: {e}"))
-        };
-        checkpoint.validate().map_err(HarnessError::Checkpoint)?;
+        checkpoint.validate()?;
         let window: Window<E::Obs, E::Action> =
-            serde_json::from_value(checkpoint.window).map_err(|e| bad("window", e.to_string()))?;
+            serde_json::from_value(checkpoint.window).map_err(CheckpointError::Window)?;
         let continued = Continued {
             session: SessionState {
                 identity: checkpoint.identity,
@@ -70,7 +67,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             harness
                 .agent
                 .load_state(checkpoint.agent)
-                .map_err(|e| bad("agent", e))?;
+                .map_err(CheckpointError::Agent)?;
         }
         Ok(harness)
     }
@@ -92,7 +89,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         harness
             .session
             .restore(continued.session)
-            .map_err(|e| HarnessError::Checkpoint(e.to_string()))?;
+            .map_err(CheckpointError::Restore)?;
         harness.config = continued.config;
         harness
             .session
@@ -139,7 +136,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             events_digest,
             ..self.to_checkpoint(meta, agent)?
         };
-        ckpt.write(&path).map_err(HarnessError::Checkpoint)
+        Ok(ckpt.write(&path)?)
     }
 
     /// The run as it stands, as a checkpoint without trace positions, holding `agent` as
@@ -159,7 +156,6 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         agent: serde_json::Value,
         window: bool,
     ) -> Result<Checkpoint, HarnessError> {
-        let ckpt_err = |e: String| HarnessError::Checkpoint(e);
         let saved = self.session_state()?;
         Ok(Checkpoint {
             version: CHECKPOINT_VERSION,
@@ -171,7 +167,12 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             episode_step: saved.counters.episode_step,
             obs: saved.obs,
             window: if window {
-                serde_json::to_value(&self.state.window).map_err(|e| ckpt_err(e.to_string()))?
+                serde_json::to_value(&self.state.window).map_err(|source| {
+                    CheckpointError::Json {
+                        what: "saving the window",
+                        source,
+                    }
+                })?
             } else {
                 serde_json::Value::Null
             },
@@ -183,7 +184,10 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
             env: saved
                 .env
                 .into_json()
-                .map_err(|e| ckpt_err(format!("saving the world: {e}")))?,
+                .map_err(|source| CheckpointError::Json {
+                    what: "saving the world",
+                    source,
+                })?,
             agent,
             trace_bytes: None,
             trace_tail: None,
@@ -197,8 +201,9 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
     /// The session's saved state: with the agent's rollout window and the run's summary,
     /// what a checkpoint or a snapshot is made of.
     pub(in crate::harness) fn session_state(&self) -> Result<SessionState, HarnessError> {
-        self.session
+        Ok(self
+            .session
             .snapshot()
-            .map_err(|e| HarnessError::Checkpoint(e.to_string()))
+            .map_err(CheckpointError::SaveWorld)?)
     }
 }

@@ -157,20 +157,16 @@ impl ParquetSource {
         let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
         let builder =
             ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| not_parquet(path, &e))?;
-        let action_scalar = builder
-            .metadata()
-            .file_metadata()
-            .key_value_metadata()
-            .and_then(|kv| kv.iter().find(|kv| kv.key == ACTION_KEY))
-            .and_then(|kv| kv.value.as_deref())
-            != Some("array");
-        let run = builder
-            .metadata()
-            .file_metadata()
-            .key_value_metadata()
-            .and_then(|kv| kv.iter().find(|kv| kv.key == MANIFEST_KEY))
-            .and_then(|kv| kv.value.as_deref())
-            .and_then(|m| serde_json::from_str::<PartRun>(m).ok());
+        let key = |key: &str| {
+            builder
+                .metadata()
+                .file_metadata()
+                .key_value_metadata()
+                .and_then(|kv| kv.iter().find(|kv| kv.key == key))
+                .and_then(|kv| kv.value.as_deref())
+        };
+        let action_scalar = key(ACTION_KEY) != Some("array");
+        let run = key(MANIFEST_KEY).and_then(|m| serde_json::from_str::<PartRun>(m).ok());
         let schema = builder.schema().clone();
         let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
         let mut wanted = Vec::new();
