@@ -191,7 +191,7 @@ pub use action::{ActionLayout, Op};
 pub use bounds::{MAX_NOTED_CALLS, Tracker};
 pub use conditions::{MorpheusConditions, PARAMETERS};
 pub use config::{ConfigError, MorpheusConfig};
-pub use expected_bound::expected_bound;
+pub use expected_bound::{expected_bound, expected_bound_consolidating};
 pub use resources::{FailureEvent, FailureKind};
 pub use systems::Phase;
 pub use world::{Counters, Morpheus, MorpheusSnapshot};

@@ -53,6 +53,8 @@ pub struct Morpheus {
     /// The expected-reward bound under `conditions`, computed when first asked for after
     /// they last changed; `None` when the reward is not the default profit.
     expected: Option<std::sync::OnceLock<f64>>,
+    /// Whether a wave may be held (a world with roles), which the bound must price.
+    consolidating: bool,
     spec: EnvSpec,
     sim: Option<Sim>,
     breakdown: Breakdown,
@@ -238,6 +240,7 @@ impl Morpheus {
             reward,
             bound,
             expected,
+            consolidating: false,
             spec,
             sim: None,
             breakdown: Breakdown::default(),
@@ -456,6 +459,14 @@ impl Morpheus {
 
     /// Sets the rebooking fee of a change of carrier in the current world (a roles world
     /// sets it after each reset; a single-agent world has none).
+    /// Lets the bound price held waves: a world whose logistics role may `hold_wave` ships
+    /// the next wave at a discount (see
+    /// [`expected_bound_consolidating`](super::expected_bound_consolidating)).
+    pub(crate) fn set_consolidating(&mut self) {
+        self.consolidating = true;
+        self.conditions_changed();
+    }
+
     pub(crate) fn set_switch_fee(&mut self, fee: f64) {
         if let Some(mut d) = self
             .sim
@@ -637,8 +648,10 @@ impl Env for Morpheus {
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), EnvError> {
         let snapshot: MorpheusSnapshot = serde_json::from_value(state)
             .map_err(|e| EnvError::World(format!("not a saved enterprise world: {e}")))?;
+        let consolidating = self.consolidating;
         *self = Morpheus::restore(self.config.clone(), self.reward.clone(), snapshot)
             .map_err(|e| EnvError::World(e.to_string()))?;
+        self.consolidating = consolidating;
         Ok(())
     }
 
@@ -652,8 +665,10 @@ impl Env for Morpheus {
         let snapshot: MorpheusSnapshot = state
             .load()
             .map_err(|e| EnvError::World(format!("not a saved enterprise world: {e}")))?;
+        let consolidating = self.consolidating;
         *self = Morpheus::restore(self.config.clone(), self.reward.clone(), snapshot)
             .map_err(|e| EnvError::World(e.to_string()))?;
+        self.consolidating = consolidating;
         Ok(())
     }
 
@@ -698,7 +713,11 @@ impl Env for Morpheus {
     fn expected_bound(&self) -> Option<f64> {
         let bound = self.expected.as_ref()?;
         Some(*bound.get_or_init(|| {
-            super::expected_bound::expected_bound_cached(&self.config, &self.conditions)
+            super::expected_bound::expected_bound_cached(
+                &self.config,
+                &self.conditions,
+                self.consolidating,
+            )
         }))
     }
 }

@@ -220,9 +220,9 @@ mod tests {
             demand_spike_rate: 0.0,
             ..MorpheusConditions::default()
         };
-        let market = Market::new(&cfg, &k);
+        let market = Market::new(&cfg, &k, 1.0);
         let demand = cfg.sku_demand(3);
-        let of = |cfg: &MorpheusConfig| cycle_stock(&Market::new(cfg, &k), 3, demand);
+        let of = |cfg: &MorpheusConfig| cycle_stock(&Market::new(cfg, &k, 1.0), 3, demand);
         let base = cycle_stock(&market, 3, demand);
         // Below the fluid cycle stock: half a lot held at the holding cost, or less.
         let lot = *cfg.reorder_quantities.iter().min().unwrap() as f64;

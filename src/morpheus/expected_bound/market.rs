@@ -27,10 +27,12 @@ pub(super) struct Market<'a> {
 }
 
 impl<'a> Market<'a> {
-    pub(super) fn new(cfg: &'a MorpheusConfig, k: &'a MorpheusConditions) -> Self {
+    /// `ship_scale` multiplies every carrier's cost per unit: 1, or the consolidation
+    /// discount where a wave may be held (see [`super::expected_bound_consolidating`]).
+    pub(super) fn new(cfg: &'a MorpheusConfig, k: &'a MorpheusConditions, ship_scale: f64) -> Self {
         let carriers = (0..cfg.carriers)
             .map(|c| Carrier {
-                ship: cfg.carrier_cost(c) * k.cost_multiplier,
+                ship: cfg.carrier_cost(c) * k.cost_multiplier * ship_scale,
                 transit: cfg.carrier_transit(c) as f64,
                 on_time: (cfg.carrier_on_time(c) * k.carrier_reliability).min(1.0),
             })

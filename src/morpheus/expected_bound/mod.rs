@@ -235,7 +235,28 @@ use shortfall::stock_shortfall;
 /// assert!(base > 0.0 && expected_bound(&cfg, &busy) > base);
 /// ```
 pub fn expected_bound(cfg: &MorpheusConfig, k: &MorpheusConditions) -> f64 {
-    let market = Market::new(cfg, k);
+    bound_at(cfg, k, 1.0)
+}
+
+/// [`expected_bound`] for a world whose waves may be held (a world with roles, where the
+/// logistics role owns `hold_wave`): the wave after a held one ships at
+/// [`CONSOLIDATION_DISCOUNT`](crate::morpheus::roles::CONSOLIDATION_DISCOUNT) of its
+/// carrier's cost, so step 2 prices every unit at that discount. Holding a wave also
+/// ships nothing that hour; the bound does not count that loss, so it stays an upper bound
+/// on every policy of such a world.
+///
+/// ```
+/// use perennial::morpheus::{MorpheusConditions, MorpheusConfig, expected_bound, expected_bound_consolidating};
+/// let (cfg, k) = (MorpheusConfig::default(), MorpheusConditions::default());
+/// assert!(expected_bound_consolidating(&cfg, &k) >= expected_bound(&cfg, &k));
+/// ```
+pub fn expected_bound_consolidating(cfg: &MorpheusConfig, k: &MorpheusConditions) -> f64 {
+    bound_at(cfg, k, crate::morpheus::roles::CONSOLIDATION_DISCOUNT)
+}
+
+/// The bound with every carrier's cost per unit multiplied by `ship_scale`.
+fn bound_at(cfg: &MorpheusConfig, k: &MorpheusConditions, ship_scale: f64) -> f64 {
+    let market = Market::new(cfg, k, ship_scale);
     let spiked = spiked_share(k.probability(k.demand_spike_rate), cfg.demand_spike_hours);
     let cap = cfg.max_units_per_sku_hour;
     let mut value = 0.0;
@@ -297,26 +318,39 @@ pub fn expected_bound(cfg: &MorpheusConfig, k: &MorpheusConditions) -> f64 {
 /// under the same layout and conditions (every rollout of a fork, every restore of a
 /// snapshot) reads its bound here instead of summing the order sizes anew. Kept small,
 /// since a process rarely runs more than a few layouts at once.
-static RECENT: std::sync::Mutex<Vec<(MorpheusConfig, MorpheusConditions, f64)>> =
+#[allow(clippy::type_complexity)]
+static RECENT: std::sync::Mutex<Vec<(MorpheusConfig, MorpheusConditions, u64, f64)>> =
     std::sync::Mutex::new(Vec::new());
 
 /// How many (layout, conditions) pairs [`RECENT`] keeps.
 const RECENT_CAP: usize = 8;
 
-/// [`expected_bound`], remembered for the last few layouts and conditions: the same value,
-/// bit for bit, as computing it (the function is pure).
-pub(crate) fn expected_bound_cached(cfg: &MorpheusConfig, k: &MorpheusConditions) -> f64 {
+/// [`expected_bound`] (or, with `consolidating`, [`expected_bound_consolidating`]),
+/// remembered for the last few layouts and conditions: the same value, bit for bit, as
+/// computing it (the function is pure).
+pub(crate) fn expected_bound_cached(
+    cfg: &MorpheusConfig,
+    k: &MorpheusConditions,
+    consolidating: bool,
+) -> f64 {
+    let scale = if consolidating {
+        crate::morpheus::roles::CONSOLIDATION_DISCOUNT
+    } else {
+        1.0
+    };
     if let Ok(recent) = RECENT.lock()
-        && let Some((_, _, bound)) = recent.iter().find(|(c, kk, _)| kk == k && c == cfg)
+        && let Some((_, _, _, bound)) = recent
+            .iter()
+            .find(|(c, kk, s, _)| *s == scale.to_bits() && kk == k && c == cfg)
     {
         return *bound;
     }
-    let bound = expected_bound(cfg, k);
+    let bound = bound_at(cfg, k, scale);
     if let Ok(mut recent) = RECENT.lock() {
         if recent.len() >= RECENT_CAP {
             recent.remove(0);
         }
-        recent.push((cfg.clone(), k.clone(), bound));
+        recent.push((cfg.clone(), k.clone(), scale.to_bits(), bound));
     }
     bound
 }
@@ -499,12 +533,12 @@ mod tests {
                 };
                 let want = expected_bound(&cfg, &k).to_bits();
                 assert_eq!(
-                    expected_bound_cached(&cfg, &k).to_bits(),
+                    expected_bound_cached(&cfg, &k, false).to_bits(),
                     want,
                     "round {round}"
                 );
                 assert_eq!(
-                    expected_bound_cached(&cfg, &k).to_bits(),
+                    expected_bound_cached(&cfg, &k, false).to_bits(),
                     want,
                     "round {round}"
                 );
@@ -515,7 +549,7 @@ mod tests {
             ..cfg.clone()
         };
         assert_eq!(
-            expected_bound_cached(&other, &busy).to_bits(),
+            expected_bound_cached(&other, &busy, false).to_bits(),
             expected_bound(&other, &busy).to_bits()
         );
     }

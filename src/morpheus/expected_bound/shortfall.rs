@@ -102,7 +102,7 @@ mod tests {
             late_penalty: 6.0,
             ..MorpheusConditions::default()
         };
-        let of = |k: &MorpheusConditions| stock_shortfall(&Market::new(&cfg, k), 1, 0.02);
+        let of = |k: &MorpheusConditions| stock_shortfall(&Market::new(&cfg, k, 1.0), 1, 0.02);
         let free = MorpheusConditions {
             holding_cost: 0.0,
             ..k.clone()

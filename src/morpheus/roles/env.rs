@@ -108,7 +108,9 @@ impl EnterpriseEnv {
         roles: RoleTable,
     ) -> Result<Self, String> {
         roles.check(None).map_err(|e| e.to_string())?;
-        let world = Morpheus::new(config.clone(), reward).map_err(|e| e.to_string())?;
+        let mut world = Morpheus::new(config.clone(), reward).map_err(|e| e.to_string())?;
+        // Every roles table gives `hold_wave` to a role (checked above).
+        world.set_consolidating();
         let layouts: Vec<RoleLayout> = roles
             .roles
             .iter()

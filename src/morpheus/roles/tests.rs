@@ -217,6 +217,35 @@ fn held_waves_ship_nothing_then_ship_cheaper() {
     assert!(!e.world().snapshot().unwrap().dispatch.consolidated);
 }
 
+/// A world with roles can hold waves and ship the next at a discount, so its bound prices
+/// every unit's shipping at that discount: above the single-agent world's bound, and the
+/// same number after a snapshot is loaded.
+#[test]
+fn the_bound_of_a_roles_world_prices_consolidated_shipping() {
+    use crate::morpheus::{expected_bound, expected_bound_consolidating};
+    let mut e = env(RoleTable::default());
+    e.reset(3);
+    let (cfg, k) = (e.world().config().clone(), e.world().conditions().clone());
+    let bound = e.expected_bound().unwrap();
+    assert_eq!(
+        bound.to_bits(),
+        expected_bound_consolidating(&cfg, &k).to_bits()
+    );
+    assert!(bound > expected_bound(&cfg, &k));
+    assert_eq!(
+        e.world().expected_bound().unwrap().to_bits(),
+        bound.to_bits()
+    );
+    let saved = e.save_state().unwrap();
+    e.step(&0).unwrap();
+    e.load_state(saved).unwrap();
+    assert_eq!(e.expected_bound().unwrap().to_bits(), bound.to_bits());
+    let typed = e.save_state_typed().unwrap();
+    e.step(&0).unwrap();
+    e.load_state_typed(&typed).unwrap();
+    assert_eq!(e.expected_bound().unwrap().to_bits(), bound.to_bits());
+}
+
 #[test]
 fn agent_specs_name_each_role_once() {
     let t = RoleTable::default();
