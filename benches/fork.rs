@@ -15,6 +15,7 @@ use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::registry::Registry;
 use perennial::seed::{self, Stream};
 use perennial::trace::TraceFormat;
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 use std::hint::black_box;
 

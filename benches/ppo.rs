@@ -10,6 +10,7 @@ use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::morpheus::MorpheusConfig;
 use perennial::morpheus::{Morpheus, default_reward_spec};
 use perennial::prelude::*;
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 use std::hint::black_box;
 

@@ -40,6 +40,7 @@ use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::registry::Registry;
 use perennial::seed::{self, Stream};
 use perennial::trace::TraceFormat;
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 
 const DEFAULT_STEPS: u64 = 5_000;

@@ -39,6 +39,7 @@ use perennial::morpheus::{Morpheus, MorpheusConditions, MorpheusConfig, PARAMETE
 use perennial::prelude::*;
 use perennial::regime::{Plan, Regime};
 use perennial::reward::RewardSpec;
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 use serde_json::json;
 

@@ -8,7 +8,8 @@ use crate::agents;
 use crate::cartpole::{CartPole, CartPoleParams};
 use crate::morpheus;
 use crate::registry::{KindFn, MorpheusKind, Registry};
-use crate::world_file::{WorldFile, WorldFileError};
+use crate::world_file::kinds::Kinds;
+use crate::world_file::{TomlFile, WorldFile, WorldFileError};
 
 impl Registry {
     /// CartPole (`cartpole`) and the enterprise world (`morpheus`), with their agents.
@@ -34,39 +35,30 @@ impl Registry {
     }
 }
 
-impl WorldFile {
-    /// Reads and validates a world file.
-    ///
-    /// # Errors
-    ///
-    /// The file cannot be read, or is not a valid world file; the error names the file,
-    /// line and field.
-    pub fn load(path: &Path) -> Result<Self, WorldFileError> {
-        Self::load_with(path, Registry::shared_builtin())
+/// World files load through [`TomlFile`], with the built-in registry's world kinds as
+/// their default names.
+///
+/// ```
+/// use perennial::world_file::{TomlFile, WorldFile};
+/// use std::path::Path;
+///
+/// let text = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"moon\"\nconditions = { gravity = 1.6 }\n";
+/// let world = WorldFile::parse(text, Path::new("moon.toml")).unwrap();
+/// assert_eq!(world.regimes[0].conditions["gravity"], 1.6);
+///
+/// let bad = text.replace("gravity", "gravty");
+/// let err = WorldFile::parse(&bad, Path::new("moon.toml")).unwrap_err();
+/// assert_eq!(err.line, Some(6));
+/// assert!(err.to_string().starts_with("moon.toml:6: field `regimes.moon.conditions.gravty`"));
+/// ```
+impl TomlFile for WorldFile {
+    type Names = dyn Kinds;
+
+    fn builtin() -> &'static dyn Kinds {
+        Registry::shared_builtin()
     }
 
-    /// Validates world-file text; `path` is used in errors.
-    ///
-    /// # Errors
-    ///
-    /// As [`WorldFile::load`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use perennial::world_file::WorldFile;
-    /// use std::path::Path;
-    ///
-    /// let text = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"moon\"\nconditions = { gravity = 1.6 }\n";
-    /// let world = WorldFile::parse(text, Path::new("moon.toml")).unwrap();
-    /// assert_eq!(world.regimes[0].conditions["gravity"], 1.6);
-    ///
-    /// let bad = text.replace("gravity", "gravty");
-    /// let err = WorldFile::parse(&bad, Path::new("moon.toml")).unwrap_err();
-    /// assert_eq!(err.line, Some(6));
-    /// assert!(err.to_string().starts_with("moon.toml:6: field `regimes.moon.conditions.gravty`"));
-    /// ```
-    pub fn parse(text: &str, path: &Path) -> Result<Self, WorldFileError> {
-        Self::parse_with(text, path, Registry::shared_builtin())
+    fn parse_with(text: &str, path: &Path, names: &dyn Kinds) -> Result<Self, WorldFileError> {
+        WorldFile::parse_kinds(text, path, names)
     }
 }

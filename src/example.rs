@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use crate::agents::RandomAgent;
 use crate::env::{Env, EnvError};
 use crate::harness::Agent;
+use crate::world_file::TomlFile;
 use crate::world_file::WorldFile;
 
 /// The environment variable that sets an example's step budget (the tests set it small).

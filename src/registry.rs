@@ -40,6 +40,7 @@ use crate::morpheus::{self, Morpheus, MorpheusConfig};
 use crate::regime::{NotifyLevel, ParamInfo, RegimeProbe, Shiftable, validate_conditions};
 use crate::reward::RewardSpec;
 use crate::seed::{self, Stream};
+use crate::world_file::TomlFile;
 pub use crate::world_file::WorldParams;
 pub use crate::world_file::kinds::ParamError;
 use crate::world_file::kinds::{AgentCheckError, KindRules, Kinds};

@@ -128,22 +128,9 @@ struct RewardDef {
 }
 
 impl WorldFile {
-    /// Reads and validates a world file whose kind is looked up in `registry`.
-    ///
-    /// # Errors
-    ///
-    /// As [`WorldFile::load`].
-    pub fn load_with(path: &Path, registry: &dyn Kinds) -> Result<Self, WorldFileError> {
-        let text = read_text(path)?;
-        Self::parse_with(&text, path, registry)
-    }
-
-    /// Validates world-file text whose kind is looked up in `registry`.
-    ///
-    /// # Errors
-    ///
-    /// As [`WorldFile::load`].
-    pub fn parse_with(
+    /// Validates world-file text whose kind is looked up in `registry`: what
+    /// [`TomlFile::parse_with`] does for a world file.
+    pub(crate) fn parse_kinds(
         text: &str,
         path: &Path,
         registry: &dyn Kinds,
@@ -322,8 +309,8 @@ pub mod kinds;
 mod notify_def;
 mod roles_def;
 
-pub use ctx::WorldFileError;
 pub(crate) use ctx::{Ctx, read_text};
+pub use ctx::{TomlFile, WorldFileError};
 pub use file::{HarnessDefaults, WorldFile, WorldParams};
 
 /// The kind name of worlds written in Python, which the Python package registers.

@@ -10,6 +10,7 @@ use perennial::prelude::*;
 use perennial::registry::Registry;
 use perennial::seed::{self, Stream};
 use perennial::trace::TraceFormat;
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 
 fn temp(name: &str) -> PathBuf {

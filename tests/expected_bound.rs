@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use perennial::morpheus::{MorpheusConditions, MorpheusConfig, expected_bound};
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 use serde_json::Value;
 

@@ -5,6 +5,7 @@ use perennial::morpheus::Morpheus;
 use perennial::morpheus::MorpheusConfig;
 use perennial::prelude::*;
 use perennial::regime::apply_conditions;
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 
 fn check(path: &str, task: &str) {

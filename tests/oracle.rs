@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 use serde_json::Value;
 

@@ -10,6 +10,7 @@ use perennial::morpheus::{Morpheus, MorpheusConfig, default_reward_spec};
 use perennial::regime::Shiftable;
 use perennial::registry::Registry;
 use perennial::trace::TraceReader;
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 use proptest::prelude::*;
 

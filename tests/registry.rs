@@ -8,6 +8,7 @@ use perennial::agents::AgentBuilder;
 use perennial::cli::run_with_args;
 use perennial::prelude::*;
 use perennial::registry::{KindFn, ParamError, Registry};
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 
 mod common;

@@ -6,6 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{Scratch, cli, fails_with, path, run};
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 
 const SHIPPED: &str = include_str!("../worlds/enterprise.toml");

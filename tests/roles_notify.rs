@@ -1,6 +1,7 @@
 //! Notify levels per role: the world file's `[notify]` keys of a roles world, what each
 //! role is told, and the run's record of them.
 
+use perennial::world_file::TomlFile;
 use std::collections::BTreeMap;
 mod common;
 

@@ -11,6 +11,7 @@ use common::{Scratch, path};
 use perennial::morpheus::roles::EnterpriseEnv;
 use perennial::prelude::*;
 use perennial::trace::{RecordedObs, TraceReader, TraceRow};
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 
 /// 300 hours of the shipped roles world with transitions recorded, traced as `format`;

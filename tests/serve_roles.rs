@@ -6,6 +6,7 @@
 #[path = "serve_client/mod.rs"]
 mod serve_client;
 
+use perennial::world_file::TomlFile;
 use serde_json::{Value, json};
 use serve_client::{Mcp, Server, Ws, rpc};
 

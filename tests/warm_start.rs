@@ -7,6 +7,7 @@ use perennial::agents::{
 use perennial::harness::{Agent, Harness, HarnessConfig};
 use perennial::prelude::*;
 use perennial::trace::TraceFormat;
+use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 
 mod common;

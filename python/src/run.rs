@@ -13,6 +13,7 @@ use perennial::trace::TraceFormat;
 
 use crate::world::{Run as CoreRun, RunError, TraceTarget};
 use crate::{guarded, load_world};
+use perennial::world_file::TomlFile;
 
 pub(crate) fn to_py(e: RunError) -> PyErr {
     match e {

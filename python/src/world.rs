@@ -18,6 +18,7 @@ use perennial::reward::Breakdown;
 use perennial::seed::{self, Stream};
 use perennial::session::{RunEnd, Session, SessionState, StepError};
 use perennial::trace::{self, RunIdentity, TraceFormat};
+use perennial::world_file::TomlFile;
 use perennial::world_file::{WorldFile, WorldFileError};
 
 /// The world files shipped with the crate, compiled into the extension so an installed

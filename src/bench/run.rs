@@ -19,6 +19,7 @@ use crate::sweep::{
     RunExit, RunStatus, SweepError, SweepFile, collect_exits, plan, run_local_until,
 };
 use crate::trace::{Plasticity, TraceFormat};
+use crate::world_file::TomlFile;
 
 /// What to run on every suite.
 #[derive(Clone, Debug, PartialEq, Eq)]

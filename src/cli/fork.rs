@@ -9,6 +9,7 @@ use crate::fork::{FORK_RECORD, ForkError, ForkPlan, ForkRecord, RolloutRecord};
 use crate::harness::Snapshot;
 use crate::registry::Registry;
 use crate::trace::TraceFormat;
+use crate::world_file::TomlFile;
 use crate::world_file::WorldFile;
 
 /// `perennial fork SOURCE --rollouts K --steps H [--agent A] [--agent-opt K=V]... [--seed

@@ -6,6 +6,7 @@ use super::Failure;
 use crate::env::CheckOptions;
 use crate::regime::Plan;
 use crate::registry::Registry;
+use crate::world_file::TomlFile;
 use crate::world_file::WorldFile;
 
 /// Finds a shipped file from the working directory or, failing that, from the crate root.

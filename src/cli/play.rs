@@ -23,6 +23,7 @@ use crate::registry::Registry;
 use crate::seed::{self, Stream};
 use crate::session::Session;
 use crate::trace::{Manifest, RunIdentity, TraceFormat};
+use crate::world_file::TomlFile;
 use crate::world_file::WorldFile;
 
 /// Longest input line, in bytes (1 MiB); a longer one gets an error reply.

@@ -23,6 +23,7 @@ use crate::registry::Registry;
 use crate::seed::{self, Stream};
 use crate::session::{Session, StepError};
 use crate::trace::{Manifest, RunIdentity, TraceReader, TraceRow};
+use crate::world_file::TomlFile;
 use crate::world_file::WorldFile;
 
 /// Runs `perennial episodes`: with `--render`, renders each trace as a transcript first.

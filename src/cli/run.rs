@@ -14,6 +14,7 @@ use crate::output::OutputLock;
 use crate::regime::NotifyLevel;
 use crate::registry::{Kind, Registry, RunRequest};
 use crate::trace::{RunIdentity, TraceFormat};
+use crate::world_file::TomlFile;
 use crate::world_file::WorldFile;
 
 /// The world file `perennial run` uses when none is given.

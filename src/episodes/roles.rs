@@ -6,6 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::model::{Step, Trajectory, trajectory};
+use crate::world_file::TomlFile;
 
 /// An episode's steps as read from a roles run's trace, before they are split by role.
 pub(super) struct RoleSteps<'a> {

@@ -13,6 +13,7 @@ use crate::registry::Registry;
 use crate::seed::{self, Stream};
 use crate::session::Session;
 use crate::trace::RunIdentity;
+use crate::world_file::TomlFile;
 use crate::world_file::WorldFile;
 
 /// The shipped enterprise worlds, served under these ids without a `--worlds` flag.

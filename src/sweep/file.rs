@@ -12,7 +12,7 @@ use crate::harness::HarnessConfig;
 use crate::limits::MAX_SWEEP_RUNS;
 use crate::registry::{BuildError, Registry, RunRequest};
 use crate::trace::TraceFormat;
-use crate::world_file::{Ctx, WorldFile, read_text};
+use crate::world_file::{Ctx, TomlFile, WorldFile};
 
 /// A validated sweep file: every (world, agent, seed) combination is one run.
 #[derive(Clone, Debug, PartialEq)]
@@ -130,68 +130,48 @@ fn resolve_world(written: &str) -> PathBuf {
     }
 }
 
+/// Sweep files load through [`TomlFile`]: validated against a registry's worlds and
+/// agents (the built-in one by default), every world a sweep names must load and build,
+/// and every agent must run in every world. An error names the sweep file, line and field
+/// (and the world file's own position when a world is invalid).
+///
+/// ```
+/// use perennial::sweep::SweepFile;
+/// use perennial::world_file::TomlFile;
+/// use std::path::Path;
+///
+/// let text = r#"
+/// [sweep]
+/// name = "poles"
+/// worlds = ["worlds/cartpole.toml"]
+/// agents = ["random", "balance"]
+/// seeds = { from = 0, count = 3 }
+/// steps = 1000
+/// "#;
+/// let sweep = SweepFile::parse(text, Path::new("poles.toml")).unwrap();
+/// assert_eq!(sweep.seeds, [0, 1, 2]);
+/// assert_eq!(sweep.checkpoint_every, 100);
+///
+/// let bad = text.replace("count = 3", "count = 0");
+/// let err = SweepFile::parse(&bad, Path::new("poles.toml")).unwrap_err();
+/// assert_eq!(err.line, Some(6));
+/// assert!(err.to_string().starts_with("poles.toml:6: field `sweep.seeds.count`"));
+/// ```
+impl TomlFile for SweepFile {
+    type Names = Registry;
+
+    fn builtin() -> &'static Registry {
+        Registry::shared_builtin()
+    }
+
+    fn parse_with(text: &str, path: &Path, names: &Registry) -> Result<Self, SweepFileError> {
+        SweepFile::parse_registry(text, path, names)
+    }
+}
+
 impl SweepFile {
-    /// Reads and validates a sweep file against the built-in worlds and agents: every world
-    /// it names must load and build, and every agent must run in every world.
-    ///
-    /// # Errors
-    ///
-    /// The file cannot be read or is not a valid sweep file, a world it names does not
-    /// load, or an agent does not suit a world; the error names the sweep file, line and
-    /// field (and the world file's own position when a world is invalid).
-    pub fn load(path: &Path) -> Result<Self, SweepFileError> {
-        Self::load_with(path, Registry::shared_builtin())
-    }
-
-    /// [`SweepFile::load`] against `registry`'s worlds and agents.
-    ///
-    /// # Errors
-    ///
-    /// As [`SweepFile::load`].
-    pub fn load_with(path: &Path, registry: &Registry) -> Result<Self, SweepFileError> {
-        let text = read_text(path)?;
-        Self::parse_with(&text, path, registry)
-    }
-
-    /// Validates sweep-file text against the built-in registry; `path` is used in errors.
-    ///
-    /// # Errors
-    ///
-    /// As [`SweepFile::load`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use perennial::sweep::SweepFile;
-    /// use std::path::Path;
-    ///
-    /// let text = r#"
-    /// [sweep]
-    /// name = "poles"
-    /// worlds = ["worlds/cartpole.toml"]
-    /// agents = ["random", "balance"]
-    /// seeds = { from = 0, count = 3 }
-    /// steps = 1000
-    /// "#;
-    /// let sweep = SweepFile::parse(text, Path::new("poles.toml")).unwrap();
-    /// assert_eq!(sweep.seeds, [0, 1, 2]);
-    /// assert_eq!(sweep.checkpoint_every, 100);
-    ///
-    /// let bad = text.replace("count = 3", "count = 0");
-    /// let err = SweepFile::parse(&bad, Path::new("poles.toml")).unwrap_err();
-    /// assert_eq!(err.line, Some(6));
-    /// assert!(err.to_string().starts_with("poles.toml:6: field `sweep.seeds.count`"));
-    /// ```
-    pub fn parse(text: &str, path: &Path) -> Result<Self, SweepFileError> {
-        Self::parse_with(text, path, Registry::shared_builtin())
-    }
-
-    /// [`SweepFile::parse`] against `registry`'s worlds and agents.
-    ///
-    /// # Errors
-    ///
-    /// As [`SweepFile::load`].
-    pub fn parse_with(
+    /// What [`TomlFile::parse_with`] does for a sweep file.
+    fn parse_registry(
         text: &str,
         path: &Path,
         registry: &Registry,

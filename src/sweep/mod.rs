@@ -82,6 +82,7 @@ use serde::Deserialize;
 
 use crate::registry::Registry;
 
+use crate::world_file::TomlFile;
 pub use error::{SweepError, SweepFileError};
 pub use file::{SweepFile, SweepWorld};
 pub use lock::DirLock;

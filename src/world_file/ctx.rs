@@ -83,6 +83,69 @@ pub(crate) fn read_text(path: &Path) -> Result<String, WorldFileError> {
     })
 }
 
+/// A TOML file the user names, validated against what it may name: world files and sweep
+/// files load through these four functions alike. Bring it into scope to call them
+/// (`use perennial::world_file::TomlFile;`).
+///
+/// A type implements [`TomlFile::builtin`] and [`TomlFile::parse_with`]; reading the file
+/// (bounded in size, UTF-8, an error naming the line of the first bad byte) and the
+/// built-in lookups come with the trait.
+///
+/// ```
+/// use perennial::world_file::{TomlFile, WorldFile};
+/// use std::path::Path;
+///
+/// let world = WorldFile::load(Path::new("worlds/cartpole.toml")).unwrap();
+/// let text = std::fs::read_to_string("worlds/cartpole.toml").unwrap();
+/// let again = WorldFile::parse(&text, Path::new("worlds/cartpole.toml")).unwrap();
+/// assert_eq!((world.kind.as_str(), again.kind.as_str()), ("cartpole", "cartpole"));
+/// let err = WorldFile::load(Path::new("worlds/none.toml")).unwrap_err();
+/// assert_eq!(err.path, Path::new("worlds/none.toml"));
+/// ```
+pub trait TomlFile: Sized {
+    /// What the file's names (world kinds, agents) are looked up in.
+    type Names: ?Sized + 'static;
+
+    /// The built-in names: perennial's own worlds and agents.
+    fn builtin() -> &'static Self::Names;
+
+    /// Validates the file's text against `names`; `path` is used in errors.
+    ///
+    /// # Errors
+    ///
+    /// The text is not a valid file of this kind; the error names the file, line and field.
+    fn parse_with(text: &str, path: &Path, names: &Self::Names) -> Result<Self, WorldFileError>;
+
+    /// [`TomlFile::parse_with`] against the built-in names.
+    ///
+    /// # Errors
+    ///
+    /// As [`TomlFile::parse_with`].
+    fn parse(text: &str, path: &Path) -> Result<Self, WorldFileError> {
+        Self::parse_with(text, path, Self::builtin())
+    }
+
+    /// Reads the file at `path` and validates it against `names`.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read (missing, larger than the limit, not UTF-8), or as
+    /// [`TomlFile::parse_with`].
+    fn load_with(path: &Path, names: &Self::Names) -> Result<Self, WorldFileError> {
+        let text = read_text(path)?;
+        Self::parse_with(&text, path, names)
+    }
+
+    /// [`TomlFile::load_with`] against the built-in names.
+    ///
+    /// # Errors
+    ///
+    /// As [`TomlFile::load_with`].
+    fn load(path: &Path) -> Result<Self, WorldFileError> {
+        Self::load_with(path, Self::builtin())
+    }
+}
+
 /// Locates byte offsets as lines and builds errors for one file (a world file, or a sweep
 /// file: its errors have the same form).
 pub(crate) struct Ctx<'a> {
