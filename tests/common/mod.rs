@@ -397,9 +397,12 @@ pub fn leaf_mut<'a>(v: &'a mut serde_json::Value, at: &[String]) -> &'a mut serd
 /// the key removed.
 pub fn mutate(v: &mut serde_json::Value, at: &[String], kind: u8) {
     use serde_json::Value;
+    // Removing a key whose value is null changes nothing a reader sees (a missing
+    // optional field reads as null), so a null leaf gets a value instead.
     if kind == 2
         && let Some((key, parent)) = at.split_last()
         && let Value::Object(m) = leaf_mut(v, parent)
+        && !m.get(key).is_some_and(Value::is_null)
     {
         m.remove(key);
         return;
