@@ -7,6 +7,34 @@ mod serve_client;
 use serde_json::{Value, json};
 use serve_client::{Mcp, Server, Ws, http, rpc, script};
 
+/// Creates an OpenEnv JSON-RPC session (`query` may name the world and seed) and returns
+/// its id.
+fn create_session(addr: &str, query: &str) -> String {
+    let created = rpc(
+        addr,
+        query,
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}),
+    )
+    .json();
+    created["result"]["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no session id in {created}"))
+        .to_string()
+}
+
+/// Calls tool `name` of session `sid` over JSON-RPC: the whole reply.
+fn call_tool(addr: &str, sid: &str, name: &str, arguments: Value) -> Value {
+    rpc(
+        addr,
+        "",
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "session_id": sid, "name": name, "arguments": arguments}}),
+    )
+    .json()
+}
+
 #[test]
 fn health_metadata_and_schema_answer_as_openenv_serves_them() {
     let server = Server::start(&[]);
@@ -110,14 +138,7 @@ fn openenv_json_rpc_sessions_answer_under_result_data_and_a_socket_attaches() {
     .json();
     assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 9);
     assert!(list["result"]["tools"][0]["inputSchema"].is_object());
-    let call = rpc(
-        a,
-        "",
-        &[],
-        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-        "session_id": sid, "name": "wait", "arguments": {"hours": 2}}}),
-    )
-    .json();
+    let call = call_tool(a, &sid, "wait", json!({"hours": 2}));
     assert_eq!(call["result"]["data"]["status"], 200, "{call}");
     assert_eq!(call["result"]["isError"], false);
     let state = ws.send(&json!({"type": "state"}));
@@ -132,14 +153,7 @@ fn openenv_json_rpc_sessions_answer_under_result_data_and_a_socket_attaches() {
     ws.close();
     let closed = rpc(a, "", &[], &json!({"jsonrpc": "2.0", "id": 4, "method": "openenv/session/close", "params": {"session_id": sid}})).json();
     assert_eq!(closed["result"]["closed"], true);
-    let after = rpc(
-        a,
-        "",
-        &[],
-        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
-        "session_id": sid, "name": "query_ledger", "arguments": {}}}),
-    )
-    .json();
+    let after = call_tool(a, &sid, "query_ledger", json!({}));
     assert_eq!(after["error"]["code"], -32602);
 }
 
@@ -225,28 +239,11 @@ fn every_transport_gives_the_same_replies_for_one_seed() {
         .iter()
         .map(|(n, args)| mcp.call(n, args.clone()))
         .collect();
-    let created = rpc(
-        a,
-        "?world=warehouse&seed=11",
-        &[],
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}),
-    )
-    .json();
-    let sid = created["result"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sid = create_session(a, "?world=warehouse&seed=11");
     let over_rpc: Vec<Value> = calls
         .iter()
         .map(|(n, args)| {
-            let r = rpc(
-                a,
-                "",
-                &[],
-                &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                "session_id": sid, "name": n, "arguments": args}}),
-            )
-            .json();
+            let r = call_tool(a, &sid, n, args.clone());
             r["result"]["data"].clone()
         })
         .collect();
@@ -338,28 +335,11 @@ fn capacity_is_refused_with_capacity_reached_and_freed_by_a_close() {
 fn idle_sessions_expire() {
     let server = Server::start(&["--idle-timeout", "1"]);
     let a = &server.addr;
-    let created = rpc(
-        a,
-        "",
-        &[],
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}),
-    )
-    .json();
-    let sid = created["result"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sid = create_session(a, "");
     let mut ws = Ws::open(a, "");
     ws.reset(json!({}));
     std::thread::sleep(std::time::Duration::from_millis(2500));
-    let r = rpc(
-        a,
-        "",
-        &[],
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "session_id": sid, "name": "query_ledger", "arguments": {}}}),
-    )
-    .json();
+    let r = call_tool(a, &sid, "query_ledger", json!({}));
     assert_eq!(r["error"]["code"], -32602, "{r}");
     let f = ws.read().unwrap();
     assert_eq!(f["data"]["code"], "SESSION_ERROR", "{f}");
@@ -369,34 +349,12 @@ fn idle_sessions_expire() {
 fn k_sessions_fork_one_snapshot_and_meet_the_same_world() {
     let server = Server::start(&[]);
     let a = &server.addr;
-    let created = rpc(
-        a,
-        "?seed=4",
-        &[],
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}),
-    )
-    .json();
-    let sid = created["result"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sid = create_session(a, "?seed=4");
     // The source's bad calls are its own: no fork inherits them.
     for (name, arguments) in [("no_such_tool", json!({})), ("reorder", json!("x"))] {
-        rpc(
-            a,
-            "",
-            &[],
-            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "session_id": sid, "name": name, "arguments": arguments}}),
-        );
+        call_tool(a, &sid, name, arguments);
     }
-    rpc(
-        a,
-        "",
-        &[],
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "session_id": sid, "name": "wait", "arguments": {"hours": 20}}}),
-    );
+    call_tool(a, &sid, "wait", json!({"hours": 20}));
     let snap = http(
         a,
         "POST",
@@ -441,17 +399,7 @@ fn k_sessions_fork_one_snapshot_and_meet_the_same_world() {
     }
     let source: Vec<Value> = calls
         .iter()
-        .map(|(n, args)| {
-            rpc(
-                a,
-                "",
-                &[],
-                &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-                "session_id": sid, "name": n, "arguments": args}}),
-            )
-            .json()["result"]["data"]
-                .clone()
-        })
+        .map(|(n, args)| call_tool(a, &sid, n, args.clone())["result"]["data"].clone())
         .collect();
     assert_eq!(source, first, "a fork goes on as its source does");
     let none = http(a, "POST", "/snapshots", &[], br#"{"session_id": "nope"}"#);
