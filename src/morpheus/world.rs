@@ -459,6 +459,16 @@ impl Morpheus {
 
     /// Sets the rebooking fee of a change of carrier in the current world (a roles world
     /// sets it after each reset; a single-agent world has none).
+    /// Rebuilds this world from `snapshot` under its layout and reward, keeping what the
+    /// snapshot does not hold: whether the bound prices held waves.
+    fn restore_in_place(&mut self, snapshot: MorpheusSnapshot) -> Result<(), EnvError> {
+        let consolidating = self.consolidating;
+        *self = Morpheus::restore(self.config.clone(), self.reward.clone(), snapshot)
+            .map_err(|e| EnvError::World(e.to_string()))?;
+        self.consolidating = consolidating;
+        Ok(())
+    }
+
     /// Lets the bound price held waves: a world whose logistics role may `hold_wave` ships
     /// the next wave at a discount (see
     /// [`expected_bound_consolidating`](super::expected_bound_consolidating)).
@@ -648,11 +658,7 @@ impl Env for Morpheus {
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), EnvError> {
         let snapshot: MorpheusSnapshot = serde_json::from_value(state)
             .map_err(|e| EnvError::World(format!("not a saved enterprise world: {e}")))?;
-        let consolidating = self.consolidating;
-        *self = Morpheus::restore(self.config.clone(), self.reward.clone(), snapshot)
-            .map_err(|e| EnvError::World(e.to_string()))?;
-        self.consolidating = consolidating;
-        Ok(())
+        self.restore_in_place(snapshot)
     }
 
     fn save_state_typed(&self) -> Result<SavedState, EnvError> {
@@ -665,11 +671,7 @@ impl Env for Morpheus {
         let snapshot: MorpheusSnapshot = state
             .load()
             .map_err(|e| EnvError::World(format!("not a saved enterprise world: {e}")))?;
-        let consolidating = self.consolidating;
-        *self = Morpheus::restore(self.config.clone(), self.reward.clone(), snapshot)
-            .map_err(|e| EnvError::World(e.to_string()))?;
-        self.consolidating = consolidating;
-        Ok(())
+        self.restore_in_place(snapshot)
     }
 
     /// **Destroys the ECS world** and builds a new one from `seed`: fresh entities,
