@@ -87,6 +87,9 @@ const WORLD: &str = "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\
 
 const ROW: &str = r#"{"run_id":"r","seed":0,"algorithm_id":"a","task":"t","step":STEP,"episode":0,"episode_step":STEP,"reward":REWARD,"components":{},"payout":{},"regime":"x","regime_origin":"initial","terminated":false,"truncated":false,"ceiling":null}"#;
 
+/// A sweep file of one run of 10 steps.
+const SWEEP: &str = "[sweep]\nname = \"s\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\"]\nseeds = [0]\nsteps = 10\n";
+
 fn row(step: u64, reward: &str) -> String {
     ROW.replace("STEP", &step.to_string())
         .replace("REWARD", reward)
@@ -664,14 +667,14 @@ fn cases() -> Vec<Case> {
         Case::refused_file(
             "sweep: an unknown trace format",
             "bad-format.toml",
-            "[sweep]\nname = \"s\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\"]\nseeds = [0]\nsteps = 10\nformat = \"feather\"\n",
+            format!("{SWEEP}format = \"feather\"\n"),
             "sweep {file}",
             &["{file}:7", "sweep.format", "use jsonl, csv or parquet"],
         ),
         Case::refused_file(
             "sweep: 1e11 seeds",
             "many-seeds.toml",
-            "[sweep]\nname = \"s\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\"]\nseeds = { from = 0, count = 100000000000 }\nsteps = 10\n",
+            SWEEP.replace("seeds = [0]", "seeds = { from = 0, count = 100000000000 }"),
             "sweep {file} --plan-json",
             // Refused before a seed list is built (it used to abort, out of memory).
             &["{file}:5", "sweep.seeds.count", "at most 100000 runs"],
@@ -679,7 +682,9 @@ fn cases() -> Vec<Case> {
         Case::refused_file(
             "sweep: runs beyond the limit as worlds × agents × seeds",
             "many-runs.toml",
-            "[sweep]\nname = \"s\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\", \"balance\"]\nseeds = { from = 0, count = 50001 }\nsteps = 10\n",
+            SWEEP
+                .replace("[\"random\"]", "[\"random\", \"balance\"]")
+                .replace("seeds = [0]", "seeds = { from = 0, count = 50001 }"),
             "sweep {file} --plan-json",
             &[
                 "{file}:5",
@@ -689,7 +694,7 @@ fn cases() -> Vec<Case> {
         Case::refused_file(
             "sweep: part_seconds with a CSV trace",
             "csv-parts.toml",
-            "[sweep]\nname = \"s\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\"]\nseeds = [0]\nsteps = 10\nformat = \"csv\"\npart_seconds = 0\n",
+            format!("{SWEEP}format = \"csv\"\npart_seconds = 0\n"),
             "sweep {file}",
             &[
                 "{file}:8",
@@ -777,7 +782,7 @@ fn beside() -> Vec<(&'static str, String)> {
         ),
         (
             "ok-sweep.toml",
-            "[sweep]\nname = \"s\"\nworlds = [\"worlds/cartpole.toml\"]\nagents = [\"random\"]\nseeds = [0]\nsteps = 10\n".into(),
+            SWEEP.into(),
         ),
     ]
 }
