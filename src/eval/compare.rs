@@ -7,9 +7,10 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::record::{RunReport, arm};
+use super::aggregate::stream;
+use super::record::{RunReport, arm, by_group};
 use super::sum::Sum;
-use super::table::{Table, num};
+use super::table::{Table, ci};
 use crate::regime::NotifyLevel;
 
 /// A mean over runs with its 95% percentile-bootstrap confidence interval.
@@ -128,19 +129,6 @@ fn mean_of(values: impl Iterator<Item = f64>) -> Option<f64> {
     (!v.is_empty()).then(|| mean(&v))
 }
 
-/// FNV-1a, so each estimate's resampling stream depends on its name and not on how many
-/// other estimates were computed before it.
-fn fnv1a(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for b in part.bytes().chain([0xff]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
 /// The mean of `values` with a 95% percentile-bootstrap CI from `resamples` resamples
 /// drawn with ChaCha8 seeded by `seed`. One value, or no resamples, gives CI = [mean, mean].
 ///
@@ -232,14 +220,7 @@ fn run_values(run: &RunReport, label: &str) -> [Option<f64>; 11] {
 /// # Ok::<(), perennial::eval::EvalError>(())
 /// ```
 pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Comparison> {
-    let mut groups: BTreeMap<(&str, &str, NotifyLevel), Vec<&RunReport>> = BTreeMap::new();
-    for run in runs {
-        groups
-            .entry((run.task.as_str(), run.algorithm_id.as_str(), run.notify))
-            .or_default()
-            .push(run);
-    }
-    groups
+    by_group(runs)
         .into_iter()
         .map(|((task, algorithm, notify), members)| {
             // The algorithm's name alone at level `none`, so those streams are unchanged.
@@ -255,8 +236,8 @@ pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Compariso
                         members.iter().map(|r| run_values(r, label)).collect();
                     let est: [Option<Estimate>; 11] = std::array::from_fn(|m| {
                         let values: Vec<f64> = per_run.iter().filter_map(|v| v[m]).collect();
-                        let stream = seed ^ fnv1a(&[task, name.as_str(), label, METRICS[m]]);
-                        bootstrap(&values, resamples, stream)
+                        let names = [task, name.as_str(), label, METRICS[m]];
+                        bootstrap(&values, resamples, stream(seed, &names))
                     });
                     let comparison = LabelComparison {
                         runs: members
@@ -309,12 +290,7 @@ pub fn comparison_text(groups: &[Comparison]) -> String {
         let mut header = vec!["metric"];
         header.extend(g.configurations.keys().map(String::as_str));
         let mut t = Table::new(&header, &[true]);
-        let cell = |e: Option<Estimate>| {
-            e.map_or_else(
-                || "-".to_string(),
-                |e| format!("{} [{}, {}]", num(e.mean), num(e.ci_low), num(e.ci_high)),
-            )
-        };
+        let cell = |e: Option<Estimate>| ci(e.map(|e| (e.mean, e.ci_low, e.ci_high)));
         let mut runs = vec!["runs".to_string()];
         runs.extend(g.configurations.values().map(|c| c.runs.to_string()));
         t.row(runs);

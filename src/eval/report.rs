@@ -1,6 +1,5 @@
 //! The report: per run, one record per interval and one per configuration; text and JSON.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -10,11 +9,11 @@ use super::compare::Comparison;
 use super::reliability::{GroupReliability, RunReliability, across_runs};
 use crate::regime::NotifyLevel;
 
-use super::record::arm;
 pub use super::record::{
     ConfigurationAgainst, ConfigurationReport, IntervalAgainst, IntervalReport, L2Interval,
-    L2Label, L2Run, Paired, RunReport,
+    L2Label, L2Run, Paired, Regret, RunReport,
 };
+use super::record::{arm, by_group};
 pub(crate) use super::table::{Table, num, opt};
 
 /// Everything `perennial eval` reports. Serializes to the DESIGN JSON plus `groups` and
@@ -68,16 +67,10 @@ pub struct Reliability {
 /// Groups `runs` by `(task, algorithm_id, notify)` and computes [`across_runs`] on their
 /// curves.
 pub(crate) fn reliability_groups(runs: &[RunReport]) -> Vec<GroupReliability> {
-    let mut groups: BTreeMap<(&str, &str, NotifyLevel), Vec<Vec<f64>>> = BTreeMap::new();
-    for run in runs {
-        groups
-            .entry((run.task.as_str(), run.algorithm_id.as_str(), run.notify))
-            .or_default()
-            .push(run.blocks.clone());
-    }
-    groups
+    by_group(runs)
         .into_iter()
-        .map(|((task, algorithm, notify), curves)| {
+        .map(|((task, algorithm, notify), members)| {
+            let curves: Vec<Vec<f64>> = members.iter().map(|r| r.blocks.clone()).collect();
             let (dispersion_across_runs, risk_across_runs) = across_runs(&curves);
             GroupReliability {
                 task: task.to_string(),
