@@ -8,10 +8,10 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::aggregate::stream;
-use super::record::{RunReport, arm, by_group};
+use super::group::RunGroup;
+use super::record::{RunReport, by_group};
 use super::sum::Sum;
 use super::table::{Table, ci};
-use crate::regime::NotifyLevel;
 
 /// A mean over runs with its 95% percentile-bootstrap confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -100,22 +100,23 @@ impl LabelComparison {
 /// The runs of one `(task, algorithm_id, notify)`, compared label by label.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
-    /// The task.
-    pub task: String,
-    /// The algorithm.
-    pub algorithm_id: String,
-    /// What the group's agents were told about shifts; serialized only when it is not
-    /// `none`.
-    #[serde(skip_serializing_if = "NotifyLevel::is_none")]
-    pub notify: NotifyLevel,
-    /// Number of runs in the group.
-    pub runs: usize,
+    /// The group (its fields read through `Deref`).
+    #[serde(flatten)]
+    pub group: RunGroup,
     /// Their seeds, in run order.
     pub seeds: Vec<u64>,
     /// Their run ids, in run order.
     pub run_ids: Vec<String>,
     /// Per label.
     pub configurations: BTreeMap<String, LabelComparison>,
+}
+
+impl std::ops::Deref for Comparison {
+    type Target = RunGroup;
+
+    fn deref(&self) -> &RunGroup {
+        &self.group
+    }
 }
 
 fn mean(values: &[f64]) -> f64 {
@@ -222,9 +223,9 @@ fn run_values(run: &RunReport, label: &str) -> [Option<f64>; 11] {
 pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Comparison> {
     by_group(runs)
         .into_iter()
-        .map(|((task, algorithm, notify), members)| {
+        .map(|(group, members)| {
             // The algorithm's name alone at level `none`, so those streams are unchanged.
-            let name = arm(algorithm, notify);
+            let name = group.arm();
             let labels: std::collections::BTreeSet<&str> = members
                 .iter()
                 .flat_map(|r| r.configurations.keys().map(String::as_str))
@@ -236,7 +237,7 @@ pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Compariso
                         members.iter().map(|r| run_values(r, label)).collect();
                     let est: [Option<Estimate>; 11] = std::array::from_fn(|m| {
                         let values: Vec<f64> = per_run.iter().filter_map(|v| v[m]).collect();
-                        let names = [task, name.as_str(), label, METRICS[m]];
+                        let names = [group.task.as_str(), name.as_str(), label, METRICS[m]];
                         bootstrap(&values, resamples, stream(seed, &names))
                     });
                     let comparison = LabelComparison {
@@ -260,10 +261,7 @@ pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Compariso
                 })
                 .collect();
             Comparison {
-                task: task.to_string(),
-                algorithm_id: algorithm.to_string(),
-                notify,
-                runs: members.len(),
+                group,
                 seeds: members.iter().map(|r| r.seed).collect(),
                 run_ids: members.iter().map(|r| r.run_id.clone()).collect(),
                 configurations,
@@ -283,7 +281,7 @@ pub fn comparison_text(groups: &[Comparison]) -> String {
             out,
             "group task {}  algorithm {}  runs {}  seeds {}  (mean over runs [95% bootstrap CI])",
             g.task,
-            arm(&g.algorithm_id, g.notify),
+            g.arm(),
             g.runs,
             seeds.join(",")
         );

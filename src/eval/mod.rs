@@ -251,6 +251,7 @@ mod compare;
 mod complete;
 mod curve;
 mod error;
+mod group;
 mod l2;
 mod lowest;
 mod options;
@@ -281,6 +282,7 @@ pub use compare::{
     Comparison, Estimate, LabelComparison, METRICS, bootstrap, compare, comparison_text,
 };
 pub use error::EvalError;
+pub use group::RunGroup;
 pub use l2::theil_sen_slope;
 pub use options::EvalOptions;
 pub use plasticity::{PlasticityPath, PlasticitySpan, plasticity_paths, plasticity_text};

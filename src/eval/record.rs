@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::group::{RunGroup, arm};
 use super::reliability::RunReliability;
 use crate::regime::{NotifyLevel, Origin};
 
@@ -57,20 +58,11 @@ impl RunReport {
     }
 }
 
-/// `algorithm_id`, or `algorithm_id+notify=LEVEL` for a level other than `none`.
-pub(crate) fn arm(algorithm_id: &str, notify: NotifyLevel) -> String {
-    if notify.is_none() {
-        algorithm_id.to_string()
-    } else {
-        format!("{algorithm_id}+notify={notify}")
-    }
-}
-
-/// `runs` grouped by `(task, algorithm_id, notify)`, each group in run order, the groups
-/// sorted by task, algorithm, then notify level (`none` first): the groups the cross-run
-/// comparison and reliability share.
-pub(crate) fn by_group(runs: &[RunReport]) -> BTreeMap<(&str, &str, NotifyLevel), Vec<&RunReport>> {
-    let mut groups: BTreeMap<_, Vec<&RunReport>> = BTreeMap::new();
+/// `runs` grouped by `(task, algorithm_id, notify)`, each group's runs in run order, the
+/// groups sorted by task, algorithm, then notify level (`none` first): the groups the
+/// cross-run comparison and the reliability across runs share.
+pub(crate) fn by_group(runs: &[RunReport]) -> Vec<(RunGroup, Vec<&RunReport>)> {
+    let mut groups: BTreeMap<(&str, &str, NotifyLevel), Vec<&RunReport>> = BTreeMap::new();
     for run in runs {
         groups
             .entry((run.task.as_str(), run.algorithm_id.as_str(), run.notify))
@@ -78,6 +70,17 @@ pub(crate) fn by_group(runs: &[RunReport]) -> BTreeMap<(&str, &str, NotifyLevel)
             .push(run);
     }
     groups
+        .into_iter()
+        .map(|((task, algorithm_id, notify), members)| {
+            let group = RunGroup {
+                task: task.to_string(),
+                algorithm_id: algorithm_id.to_string(),
+                notify,
+                runs: members.len(),
+            };
+            (group, members)
+        })
+        .collect()
 }
 
 /// The metrics of one configuration interval k.

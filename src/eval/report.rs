@@ -9,11 +9,11 @@ use super::compare::Comparison;
 use super::reliability::{GroupReliability, RunReliability, across_runs};
 use crate::regime::NotifyLevel;
 
+use super::record::by_group;
 pub use super::record::{
     ConfigurationAgainst, ConfigurationReport, IntervalAgainst, IntervalReport, L2Interval,
     L2Label, L2Run, Paired, Regret, RunReport,
 };
-use super::record::{arm, by_group};
 pub(crate) use super::table::{Table, num, opt};
 
 /// Everything `perennial eval` reports. Serializes to the DESIGN JSON plus `groups` and
@@ -69,14 +69,11 @@ pub struct Reliability {
 pub(crate) fn reliability_groups(runs: &[RunReport]) -> Vec<GroupReliability> {
     by_group(runs)
         .into_iter()
-        .map(|((task, algorithm, notify), members)| {
+        .map(|(group, members)| {
             let curves: Vec<Vec<f64>> = members.iter().map(|r| r.blocks.clone()).collect();
             let (dispersion_across_runs, risk_across_runs) = across_runs(&curves);
             GroupReliability {
-                task: task.to_string(),
-                algorithm_id: algorithm.to_string(),
-                notify,
-                runs: curves.len(),
+                group,
                 dispersion_across_runs,
                 risk_across_runs,
             }
@@ -306,7 +303,7 @@ fn reliability_text(out: &mut String, groups: &[GroupReliability]) {
     for g in groups {
         t.row(vec![
             g.task.clone(),
-            arm(&g.algorithm_id, g.notify),
+            g.arm(),
             g.runs.to_string(),
             opt(g.dispersion_across_runs),
             opt(g.risk_across_runs),
