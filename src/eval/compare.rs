@@ -26,75 +26,69 @@ pub struct Estimate {
     pub n: usize,
 }
 
-/// One label's metrics in a group: per run a single number, then an [`Estimate`] over runs.
-///
-/// Per run, interval metrics are averaged over the label's intervals that have them; a
-/// field is null when no run of the group has a value.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LabelComparison {
-    /// Runs of the group with at least one interval of the label.
-    pub runs: usize,
+/// Declares [`LabelComparison`] with one `Option<Estimate>` field per metric, [`METRICS`]
+/// with their names in field order, and the ways between the two, from one list: a
+/// metric's name is written once.
+macro_rules! label_metrics {
+    ($($(#[$attr:meta])* $name:ident,)+) => {
+        /// One label's metrics in a group: per run a single number, then an [`Estimate`]
+        /// over runs.
+        ///
+        /// Per run, interval metrics are averaged over the label's intervals that have
+        /// them; a field is null when no run of the group has a value.
+        #[derive(Clone, Debug, PartialEq, Serialize)]
+        pub struct LabelComparison {
+            /// Runs of the group with at least one interval of the label.
+            pub runs: usize,
+            $($(#[$attr])* pub $name: Option<Estimate>,)+
+        }
+
+        /// The metric names of [`LabelComparison`], in field order.
+        pub const METRICS: [&str; [$(stringify!($name)),+].len()] = [$(stringify!($name)),+];
+
+        impl LabelComparison {
+            /// `(name, estimate)` for each metric, in [`METRICS`] order.
+            pub fn metrics(&self) -> [(&'static str, Option<Estimate>); METRICS.len()] {
+                [$((stringify!($name), self.$name)),+]
+            }
+
+            /// The comparison of `runs` runs from each metric's estimate, in [`METRICS`]
+            /// order.
+            fn from_estimates(runs: usize, estimates: [Option<Estimate>; METRICS.len()]) -> Self {
+                let [$($name),+] = estimates;
+                LabelComparison { runs, $($name),+ }
+            }
+        }
+    };
+}
+
+label_metrics! {
     /// The configuration's `mean_reward`.
-    pub mean_reward: Option<Estimate>,
+    mean_reward,
     /// Mean A_k over the label's intervals.
-    pub adaptation_steps: Option<Estimate>,
+    adaptation_steps,
     /// Mean R_k over the label's recovered intervals.
-    pub recovery_steps: Option<Estimate>,
+    recovery_steps,
     /// Fraction of the label's intervals with k >= 1 that recovered.
-    pub recovered_fraction: Option<Estimate>,
+    recovered_fraction,
     /// The configuration's `mean_forgetting`.
-    pub forgetting: Option<Estimate>,
+    forgetting,
     /// Mean `stability_std` over the label's intervals.
-    pub stability_std: Option<Estimate>,
+    stability_std,
     /// Mean `cvar05` over the label's intervals.
-    pub cvar05: Option<Estimate>,
+    cvar05,
     /// The configuration's `gap`.
-    pub gap: Option<Estimate>,
+    gap,
     /// The configuration's `normalized_gap`.
-    pub normalized_gap: Option<Estimate>,
+    normalized_gap,
     /// The configuration's `regret` against the paired reference run (`--reference`);
     /// absent (not serialized) without references.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub regret: Option<Estimate>,
+    regret,
     /// The configuration's `normalized_regret` (`--reference` and `--floor`); absent
     /// without both.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub normalized_regret: Option<Estimate>,
-}
-
-/// The metric names of [`LabelComparison`], in field order.
-pub const METRICS: [&str; 11] = [
-    "mean_reward",
-    "adaptation_steps",
-    "recovery_steps",
-    "recovered_fraction",
-    "forgetting",
-    "stability_std",
-    "cvar05",
-    "gap",
-    "normalized_gap",
-    "regret",
-    "normalized_regret",
-];
-
-impl LabelComparison {
-    /// `(name, estimate)` for each metric, in [`METRICS`] order.
-    pub fn metrics(&self) -> [(&'static str, Option<Estimate>); 11] {
-        let v = [
-            self.mean_reward,
-            self.adaptation_steps,
-            self.recovery_steps,
-            self.recovered_fraction,
-            self.forgetting,
-            self.stability_std,
-            self.cvar05,
-            self.gap,
-            self.normalized_gap,
-            self.regret,
-            self.normalized_regret,
-        ];
-        std::array::from_fn(|i| (METRICS[i], v[i]))
-    }
+    normalized_regret,
 }
 
 /// The runs of one `(task, algorithm_id, notify)`, compared label by label.
@@ -183,7 +177,7 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64) -> Option<Estimate
 }
 
 /// One run's value of each metric under `label`, in [`METRICS`] order.
-fn run_values(run: &RunReport, label: &str) -> [Option<f64>; 11] {
+fn run_values(run: &RunReport, label: &str) -> [Option<f64>; METRICS.len()] {
     let config = run.configurations.get(label);
     let of_label = || run.intervals.iter().filter(|i| i.regime == label);
     let after_first = || of_label().filter(|i| i.recovered.is_some());
@@ -233,30 +227,18 @@ pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Compariso
             let configurations = labels
                 .into_iter()
                 .map(|label| {
-                    let per_run: Vec<[Option<f64>; 11]> =
+                    let per_run: Vec<[Option<f64>; METRICS.len()]> =
                         members.iter().map(|r| run_values(r, label)).collect();
-                    let est: [Option<Estimate>; 11] = std::array::from_fn(|m| {
+                    let est: [Option<Estimate>; METRICS.len()] = std::array::from_fn(|m| {
                         let values: Vec<f64> = per_run.iter().filter_map(|v| v[m]).collect();
                         let names = [group.task.as_str(), name.as_str(), label, METRICS[m]];
                         bootstrap(&values, resamples, stream(seed, &names))
                     });
-                    let comparison = LabelComparison {
-                        runs: members
-                            .iter()
-                            .filter(|r| r.configurations.contains_key(label))
-                            .count(),
-                        mean_reward: est[0],
-                        adaptation_steps: est[1],
-                        recovery_steps: est[2],
-                        recovered_fraction: est[3],
-                        forgetting: est[4],
-                        stability_std: est[5],
-                        cvar05: est[6],
-                        gap: est[7],
-                        normalized_gap: est[8],
-                        regret: est[9],
-                        normalized_regret: est[10],
-                    };
+                    let runs = members
+                        .iter()
+                        .filter(|r| r.configurations.contains_key(label))
+                        .count();
+                    let comparison = LabelComparison::from_estimates(runs, est);
                     (label.to_string(), comparison)
                 })
                 .collect();
