@@ -40,9 +40,7 @@ use super::table::{Table, ci, num};
 pub type Scores = [Vec<f64>];
 
 fn sum(values: impl Iterator<Item = f64>) -> f64 {
-    let mut s = Sum::default();
-    values.for_each(|v| s.add(v));
-    s.value()
+    values.collect::<Sum>().value()
 }
 
 /// The interquartile mean of all scores pooled; `None` when there is none.

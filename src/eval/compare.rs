@@ -114,9 +114,11 @@ impl std::ops::Deref for Comparison {
 }
 
 fn mean(values: &[f64]) -> f64 {
-    let mut s = Sum::default();
-    values.iter().for_each(|&v| s.add(v));
-    s.mean(values.len() as f64)
+    values
+        .iter()
+        .copied()
+        .collect::<Sum>()
+        .mean(values.len() as f64)
 }
 
 fn mean_of(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -158,11 +160,10 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64) -> Option<Estimate
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut means: Vec<f64> = (0..resamples)
         .map(|_| {
-            let mut s = Sum::default();
-            for _ in 0..n {
-                s.add(values[rng.random_range(0..n)]);
-            }
-            s.mean(n as f64)
+            (0..n)
+                .map(|_| values[rng.random_range(0..n)])
+                .collect::<Sum>()
+                .mean(n as f64)
         })
         .collect();
     means.sort_by(f64::total_cmp);

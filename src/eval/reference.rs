@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::error::EvalError;
 use super::record::Regret;
 use super::report::{ConfigurationAgainst, IntervalAgainst, Paired, RunReport};
-use super::sum::Sum;
+use super::sum::mean_of;
 
 /// Per interval of a run, the paired interval's mean reward and forgetting, if matched.
 type Matched = Vec<Option<(f64, Option<f64>)>>;
@@ -131,11 +131,7 @@ pub(crate) fn pair(
             let adjusted: Vec<f64> = of_label()
                 .filter_map(|i| i.against.and_then(|a| a.adjusted_forgetting))
                 .collect();
-            let mean_adjusted = (!adjusted.is_empty()).then(|| {
-                let mut s = Sum::default();
-                adjusted.iter().for_each(|&v| s.add(v));
-                s.value() / adjusted.len() as f64
-            });
+            let mean_adjusted = mean_of(&adjusted);
             if let Some(config) = run.configurations.get_mut(&label) {
                 if let Some(n) = gap_over_floor(config.bound, config.gap, floor_mean) {
                     config.normalized_gap = n;

@@ -37,9 +37,7 @@ pub const WINDOW: usize = 10;
 pub const ALPHA: f64 = 0.05;
 
 fn mean(v: &[f64]) -> f64 {
-    let mut s = Sum::default();
-    v.iter().for_each(|&x| s.add(x));
-    s.value() / v.len() as f64
+    v.iter().copied().collect::<Sum>().value() / v.len() as f64
 }
 
 /// The interquartile range (75th − 25th percentile, linear interpolation); `None` when
