@@ -160,12 +160,12 @@ fn run_traced(mut harness: Box<dyn DynHarness>, dir: &Path) -> Result<PathBuf, B
 fn print_separations(groups: &[perennial::eval::Comparison]) {
     let families: Vec<_> = groups
         .iter()
-        .filter(|g| ppo::FAMILIES.contains(&g.algorithm_id.as_str()))
+        .filter(|g| ppo::FAMILIES.contains(&g.group.algorithm_id.as_str()))
         .collect();
     let mut found = 0;
     for (i, a) in families.iter().enumerate() {
         for b in &families[i + 1..] {
-            if a.task != b.task {
+            if a.group.task != b.group.task {
                 continue;
             }
             for (label, ca) in &a.configurations {
@@ -182,12 +182,12 @@ fn print_separations(groups: &[perennial::eval::Comparison]) {
                         found += 1;
                         println!(
                             "separated: {} {label} {metric}: {} {:.4} [{:.4}, {:.4}] vs {} {:.4} [{:.4}, {:.4}]",
-                            a.task,
-                            a.algorithm_id,
+                            a.group.task,
+                            a.group.algorithm_id,
                             ea.mean,
                             ea.ci_low,
                             ea.ci_high,
-                            b.algorithm_id,
+                            b.group.algorithm_id,
                             eb.mean,
                             eb.ci_low,
                             eb.ci_high

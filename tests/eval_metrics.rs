@@ -349,11 +349,11 @@ fn groups_average_over_seeds_with_a_bootstrap_interval() {
     let g: Vec<_> = report
         .groups
         .iter()
-        .map(|g| g.algorithm_id.as_str())
+        .map(|g| g.group.algorithm_id.as_str())
         .collect();
     assert_eq!(g, ["hand", "other"]);
     let hand = &report.groups[0];
-    assert_eq!((hand.runs, hand.seeds.clone()), (3, vec![1, 2, 3]));
+    assert_eq!((hand.group.runs, hand.seeds.clone()), (3, vec![1, 2, 3]));
     let e = hand.configurations["a"].mean_reward.unwrap();
     assert_eq!((e.mean, e.n), (2.0, 3));
     assert!(e.ci_low >= 1.0 && e.ci_low <= 2.0 && e.ci_high >= 2.0 && e.ci_high <= 3.0);

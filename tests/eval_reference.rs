@@ -110,19 +110,19 @@ fn regret_and_normalized_regret_match_the_hand_computation() {
     assert_eq!(paired.floor_run_id.as_deref(), Some("random"));
     let i: Vec<IntervalAgainst> = run.intervals.iter().map(against).collect();
     // Interval means: agent 1, 1, 1.5; reference 2, 2, 1.75; floor 0.
-    assert_eq!(i[0].reference_mean_r, Some(2.0));
-    assert_eq!(i[0].floor_mean_r, Some(0.0));
-    assert_eq!(i[0].regret, Some(1.0));
-    assert_eq!(i[0].normalized_regret, Some(0.5));
-    assert_eq!(i[1].regret, Some(1.0));
-    assert_eq!(i[1].normalized_regret, Some(0.5));
-    assert_eq!(i[2].regret, Some(0.25));
-    assert_eq!(i[2].normalized_regret, Some(0.25 / 1.75));
+    assert_eq!(i[0].means.reference_mean_r, Some(2.0));
+    assert_eq!(i[0].means.floor_mean_r, Some(0.0));
+    assert_eq!(i[0].means.regret, Some(1.0));
+    assert_eq!(i[0].means.normalized_regret, Some(0.5));
+    assert_eq!(i[1].means.regret, Some(1.0));
+    assert_eq!(i[1].means.normalized_regret, Some(0.5));
+    assert_eq!(i[2].means.regret, Some(0.25));
+    assert_eq!(i[2].means.normalized_regret, Some(0.25 / 1.75));
     // Per label calm: agent (4 + 6) / 8 = 1.25, reference (8 + 7) / 8 = 1.875.
     let calm = label(run, "calm");
-    assert_eq!(calm.reference_mean_r, Some(1.875));
-    assert_eq!(calm.regret, Some(0.625));
-    assert_eq!(calm.normalized_regret, Some(1.0 / 3.0));
+    assert_eq!(calm.means.reference_mean_r, Some(1.875));
+    assert_eq!(calm.means.regret, Some(0.625));
+    assert_eq!(calm.means.normalized_regret, Some(1.0 / 3.0));
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     // The group of one run carries the same numbers, shown in the comparison table.
     let group = &report.groups[0].configurations["calm"];
@@ -167,7 +167,7 @@ fn state_adjusted_forgetting_subtracts_the_references_forgetting() {
     assert_eq!(label(run, "calm").mean_adjusted_forgetting, Some(0.5));
     assert_eq!(label(run, "storm").mean_adjusted_forgetting, None);
     // Without a floor there is no normalization.
-    assert_eq!(against(&run.intervals[0]).normalized_regret, None);
+    assert_eq!(against(&run.intervals[0]).means.normalized_regret, None);
 }
 
 #[test]
@@ -176,7 +176,7 @@ fn a_run_against_itself_has_zero_regret_and_zero_adjusted_forgetting() {
     let report = eval(&a, &[&a], &[]);
     let run = &report.runs[0];
     for i in &run.intervals {
-        assert_eq!(against(i).regret, Some(0.0));
+        assert_eq!(against(i).means.regret, Some(0.0));
     }
     assert_eq!(against(&run.intervals[2]).adjusted_forgetting, Some(0.0));
 }
@@ -265,7 +265,7 @@ fn l2metrics_recovery_and_maintenance_are_measured_against_the_labels_previous_t
 fn a_run_without_a_reference_of_its_seed_is_left_null_with_a_warning() {
     let (a, r) = (agent(), reference(2));
     let report = eval(&a, &[&r], &[]);
-    assert_eq!(against(&report.runs[0].intervals[0]).regret, None);
+    assert_eq!(against(&report.runs[0].intervals[0]).means.regret, None);
     assert!(
         report
             .warnings
@@ -291,9 +291,9 @@ fn a_reference_with_another_schedule_is_matched_only_where_intervals_agree() {
     );
     let report = eval(&a, &[&r], &[]);
     let run = &report.runs[0];
-    assert_eq!(against(&run.intervals[0]).regret, Some(1.0));
-    assert_eq!(against(&run.intervals[1]).regret, None);
-    assert_eq!(label(run, "calm").regret, None);
+    assert_eq!(against(&run.intervals[0]).means.regret, Some(1.0));
+    assert_eq!(against(&run.intervals[1]).means.regret, None);
+    assert_eq!(label(run, "calm").means.regret, None);
     assert!(report.warnings.iter().any(|w| w.contains("interval 1")));
 }
 

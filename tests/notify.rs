@@ -247,7 +247,7 @@ fn eval_groups_the_notify_settings_of_one_agent_side_by_side() {
     let groups: Vec<(&str, NotifyLevel, usize)> = report
         .groups
         .iter()
-        .map(|g| (g.algorithm_id.as_str(), g.notify, g.runs))
+        .map(|g| (g.group.algorithm_id.as_str(), g.group.notify, g.group.runs))
         .collect();
     assert_eq!(
         groups,

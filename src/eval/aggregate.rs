@@ -359,7 +359,7 @@ fn score(run: &RunReport, label: &str, normalized: bool) -> Option<f64> {
         return Some(c.mean_reward);
     }
     let a = c.against?;
-    match (a.reference_mean_r, a.floor_mean_r) {
+    match (a.means.reference_mean_r, a.means.floor_mean_r) {
         (Some(r), Some(f)) if r != f => Some((c.mean_reward - f) / (r - f)),
         _ => None,
     }

@@ -94,7 +94,7 @@ label_metrics! {
 /// The runs of one `(task, algorithm_id, notify)`, compared label by label.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
-    /// The group (its fields read through `Deref`).
+    /// The task, algorithm, notify level and runs.
     #[serde(flatten)]
     pub group: RunGroup,
     /// Their seeds, in run order.
@@ -103,14 +103,6 @@ pub struct Comparison {
     pub run_ids: Vec<String>,
     /// Per label.
     pub configurations: BTreeMap<String, LabelComparison>,
-}
-
-impl std::ops::Deref for Comparison {
-    type Target = RunGroup;
-
-    fn deref(&self) -> &RunGroup {
-        &self.group
-    }
 }
 
 fn mean(values: &[f64]) -> f64 {
@@ -194,8 +186,8 @@ fn run_values(run: &RunReport, label: &str) -> [Option<f64>; METRICS.len()] {
         mean_of(of_label().map(|i| i.cvar05)),
         config.and_then(|c| c.gap),
         config.and_then(|c| c.normalized_gap),
-        config.and_then(|c| c.against?.regret),
-        config.and_then(|c| c.against?.normalized_regret),
+        config.and_then(|c| c.against?.means.regret),
+        config.and_then(|c| c.against?.means.normalized_regret),
     ]
 }
 
@@ -263,9 +255,9 @@ pub fn comparison_text(groups: &[Comparison]) -> String {
         let _ = writeln!(
             out,
             "group task {}  algorithm {}  runs {}  seeds {}  (mean over runs [95% bootstrap CI])",
-            g.task,
-            g.arm(),
-            g.runs,
+            g.group.task,
+            g.group.arm(),
+            g.group.runs,
             seeds.join(",")
         );
         let mut header = vec!["metric"];

@@ -191,8 +191,7 @@ pub struct Paired {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct IntervalAgainst {
     /// The paired intervals' mean rewards (null when not matched) and the regret against
-    /// them; read through `Deref` as `reference_mean_r`, `floor_mean_r`, `regret` and
-    /// `normalized_regret`.
+    /// them (`reference_mean_r`, `floor_mean_r`, `regret`, `normalized_regret` in JSON).
     #[serde(flatten)]
     pub means: Regret,
     /// F_k minus the reference's F_k at the same interval; null unless both have one.
@@ -203,8 +202,7 @@ pub struct IntervalAgainst {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct ConfigurationAgainst {
     /// The reference and floor runs' `mean_reward` under the label (each null unless every
-    /// interval of the label was matched) and the regret against them, read as on
-    /// [`IntervalAgainst`].
+    /// interval of the label was matched) and the regret against them.
     #[serde(flatten)]
     pub means: Regret,
     /// Mean of the label's `adjusted_forgetting`.
@@ -252,22 +250,6 @@ impl Regret {
             regret,
             normalized_regret,
         }
-    }
-}
-
-impl std::ops::Deref for IntervalAgainst {
-    type Target = Regret;
-
-    fn deref(&self) -> &Regret {
-        &self.means
-    }
-}
-
-impl std::ops::Deref for ConfigurationAgainst {
-    type Target = Regret;
-
-    fn deref(&self) -> &Regret {
-        &self.means
     }
 }
 

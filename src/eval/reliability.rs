@@ -131,21 +131,13 @@ pub fn run_reliability(curve: &[f64]) -> RunReliability {
 /// The reliability statistics across the runs of one `(task, algorithm_id, notify)`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GroupReliability {
-    /// The group (its fields read through `Deref`).
+    /// The task, algorithm, notify level and runs.
     #[serde(flatten)]
     pub group: RunGroup,
     /// Mean over block indices of the IQR across runs.
     pub dispersion_across_runs: Option<f64>,
     /// CVaR (α = 0.05) of the runs' final performance.
     pub risk_across_runs: Option<f64>,
-}
-
-impl std::ops::Deref for GroupReliability {
-    type Target = RunGroup;
-
-    fn deref(&self) -> &RunGroup {
-        &self.group
-    }
 }
 
 /// The across-run statistics of curves that start at the same step with the same W.

@@ -217,10 +217,10 @@ fn run_extras(out: &mut String, run: &RunReport) {
                 i.index.to_string(),
                 i.regime.clone(),
                 num(i.mean_reward),
-                opt(a.reference_mean_r),
-                opt(a.floor_mean_r),
-                opt(a.regret),
-                opt(a.normalized_regret),
+                opt(a.means.reference_mean_r),
+                opt(a.means.floor_mean_r),
+                opt(a.means.regret),
+                opt(a.means.normalized_regret),
                 opt(i.forgetting),
                 opt(a.adjusted_forgetting),
             ]);
@@ -234,9 +234,9 @@ fn run_extras(out: &mut String, run: &RunReport) {
             let a = c.against.unwrap_or_default();
             t.row(vec![
                 label.clone(),
-                opt(a.reference_mean_r),
-                opt(a.regret),
-                opt(a.normalized_regret),
+                opt(a.means.reference_mean_r),
+                opt(a.means.regret),
+                opt(a.means.normalized_regret),
                 opt(a.mean_adjusted_forgetting),
             ]);
         }
@@ -269,7 +269,7 @@ fn gap_reference_text(run: &RunReport) -> String {
     let floored = run
         .intervals
         .iter()
-        .any(|i| i.bound.is_some() && i.against.is_some_and(|a| a.floor_mean_r.is_some()));
+        .any(|i| i.bound.is_some() && i.against.is_some_and(|a| a.means.floor_mean_r.is_some()));
     match (run.intervals.iter().any(|i| i.bound.is_some()), floored) {
         (true, true) => {
             "gap to the expected-reward bound; norm_gap = gap / (bound - floor_mean_r)".into()
@@ -302,9 +302,9 @@ fn reliability_text(out: &mut String, groups: &[GroupReliability]) {
     );
     for g in groups {
         t.row(vec![
-            g.task.clone(),
-            g.arm(),
-            g.runs.to_string(),
+            g.group.task.clone(),
+            g.group.arm(),
+            g.group.runs.to_string(),
             opt(g.dispersion_across_runs),
             opt(g.risk_across_runs),
         ]);
