@@ -284,11 +284,20 @@ impl Catalogue {
             description,
             args,
         };
+        // An operation spends the hour's (or, in a world with roles, the role's) operation.
+        let op = |kind, what: &str, args| {
+            let name = ToolName::Op(kind);
+            let spends = if name.roles_only() {
+                "Uses this role's operation of the hour."
+            } else {
+                "Uses this hour's operation and ends the turn."
+            };
+            tool(name, format!("{what} {spends}"), args)
+        };
         let tools = vec![
-            tool(
-                ToolName::Op(OpKind::Reorder),
-                "Buy units of a SKU from its supplier, paid now; they arrive after the supplier's lead time. Refused when the payment would take cash below the credit line. Uses this hour's operation and ends the turn."
-                    .into(),
+            op(
+                OpKind::Reorder,
+                "Buy units of a SKU from its supplier, paid now; they arrive after the supplier's lead time. Refused when the payment would take cash below the credit line.",
                 vec![
                     sku.clone(),
                     Arg {
@@ -298,29 +307,29 @@ impl Catalogue {
                     },
                 ],
             ),
-            tool(
-                ToolName::Op(OpKind::ChooseCarrier),
-                "Use this carrier for the outbound waves from now on. Uses this hour's operation and ends the turn.".into(),
+            op(
+                OpKind::ChooseCarrier,
+                "Use this carrier for the outbound waves from now on.",
                 vec![index("carrier", "Carrier", config.carriers)],
             ),
-            tool(
-                ToolName::Op(OpKind::Expedite),
-                "Halve the remaining lead time of the SKU's oldest purchase order in transit, for the expedite fee. Refused when none is in transit. Uses this hour's operation and ends the turn.".into(),
+            op(
+                OpKind::Expedite,
+                "Halve the remaining lead time of the SKU's oldest purchase order in transit, for the expedite fee. Refused when none is in transit.",
                 vec![sku.clone()],
             ),
-            tool(
-                ToolName::Op(OpKind::RepairDock),
-                "Repair a broken dock door so it unloads this hour, for the repair cost. Refused when the door works. Uses this hour's operation and ends the turn.".into(),
+            op(
+                OpKind::RepairDock,
+                "Repair a broken dock door so it unloads this hour, for the repair cost. Refused when the door works.",
                 vec![index("dock", "Dock door", config.docks)],
             ),
-            tool(
-                ToolName::Op(OpKind::PrioritizeSku),
-                format!("Ship this SKU's open orders first in the outbound waves of the next {PRIORITY_HOURS} hours. Uses this role's operation of the hour."),
+            op(
+                OpKind::PrioritizeSku,
+                &format!("Ship this SKU's open orders first in the outbound waves of the next {PRIORITY_HOURS} hours."),
                 vec![sku.clone()],
             ),
-            tool(
-                ToolName::Op(OpKind::HoldWave),
-                "Hold this hour's outbound wave so it ships with the next one, whose shipping then costs half. Refused when the wave is already held. Uses this role's operation of the hour.".into(),
+            op(
+                OpKind::HoldWave,
+                "Hold this hour's outbound wave so it ships with the next one, whose shipping then costs half. Refused when the wave is already held.",
                 vec![],
             ),
             tool(
