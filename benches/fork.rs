@@ -80,9 +80,6 @@ fn bench(c: &mut Criterion) {
         saved_agent: true,
         ..one.clone()
     };
-    group.bench_function("restore", |b| {
-        b.iter(|| black_box(saved.restore(kind, 0).expect("restores")))
-    });
     // What every rollout of `run_rollouts` with a fresh agent restores: the snapshot
     // without the saved agent's window.
     let stripped = snapshot.without_agent();
@@ -90,29 +87,31 @@ fn bench(c: &mut Criterion) {
         snapshot: &stripped,
         ..one.clone()
     };
-    group.bench_function("restore_without_agent", |b| {
-        b.iter(|| black_box(light.restore(kind, 0).expect("restores")))
-    });
-    group.bench_function("snapshot_and_restore", |b| {
-        b.iter(|| {
-            let snapshot = harness.snapshot().expect("snapshots");
-            let plan = ForkPlan {
-                snapshot: &snapshot,
-                ..saved.clone()
-            };
-            black_box(plan.restore(kind, 0).expect("restores"))
-        })
-    });
-    group.bench_function("snapshot_and_restore_without_agent", |b| {
-        b.iter(|| {
-            let snapshot = harness.snapshot().expect("snapshots").without_agent();
-            let plan = ForkPlan {
-                snapshot: &snapshot,
-                ..one.clone()
-            };
-            black_box(plan.restore(kind, 0).expect("restores"))
-        })
-    });
+    for (name, plan) in [("restore", &saved), ("restore_without_agent", &light)] {
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(plan.restore(kind, 0).expect("restores")))
+        });
+    }
+    for (name, base, without_agent) in [
+        ("snapshot_and_restore", &saved, false),
+        ("snapshot_and_restore_without_agent", &one, true),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let snapshot = harness.snapshot().expect("snapshots");
+                let snapshot = if without_agent {
+                    snapshot.without_agent()
+                } else {
+                    snapshot
+                };
+                let plan = ForkPlan {
+                    snapshot: &snapshot,
+                    ..base.clone()
+                };
+                black_box(plan.restore(kind, 0).expect("restores"))
+            })
+        });
+    }
     // Out of the process: the snapshot written, then read back and checked in full.
     group.bench_function("to_json_and_from_json", |b| {
         b.iter(|| {

@@ -382,11 +382,7 @@ fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
     println!(
         "\noff-diagonal cells losing 10% or more: {big} of {} (target: at least half) {}",
         off.len(),
-        if 2 * big >= off.len() {
-            "MET"
-        } else {
-            "NOT MET"
-        }
+        verdict(2 * big >= off.len())
     );
     println!(
         "pairs within 2% both ways: {} (target: none) {}",
@@ -395,7 +391,7 @@ fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
         } else {
             twins.join(", ")
         },
-        if twins.is_empty() { "MET" } else { "NOT MET" }
+        verdict(twins.is_empty())
     );
     println!(
         "schedule ({steps} steps x {} seeds): regime-aware {aware:.2} per hour, best fixed {:.2} ({}), gain {:+.1}% (target: +10%) {}",
@@ -407,7 +403,7 @@ fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
             format!("tuned for {}", labels[best_fixed.1 - 1])
         },
         100.0 * gain,
-        if gain >= 0.10 { "MET" } else { "NOT MET" }
+        verdict(gain >= 0.10)
     );
     println!("{:.1} s", started.elapsed().as_secs_f64());
 
@@ -431,6 +427,11 @@ fn run(o: &Options) -> Result<serde_json::Value, Box<dyn Error>> {
             "gain": gain,
         },
     }))
+}
+
+/// How a target line ends: whether the target is met.
+fn verdict(met: bool) -> &'static str {
+    if met { "MET" } else { "NOT MET" }
 }
 
 /// The tuned settings as `[agent.oracle.<label>]` tables, ready to paste into the world file.

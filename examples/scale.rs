@@ -2,7 +2,8 @@
 //! `perennial export l2logger`'s time against the number of runs.
 //!
 //! `cargo run --release --example scale [-- SWEEP_RUNS [TRACES...]]` (defaults 20000, and
-//! 1000 and 3000). It drives the `perennial` binary of the same build folder.
+//! 1000 and 3000). It drives the `perennial` binary of the same build folder,
+//! building it first if needed.
 //!
 //! - **sweep**: a sweep file of SWEEP_RUNS one-step runs, swept with `--jobs 4` and
 //!   `PERENNIAL_BIN=/bin/true`, so each run costs a process start and nothing else: the
@@ -20,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
+mod support;
+
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
@@ -27,24 +30,6 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }
-    }
-}
-
-/// The `perennial` binary next to this example's build folder.
-fn binary() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or("cannot locate the build folder")?
-        .join("perennial");
-    if bin.exists() {
-        Ok(bin)
-    } else {
-        Err(format!(
-            "{} is missing; run `cargo build --release` first",
-            bin.display()
-        ))
     }
 }
 
@@ -137,7 +122,7 @@ fn run() -> Result<(), String> {
     } else {
         vec![1000, 3000]
     };
-    let bin = binary()?;
+    let bin = support::binary()?;
     let dir = std::env::temp_dir().join(format!("perennial-scale-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
 

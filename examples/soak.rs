@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+mod support;
+
 fn main() -> ExitCode {
     match run() {
         Ok(true) => ExitCode::SUCCESS,
@@ -30,28 +32,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// The `perennial` binary next to this example's build folder, built when absent.
-fn binary() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or("cannot locate the build folder")?;
-    let bin = dir.join("perennial");
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--release", "--bin", "perennial"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .map_err(|e| format!("cannot build perennial: {e}"))?;
-        if !status.success() {
-            return Err("building perennial failed".into());
-        }
-    }
-    Ok(bin)
 }
 
 /// The step a checkpoint was saved at, or 0 when there is none (yet).
@@ -73,7 +53,7 @@ fn run() -> Result<bool, String> {
         .get(1)
         .map_or(Ok(20), |s| s.parse())
         .map_err(|e| format!("KILLS: {e}"))?;
-    let bin = binary()?;
+    let bin = support::binary()?;
     let dir = std::env::temp_dir().join(format!("perennial-soak-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let world = perennial::example::shipped_world_path("warehouse.toml");

@@ -3,8 +3,9 @@
 # file: 20,000 steps with auto-reset, JSON Lines / CSV / Parquet, each notify level, with
 # and without --record-transitions. JSON Lines and CSV must be byte
 # identical. The run manifests, and the Parquet parts that embed them, hold start and end
-# times that differ from run to run, so they are compared byte for byte with those two
-# timestamps blanked (everything else, data pages and footer included, must match).
+# times that differ from run to run, and the version of the binary that wrote them, so they
+# are compared byte for byte with those two timestamps and the version blanked (everything
+# else, data pages and footer included, must match).
 #
 # Usage: scripts/trace_identity.sh BASE_BIN NEW_BIN [STEPS]
 #   env: AGENT (the agent of every run; default each world file's own), e.g. AGENT=random
@@ -55,6 +56,7 @@ python3 - "$work/base" "$work/new" <<'PY'
 import pathlib, re, sys
 base, new = map(pathlib.Path, sys.argv[1:])
 stamp = re.compile(rb'("(?:started_at|ended_at)\\?"\s*:\s*\\?")[0-9T:Z-]{20}')
+version = re.compile(rb'("perennial_version\\?"\s*:\s*\\?")([0-9]+\.[0-9]+\.[0-9]+)')
 files = sorted(p.relative_to(base) for p in base.rglob("*") if p.is_file())
 others = sorted(p.relative_to(new) for p in new.rglob("*") if p.is_file())
 if files != others:
@@ -63,7 +65,8 @@ differ = []
 for rel in files:
     a, b = (base / rel).read_bytes(), (new / rel).read_bytes()
     if rel.suffix == ".parquet" or rel.name.endswith(".manifest.json"):
-        a, b = stamp.sub(rb"\1" + b"X" * 20, a), stamp.sub(rb"\1" + b"X" * 20, b)
+        a, b = (stamp.sub(rb"\1" + b"X" * 20, x) for x in (a, b))
+        a, b = (version.sub(lambda m: m[1] + b"X" * len(m[2]), x) for x in (a, b))
     if a != b:
         differ.append(rel)
 if differ:
@@ -75,5 +78,5 @@ if differ:
         worlds[world] = worlds.get(world, 0) + 1
     sys.exit(f"{len(differ)} of {len(files)} files differ: " + ", ".join(f"{w} {n}" for w, n in sorted(worlds.items())))
 stamped = sum(1 for f in files if f.suffix == ".parquet" or f.name.endswith(".manifest.json"))
-print(f"{len(files)} files identical ({len(files) - stamped} byte for byte, {stamped} Parquet parts and manifests but for the start and end times)")
+print(f"{len(files)} files identical ({len(files) - stamped} byte for byte, {stamped} Parquet parts and manifests but for the start and end times and the version)")
 PY

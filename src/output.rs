@@ -119,6 +119,25 @@ impl std::error::Error for OutputError {
     }
 }
 
+/// Implements `From<OutputError>` for a layer's error that has an `Io { path, source }`
+/// and an `Output(OutputError)` variant: an I/O failure stays the layer's I/O error (exit
+/// 1); a path that cannot be written safely (not a regular file, the same file as an
+/// input, locked, not UTF-8) is the layer's `Output` error (bad input).
+macro_rules! split_output_error {
+    ($error:ident) => {
+        impl From<$crate::output::OutputError> for $error {
+            fn from(e: $crate::output::OutputError) -> Self {
+                match e {
+                    $crate::output::OutputError::Io { path, source } => $error::Io { path, source },
+                    other => $error::Output(other),
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use split_output_error;
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_ {
     move |source| OutputError::Io {
         path: path.to_path_buf(),

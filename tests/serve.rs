@@ -5,7 +5,7 @@
 mod serve_client;
 
 use serde_json::{Value, json};
-use serve_client::{Mcp, Server, Ws, http, rpc, script};
+use serve_client::{Mcp, Server, Ws, error_message, http, rpc, script};
 
 /// Creates an OpenEnv JSON-RPC session (`query` may name the world and seed) and returns
 /// its id.
@@ -265,21 +265,9 @@ fn worlds_and_snapshots_are_ids_never_paths() {
         let f = ws.send(&json!({"type": "reset", "data": {"world": bad}}));
         assert_eq!(f["type"], "error", "{bad}: {f}");
         assert_eq!(f["data"]["code"], "VALIDATION_ERROR");
-        assert!(
-            f["data"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("never by path"),
-            "{f}"
-        );
+        assert!(error_message(&f).contains("never by path"), "{f}");
         let f = ws.send(&json!({"type": "reset", "data": {"snapshot": bad}}));
-        assert!(
-            f["data"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("never paths"),
-            "{f}"
-        );
+        assert!(error_message(&f).contains("never paths"), "{f}");
         let q = format!("?world={}", bad.replace('/', "%2F"));
         let r = rpc(
             a,
@@ -422,7 +410,7 @@ fn k_sessions_fork_one_snapshot_and_meet_the_same_world() {
     let guess = format!("{}{last}", &snap[..31]);
     let f = ws.send(&json!({"type": "reset", "data": {"snapshot": guess}}));
     assert_eq!(f["data"]["code"], "VALIDATION_ERROR", "{f}");
-    let message = f["data"]["message"].as_str().unwrap();
+    let message = error_message(&f);
     assert!(message.contains("no snapshot"), "{message}");
     assert!(
         !message.contains(&snap) && !message.contains(&again),

@@ -8,7 +8,7 @@ mod serve_client;
 
 use perennial::world_file::TomlFile;
 use serde_json::{Value, json};
-use serve_client::{Mcp, Server, Ws, rpc};
+use serve_client::{Mcp, Server, Ws, error_message, rpc};
 
 const ENTERPRISE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/worlds/enterprise.toml");
 
@@ -29,6 +29,21 @@ fn warehouse(addr: &str, seed: u64) -> (Ws, String) {
     let o = ws.reset(json!({"world": "enterprise", "role": "warehouse", "seed": seed}));
     let sid = o["observation"]["session_id"].as_str().unwrap().to_string();
     (ws, sid)
+}
+
+/// A socket joining the session `sid` as the logistics role, and its observation.
+fn logistics(addr: &str, sid: &str) -> (Ws, Value) {
+    let mut ws = Ws::open(addr, "");
+    let o = ws.reset(json!({"join": sid, "role": "logistics"}));
+    (ws, o)
+}
+
+/// A new world of `seed` stepped by both roles: the warehouse's socket, the logistics'
+/// socket joined to it, and the session id.
+fn both_roles(addr: &str, seed: u64) -> (Ws, Ws, String) {
+    let (wh, sid) = warehouse(addr, seed);
+    let (lo, _) = logistics(addr, &sid);
+    (wh, lo, sid)
 }
 
 fn names(tools: &Value) -> Vec<String> {
@@ -100,8 +115,7 @@ fn another_role_s_tool_gets_a_403_reply_and_is_counted() {
     );
     assert_eq!(s["hour"], 0, "a refused call lets no hour pass: {s}");
     // Each role's session counts its own calls.
-    let mut other = Ws::open(a, "");
-    other.reset(json!({"join": sid, "role": "logistics"}));
+    let (mut other, _) = logistics(a, &sid);
     assert_eq!(state(&mut other)["forbidden"], 1);
 }
 
@@ -110,8 +124,7 @@ fn a_full_hour_is_stepped_by_the_two_roles_together() {
     let server = served();
     let a = &server.addr;
     let (mut wh, sid) = warehouse(a, 5);
-    let mut lo = Ws::open(a, "");
-    let joined = lo.reset(json!({"join": sid, "role": "logistics"}));
+    let (mut lo, joined) = logistics(a, &sid);
     assert_eq!(joined["observation"]["role"], "logistics");
     assert_eq!(joined["observation"]["hour"], 0);
 
@@ -160,7 +173,7 @@ fn bad_roles_and_joins_are_refused_naming_the_field() {
         let f = ws.send(&json!({"type": "reset", "data": data}));
         assert_eq!(f["type"], "error", "{f}");
         assert_eq!(f["data"]["code"], "VALIDATION_ERROR", "{f}");
-        f["data"]["message"].as_str().unwrap().to_string()
+        error_message(&f).to_string()
     };
     let m = refused(
         &mut ws,
@@ -213,9 +226,7 @@ fn bad_roles_and_joins_are_refused_naming_the_field() {
 fn a_snapshot_of_a_roles_world_is_restored_as_one_role_and_joined_by_the_others() {
     let server = served();
     let a = &server.addr;
-    let (mut wh, sid) = warehouse(a, 6);
-    let mut lo = Ws::open(a, "");
-    lo.reset(json!({"join": sid, "role": "logistics"}));
+    let (mut wh, mut lo, sid) = both_roles(a, 6);
     wh.call("wait", json!({"hours": 4}));
     assert_eq!(
         lo.call("wait", json!({"hours": 4}))["data"]["hours_passed"],
@@ -233,10 +244,7 @@ fn a_snapshot_of_a_roles_world_is_restored_as_one_role_and_joined_by_the_others(
     let mut fork = Ws::open(a, "");
     let f = fork.send(&json!({"type": "reset", "data": {"snapshot": snap}}));
     assert!(
-        f["data"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("reset option `role` is missing"),
+        error_message(&f).starts_with("reset option `role` is missing"),
         "{f}"
     );
     let o = fork.reset(json!({"snapshot": snap, "role": "logistics"}));
@@ -322,9 +330,7 @@ fn two_served_roles_replaying_the_roles_agent_s_decisions_leave_its_trace() {
 
     let runs = dir.join("runs");
     let server = Server::start(&["--worlds", ENTERPRISE, "--runs", runs.to_str().unwrap()]);
-    let (mut wh, sid) = warehouse(&server.addr, 7);
-    let mut lo = Ws::open(&server.addr, "");
-    lo.reset(json!({"join": sid, "role": "logistics"}));
+    let (mut wh, mut lo, _) = both_roles(&server.addr, 7);
     for row in &rows {
         for (r, ws) in [(0, &mut wh), (1, &mut lo)] {
             let role = ["warehouse", "logistics"][r];

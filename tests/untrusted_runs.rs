@@ -6,6 +6,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 mod common;
 use common::{Scratch, fails_with, path, perennial, read_rows, run, shifting_cartpole_run, text};
@@ -63,17 +64,23 @@ fn not_utf8(s: &Scratch, stem: &[u8], ext: &str) -> PathBuf {
     s.path().join(OsStr::from_bytes(&name))
 }
 
+/// Runs `command`, which must exit with code 2; its stderr.
+fn refused(command: &mut Command) -> String {
+    let out = command.output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    stderr
+}
+
 #[test]
 fn cause_10_non_utf8_paths_are_refused_before_anything_is_written() {
     let s = Scratch::new("cause10");
     let trace = not_utf8(&s, b"t", ".jsonl");
-    let out = perennial()
-        .args(["run", "worlds/cartpole.toml", "--steps", "20", "--trace"])
-        .arg(&trace)
-        .output()
-        .unwrap();
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(
+        perennial()
+            .args(["run", "worlds/cartpole.toml", "--steps", "20", "--trace"])
+            .arg(&trace),
+    );
     assert!(stderr.contains("--trace"), "{stderr}");
     assert!(stderr.contains("is not UTF-8"), "{stderr}");
     assert!(stderr.contains("nothing was written"), "{stderr}");
@@ -84,15 +91,13 @@ fn cause_10_non_utf8_paths_are_refused_before_anything_is_written() {
     );
 
     let ckpt = not_utf8(&s, b"c", ".ckpt.json");
-    let out = perennial()
-        .args(["run", "worlds/cartpole.toml", "--steps", "20", "--trace"])
-        .arg(s.join("t.jsonl"))
-        .args(["--checkpoint-every", "10", "--checkpoint"])
-        .arg(&ckpt)
-        .output()
-        .unwrap();
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(
+        perennial()
+            .args(["run", "worlds/cartpole.toml", "--steps", "20", "--trace"])
+            .arg(s.join("t.jsonl"))
+            .args(["--checkpoint-every", "10", "--checkpoint"])
+            .arg(&ckpt),
+    );
     assert!(stderr.contains("--checkpoint"), "{stderr}");
     assert_eq!(std::fs::read_dir(s.path()).unwrap().count(), 0);
 
@@ -105,13 +110,11 @@ fn cause_10_non_utf8_paths_are_refused_before_anything_is_written() {
         ),
     );
     let out_dir = not_utf8(&s, b"out", "");
-    let out = perennial()
-        .args(["sweep", path(&sweep), "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(
+        perennial()
+            .args(["sweep", path(&sweep), "--out"])
+            .arg(&out_dir),
+    );
     assert!(stderr.contains("sweep --out"), "{stderr}");
     assert!(stderr.contains("is not UTF-8"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");

@@ -35,16 +35,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def ws_session(addr: str, k: int, calls: int) -> None:
+async def ws_session(addr: str, k: int, calls: int, mix=MIX, *, check: bool = False) -> None:
+    """A seed-`k` session over the OpenEnv WebSocket making `calls` calls of `mix` in turn;
+    with `check`, each reply is parsed and an error reply ends the bench."""
     import websockets
 
     async with websockets.connect(f"ws://{addr}/ws", max_size=None) as ws:
         await ws.send(json.dumps({"type": "reset", "data": {"seed": k}}))
         await ws.recv()
         for i in range(calls):
-            name, args = MIX[i % len(MIX)]
+            name, args = mix[i % len(mix)]
             await ws.send(json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": name, "arguments": args}}))
-            await ws.recv()
+            reply = await ws.recv()
+            if check and json.loads(reply).get("type") == "error":
+                raise SystemExit(f"ws call {name} failed: {reply}")
         await ws.send(json.dumps({"type": "close"}))
 
 

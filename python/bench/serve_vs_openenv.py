@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from serve import MIX, measure
+from serve import MIX, measure, ws_session
 
 TOY_MIX = [("query", {"sku": 1})]
 
@@ -97,21 +97,6 @@ def wait_healthy(addr: str, proc: subprocess.Popen, what: str) -> None:
     sys.exit(f"{what} did not answer /health on {addr} within 30 s")
 
 
-async def ws_session(addr: str, k: int, calls: int, mix) -> None:
-    import websockets
-
-    async with websockets.connect(f"ws://{addr}/ws", max_size=None) as ws:
-        await ws.send(json.dumps({"type": "reset", "data": {"seed": k}}))
-        await ws.recv()
-        for i in range(calls):
-            name, args = mix[i % len(mix)]
-            await ws.send(json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": name, "arguments": args}}))
-            reply = json.loads(await ws.recv())
-            if reply.get("type") == "error":
-                raise SystemExit(f"ws call {name} failed: {reply}")
-        await ws.send(json.dumps({"type": "close"}))
-
-
 def rpc(conn: http.client.HTTPConnection, body: dict) -> dict:
     conn.request("POST", "/mcp", json.dumps(body), {"Content-Type": "application/json"})
     reply = json.loads(conn.getresponse().read())
@@ -138,7 +123,7 @@ def measure_both(pid: int, addr: str, transport: str, sessions: int, calls: int,
         transport,
         sessions,
         calls,
-        lambda k: ws_session(addr, k, calls, mix),
+        lambda k: ws_session(addr, k, calls, mix, check=True),
         lambda k: http_session(addr, k, calls, mix),
     )
 

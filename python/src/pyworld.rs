@@ -160,6 +160,19 @@ fn error_text(py: Python<'_>, e: &PyErr) -> String {
     }
 }
 
+/// What the adapter returned (an attribute or a method's result) as a `T`; a Python error
+/// becomes its `text`.
+fn extracted<'py, T>(
+    py: Python<'py>,
+    read: PyResult<Bound<'py, PyAny>>,
+    text: fn(Python<'_>, &PyErr) -> String,
+) -> Result<T, String>
+where
+    T: for<'a> FromPyObject<'a, 'py, Error = PyErr>,
+{
+    read.and_then(|v| v.extract()).map_err(|e| text(py, &e))
+}
+
 /// A Gymnasium env written in Python, as a perennial world.
 pub struct PyWorld {
     adapter: Py<PyAny>,
@@ -190,14 +203,8 @@ impl PyWorld {
     /// The adapter's spec or parameters cannot be read; the message says why.
     pub fn new(py: Python<'_>, adapter: Py<PyAny>) -> Result<Self, String> {
         let a = adapter.bind(py);
-        let entry: String = a
-            .getattr("entry")
-            .and_then(|e| e.extract())
-            .map_err(|e| describe(py, &e))?;
-        let spec: String = a
-            .call_method0("spec")
-            .and_then(|s| s.extract())
-            .map_err(|e| error_text(py, &e))?;
+        let entry: String = extracted(py, a.getattr("entry"), describe)?;
+        let spec: String = extracted(py, a.call_method0("spec"), error_text)?;
         let spec: serde_json::Value =
             serde_json::from_str(&spec).map_err(|e| format!("{entry}: bad spec: {e}"))?;
         let observation_space = space(&spec["observation_space"])
@@ -206,14 +213,9 @@ impl PyWorld {
             .ok_or_else(|| format!("{entry}: the action space is not Discrete"))?;
         let id = spec["id"].as_str().unwrap_or("python-world").to_string();
         let dim = observation_space.len();
-        let list: Vec<(String, f64, f64, bool, String)> = a
-            .call_method0("parameters")
-            .and_then(|p| p.extract())
-            .map_err(|e| error_text(py, &e))?;
-        let declared: bool = a
-            .getattr("declared")
-            .and_then(|d| d.extract())
-            .map_err(|e| describe(py, &e))?;
+        let list: Vec<(String, f64, f64, bool, String)> =
+            extracted(py, a.call_method0("parameters"), error_text)?;
+        let declared: bool = extracted(py, a.getattr("declared"), describe)?;
         let params = list
             .into_iter()
             .map(|(name, min, max, integer, doc)| ParamInfo {

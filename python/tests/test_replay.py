@@ -11,18 +11,11 @@ import pytest
 import perennial
 
 
-def replay(world: Path, trace: Path, out: Path, *, seed: int, run_id: str, algorithm_id: str, fmt: str) -> None:
-    """Steps a Python env with the recorded actions, resetting where the trace's episodes end."""
+def replay(world: Path, trace: Path, out: Path, **options) -> None:
+    """Steps a Python env made with `options` (seed, run id, ...) with the recorded actions,
+    resetting where the trace's episodes end."""
     rows = [json.loads(line) for line in trace.read_text().splitlines()]
-    env = perennial.make(
-        world,
-        seed=seed,
-        trace=out,
-        run_id=run_id,
-        algorithm_id=algorithm_id,
-        record_transitions=True,
-        trace_format=fmt,
-    )
+    env = perennial.make(world, trace=out, record_transitions=True, **options)
     env.reset()
     for row in rows:
         _, _, terminated, truncated, _ = env.step(row["action"])
@@ -42,7 +35,7 @@ def test_python_loop_writes_the_bytes_perennial_run_writes(run_cli, worlds_dir, 
         "--auto-reset", "--record-transitions", "--run-id", "replay", "--trace", cli_trace,
     )
     py_trace = tmp_path / "py.jsonl"
-    replay(worlds_dir / world, cli_trace, py_trace, seed=7, run_id="replay", algorithm_id=agent, fmt="jsonl")
+    replay(worlds_dir / world, cli_trace, py_trace, seed=7, run_id="replay", algorithm_id=agent, trace_format="jsonl")
     rows = cli_trace.read_text().splitlines()
     assert len(rows) == steps
     if world.startswith("cartpole"):
@@ -57,7 +50,7 @@ def test_csv_traces_match_byte_for_byte_too(run_cli, worlds_dir, tmp_path):
     run_cli("run", worlds_dir / "cartpole.toml", *common, "--trace", jsonl)
     run_cli("run", worlds_dir / "cartpole.toml", *common, "--trace", csv, "--format", "csv")
     py_csv = tmp_path / "py.csv"
-    replay(worlds_dir / "cartpole.toml", jsonl, py_csv, seed=3, run_id="c", algorithm_id="random", fmt="csv")
+    replay(worlds_dir / "cartpole.toml", jsonl, py_csv, seed=3, run_id="c", algorithm_id="random", trace_format="csv")
     assert py_csv.read_bytes() == csv.read_bytes()
 
 

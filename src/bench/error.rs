@@ -100,11 +100,4 @@ crate::error_from::wrap_errors!(BenchError {
     EvalError => Eval,
 });
 
-impl From<crate::output::OutputError> for BenchError {
-    fn from(e: crate::output::OutputError) -> Self {
-        match e {
-            crate::output::OutputError::Io { path, source } => BenchError::Io { path, source },
-            other => BenchError::Output(other),
-        }
-    }
-}
+crate::output::split_output_error!(BenchError);

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::Failure;
 use super::render::{Replay, system_prompt};
-use crate::episodes::{RecordedToolCall, TranscriptCall, TranscriptWriter};
+use crate::episodes::{DeskLog, TranscriptWriter};
 use crate::morpheus::api::{
     CallError, Desk, DeskOptions, Reply, ToolCall, render_json, render_text,
 };
@@ -160,26 +160,22 @@ pub(super) fn play(registry: &Registry, args: &PlayArgs) -> Result<(), Failure> 
     }
     session.start().map_err(Failure::run)?;
     let writer = TranscriptWriter::create(&transcript).map_err(Failure::input)?;
+    let desk = Desk::new(config, DeskOptions::default());
+    let mut log = DeskLog::new(writer, run_id, model.into());
+    log.carry(json!({"role": "system", "content": system_prompt(desk.catalogue())}));
+    log.carry(json!({"role": "user", "content": render_text(session.env())}));
     let mut game = Game {
-        desk: Desk::new(config, DeskOptions::default()),
+        desk,
         session,
-        writer,
+        log,
         hours,
         json: args.json,
-        model,
-        run_id,
-        carried: Vec::new(),
-        calls: 0,
         reward: 0.0,
     };
-    game.carried
-        .push(json!({"role": "system", "content": system_prompt(game.desk.catalogue())}));
-    game.carried
-        .push(json!({"role": "user", "content": render_text(game.session.env())}));
     let stdin = std::io::stdin();
     let result = game.play(&mut stdin.lock());
     let closed = game.session.close().map_err(Failure::run);
-    let finished = game.writer.finish().map_err(Failure::run);
+    let finished = game.log.finish().map_err(Failure::run);
     manifest.ended_at = Some(crate::trace::utc_now());
     manifest.steps_done = game.session.counters().step;
     manifest.exit_status = match &result {
@@ -206,14 +202,9 @@ pub(super) fn play(registry: &Registry, args: &PlayArgs) -> Result<(), Failure> 
 struct Game {
     desk: Desk,
     session: Session<Morpheus>,
-    writer: TranscriptWriter,
+    log: DeskLog,
     hours: u64,
     json: bool,
-    model: &'static str,
-    run_id: String,
-    /// The messages the next call's transcript line opens with.
-    carried: Vec<Value>,
-    calls: u64,
     reward: f64,
 }
 
@@ -479,41 +470,16 @@ impl Game {
         if let Some(r) = reply.data.get("reward").and_then(Value::as_f64) {
             self.reward += r;
         }
-        let id = format!("call_{}", self.calls);
-        let mut envelope = serde_json::to_value(&reply).map_err(Failure::run)?;
-        if let Value::Object(m) = &mut envelope {
-            m.insert("tool_call_id".into(), Value::from(id.as_str()));
-        }
         let arguments = match arguments {
             Value::String(s) => s.clone(),
             v => v.to_string(),
         };
-        self.writer
-            .write(&TranscriptCall {
-                run_id: self.run_id.clone(),
-                call: self.calls,
-                step,
-                hours: passed,
-                model: self.model.into(),
-                messages: std::mem::take(&mut self.carried),
-                content: typed,
-                reasoning: None,
-                tool_calls: vec![RecordedToolCall {
-                    id: id.clone(),
-                    name: name.chars().take(64).collect(),
-                    arguments,
-                }],
-                replies: vec![envelope],
-                finish_reason: Some("tool_calls".into()),
-                usage: None,
-            })
+        self.log
+            .write(step, passed, typed, name, arguments, &reply)
             .map_err(Failure::run)?;
-        self.calls += 1;
-        self.carried
-            .push(json!({"role": "tool", "tool_call_id": id, "content": reply.to_json()}));
         if passed > 0 {
-            self.carried
-                .push(json!({"role": "user", "content": render_text(self.session.env())}));
+            let hour = render_text(self.session.env());
+            self.log.carry(json!({"role": "user", "content": hour}));
         }
         Ok(reply)
     }

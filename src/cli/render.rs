@@ -13,8 +13,7 @@ use serde_json::{Value, json};
 
 use super::Failure;
 use crate::episodes::{
-    EpisodesArgs, ExportOptions, RecordedToolCall, RenderFormat, TranscriptCall, TranscriptWriter,
-    export_calls,
+    DeskLog, EpisodesArgs, ExportOptions, RenderFormat, TranscriptWriter, export_calls,
 };
 use crate::morpheus::api::{Catalogue, Desk, DeskOptions, Hour, Stepper, ToolCall};
 use crate::morpheus::api::{render_json, render_text};
@@ -209,10 +208,10 @@ fn render_trace(
     }
     let (mut session, config) = rebuild(registry, trace, &first)?;
     let mut desk = Desk::new(&config, DeskOptions::default());
-    let mut writer = TranscriptWriter::create(dest).map_err(Failure::input)?;
-    let system = json!({"role": "system", "content": system_prompt(desk.catalogue())});
-    let mut carried = vec![system];
-    let (run_id, model) = (first.run_id.clone(), first.algorithm_id.clone());
+    let writer = TranscriptWriter::create(dest).map_err(Failure::input)?;
+    let run_id = first.run_id.clone();
+    let mut log = DeskLog::new(writer, run_id.clone(), first.algorithm_id.clone());
+    log.carry(json!({"role": "system", "content": system_prompt(desk.catalogue())}));
     let mut next = Some(Ok(first));
     let mut index = 0u64;
     while let Some(row) = next {
@@ -261,8 +260,7 @@ fn render_trace(
             RenderFormat::Text => render_text(session.env()),
             RenderFormat::Json => render_json(session.env()).to_string(),
         };
-        let mut messages = std::mem::take(&mut carried);
-        messages.push(json!({"role": "user", "content": prompt}));
+        log.carry(json!({"role": "user", "content": prompt}));
         let mut replay = Replay {
             session: &mut session,
             stepped: None,
@@ -288,34 +286,10 @@ fn render_trace(
                 ));
             }
         }
-        let id = format!("call_{index}");
-        let mut envelope = serde_json::to_value(&reply).map_err(Failure::run)?;
-        if let Value::Object(m) = &mut envelope {
-            m.insert("tool_call_id".into(), Value::from(id.as_str()));
-        }
-        writer
-            .write(&TranscriptCall {
-                run_id: run_id.clone(),
-                call: index,
-                step: row.step,
-                hours: 1,
-                model: model.clone(),
-                messages,
-                content: None,
-                reasoning: None,
-                tool_calls: vec![RecordedToolCall {
-                    id: id.clone(),
-                    name: name.to_string(),
-                    arguments: arguments.to_string(),
-                }],
-                replies: vec![envelope],
-                finish_reason: Some("tool_calls".into()),
-                usage: None,
-            })
+        log.write(row.step, 1, None, name, arguments.to_string(), &reply)
             .map_err(Failure::input)?;
-        carried.push(json!({"role": "tool", "tool_call_id": id, "content": reply.to_json()}));
         index += 1;
         next = rows.next();
     }
-    writer.finish().map_err(Failure::input)
+    log.finish().map_err(Failure::input)
 }

@@ -86,6 +86,7 @@
 mod advantage;
 mod calls;
 mod cli;
+mod desk_log;
 mod error;
 mod export;
 mod model;
@@ -96,6 +97,7 @@ pub mod transcript;
 pub use advantage::{AdvantageEstimator, GRPO_EPSILON, assign_advantages};
 pub(crate) use cli::without_their_events_tables;
 pub use cli::{EpisodesArgs, RenderFormat, run_cli};
+pub(crate) use desk_log::DeskLog;
 pub use error::EpisodeError;
 pub use export::{AGENT_NAME, EpisodeReader, ExportOptions, export, export_calls, read_episodes};
 pub use model::{Episode, Step, TerminationReason, Trajectory};

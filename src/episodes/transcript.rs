@@ -45,7 +45,7 @@ impl TranscriptError {
         }
     }
 
-    fn io(path: &Path, line: u64, source: std::io::Error) -> Self {
+    pub(super) fn io(path: &Path, line: u64, source: std::io::Error) -> Self {
         TranscriptError {
             path: path.to_path_buf(),
             line,

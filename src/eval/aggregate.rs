@@ -34,15 +34,13 @@ use serde::Serialize;
 use super::order::{percentile, sorted};
 use super::record::RunReport;
 use super::sum::Sum;
-use super::table::{Table, num};
+use super::table::{Table, ci, num};
 
 /// Score columns: one `Vec` of per-run scores per task.
 pub type Scores = [Vec<f64>];
 
 fn sum(values: impl Iterator<Item = f64>) -> f64 {
-    let mut s = Sum::default();
-    values.for_each(|v| s.add(v));
-    s.value()
+    values.collect::<Sum>().value()
 }
 
 /// The interquartile mean of all scores pooled; `None` when there is none.
@@ -341,8 +339,9 @@ pub fn profile_interval(
         .collect()
 }
 
-/// FNV-1a of the parts, so each statistic's resampling stream depends on its name only.
-fn stream(seed: u64, parts: &[&str]) -> u64 {
+/// `seed` mixed with FNV-1a of the parts, so each statistic's resampling stream depends on
+/// its name only, not on how many other statistics were drawn before it.
+pub(crate) fn stream(seed: u64, parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
         for b in part.bytes().chain([0xff]) {
@@ -486,19 +485,7 @@ impl Aggregate {
             self.tasks.len(),
             self.resamples
         );
-        let cell = |e: Option<Interval>| {
-            e.map_or_else(
-                || "-".to_string(),
-                |e| {
-                    format!(
-                        "{} [{}, {}]",
-                        num(e.estimate),
-                        num(e.ci_low),
-                        num(e.ci_high)
-                    )
-                },
-            )
-        };
+        let cell = |e: Option<Interval>| ci(e.map(|e| (e.estimate, e.ci_low, e.ci_high)));
         let gap = format!("optimality_gap (γ = {})", num(self.gamma));
         let mut t = Table::new(
             &["algorithm", "runs", "iqm", "mean", "median", &gap],

@@ -7,10 +7,11 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::record::{RunReport, arm};
+use super::aggregate::stream;
+use super::group::RunGroup;
+use super::record::{RunReport, by_group};
 use super::sum::Sum;
-use super::table::{Table, num};
-use crate::regime::NotifyLevel;
+use super::table::{Table, ci};
 
 /// A mean over runs with its 95% percentile-bootstrap confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -25,90 +26,77 @@ pub struct Estimate {
     pub n: usize,
 }
 
-/// One label's metrics in a group: per run a single number, then an [`Estimate`] over runs.
-///
-/// Per run, interval metrics are averaged over the label's intervals that have them; a
-/// field is null when no run of the group has a value.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LabelComparison {
-    /// Runs of the group with at least one interval of the label.
-    pub runs: usize,
+/// Declares [`LabelComparison`] with one `Option<Estimate>` field per metric, [`METRICS`]
+/// with their names in field order, and the ways between the two, from one list: a
+/// metric's name is written once.
+macro_rules! label_metrics {
+    ($($(#[$attr:meta])* $name:ident,)+) => {
+        /// One label's metrics in a group: per run a single number, then an [`Estimate`]
+        /// over runs.
+        ///
+        /// Per run, interval metrics are averaged over the label's intervals that have
+        /// them; a field is null when no run of the group has a value.
+        #[derive(Clone, Debug, PartialEq, Serialize)]
+        pub struct LabelComparison {
+            /// Runs of the group with at least one interval of the label.
+            pub runs: usize,
+            $($(#[$attr])* pub $name: Option<Estimate>,)+
+        }
+
+        /// The metric names of [`LabelComparison`], in field order.
+        pub const METRICS: [&str; [$(stringify!($name)),+].len()] = [$(stringify!($name)),+];
+
+        impl LabelComparison {
+            /// `(name, estimate)` for each metric, in [`METRICS`] order.
+            pub fn metrics(&self) -> [(&'static str, Option<Estimate>); METRICS.len()] {
+                [$((stringify!($name), self.$name)),+]
+            }
+
+            /// The comparison of `runs` runs from each metric's estimate, in [`METRICS`]
+            /// order.
+            fn from_estimates(runs: usize, estimates: [Option<Estimate>; METRICS.len()]) -> Self {
+                let [$($name),+] = estimates;
+                LabelComparison { runs, $($name),+ }
+            }
+        }
+    };
+}
+
+label_metrics! {
     /// The configuration's `mean_reward`.
-    pub mean_reward: Option<Estimate>,
+    mean_reward,
     /// Mean A_k over the label's intervals.
-    pub adaptation_steps: Option<Estimate>,
+    adaptation_steps,
     /// Mean R_k over the label's recovered intervals.
-    pub recovery_steps: Option<Estimate>,
+    recovery_steps,
     /// Fraction of the label's intervals with k >= 1 that recovered.
-    pub recovered_fraction: Option<Estimate>,
+    recovered_fraction,
     /// The configuration's `mean_forgetting`.
-    pub forgetting: Option<Estimate>,
+    forgetting,
     /// Mean `stability_std` over the label's intervals.
-    pub stability_std: Option<Estimate>,
+    stability_std,
     /// Mean `cvar05` over the label's intervals.
-    pub cvar05: Option<Estimate>,
+    cvar05,
     /// The configuration's `gap`.
-    pub gap: Option<Estimate>,
+    gap,
     /// The configuration's `normalized_gap`.
-    pub normalized_gap: Option<Estimate>,
+    normalized_gap,
     /// The configuration's `regret` against the paired reference run (`--reference`);
     /// absent (not serialized) without references.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub regret: Option<Estimate>,
+    regret,
     /// The configuration's `normalized_regret` (`--reference` and `--floor`); absent
     /// without both.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub normalized_regret: Option<Estimate>,
-}
-
-/// The metric names of [`LabelComparison`], in field order.
-pub const METRICS: [&str; 11] = [
-    "mean_reward",
-    "adaptation_steps",
-    "recovery_steps",
-    "recovered_fraction",
-    "forgetting",
-    "stability_std",
-    "cvar05",
-    "gap",
-    "normalized_gap",
-    "regret",
-    "normalized_regret",
-];
-
-impl LabelComparison {
-    /// `(name, estimate)` for each metric, in [`METRICS`] order.
-    pub fn metrics(&self) -> [(&'static str, Option<Estimate>); 11] {
-        let v = [
-            self.mean_reward,
-            self.adaptation_steps,
-            self.recovery_steps,
-            self.recovered_fraction,
-            self.forgetting,
-            self.stability_std,
-            self.cvar05,
-            self.gap,
-            self.normalized_gap,
-            self.regret,
-            self.normalized_regret,
-        ];
-        std::array::from_fn(|i| (METRICS[i], v[i]))
-    }
+    normalized_regret,
 }
 
 /// The runs of one `(task, algorithm_id, notify)`, compared label by label.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
-    /// The task.
-    pub task: String,
-    /// The algorithm.
-    pub algorithm_id: String,
-    /// What the group's agents were told about shifts; serialized only when it is not
-    /// `none`.
-    #[serde(skip_serializing_if = "NotifyLevel::is_none")]
-    pub notify: NotifyLevel,
-    /// Number of runs in the group.
-    pub runs: usize,
+    /// The group (its fields read through `Deref`).
+    #[serde(flatten)]
+    pub group: RunGroup,
     /// Their seeds, in run order.
     pub seeds: Vec<u64>,
     /// Their run ids, in run order.
@@ -117,28 +105,25 @@ pub struct Comparison {
     pub configurations: BTreeMap<String, LabelComparison>,
 }
 
+impl std::ops::Deref for Comparison {
+    type Target = RunGroup;
+
+    fn deref(&self) -> &RunGroup {
+        &self.group
+    }
+}
+
 fn mean(values: &[f64]) -> f64 {
-    let mut s = Sum::default();
-    values.iter().for_each(|&v| s.add(v));
-    s.mean(values.len() as f64)
+    values
+        .iter()
+        .copied()
+        .collect::<Sum>()
+        .mean(values.len() as f64)
 }
 
 fn mean_of(values: impl Iterator<Item = f64>) -> Option<f64> {
     let v: Vec<f64> = values.collect();
     (!v.is_empty()).then(|| mean(&v))
-}
-
-/// FNV-1a, so each estimate's resampling stream depends on its name and not on how many
-/// other estimates were computed before it.
-fn fnv1a(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for b in part.bytes().chain([0xff]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
 }
 
 /// The mean of `values` with a 95% percentile-bootstrap CI from `resamples` resamples
@@ -175,11 +160,10 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64) -> Option<Estimate
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut means: Vec<f64> = (0..resamples)
         .map(|_| {
-            let mut s = Sum::default();
-            for _ in 0..n {
-                s.add(values[rng.random_range(0..n)]);
-            }
-            s.mean(n as f64)
+            (0..n)
+                .map(|_| values[rng.random_range(0..n)])
+                .collect::<Sum>()
+                .mean(n as f64)
         })
         .collect();
     means.sort_by(f64::total_cmp);
@@ -194,7 +178,7 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64) -> Option<Estimate
 }
 
 /// One run's value of each metric under `label`, in [`METRICS`] order.
-fn run_values(run: &RunReport, label: &str) -> [Option<f64>; 11] {
+fn run_values(run: &RunReport, label: &str) -> [Option<f64>; METRICS.len()] {
     let config = run.configurations.get(label);
     let of_label = || run.intervals.iter().filter(|i| i.regime == label);
     let after_first = || of_label().filter(|i| i.recovered.is_some());
@@ -232,18 +216,11 @@ fn run_values(run: &RunReport, label: &str) -> [Option<f64>; 11] {
 /// # Ok::<(), perennial::eval::EvalError>(())
 /// ```
 pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Comparison> {
-    let mut groups: BTreeMap<(&str, &str, NotifyLevel), Vec<&RunReport>> = BTreeMap::new();
-    for run in runs {
-        groups
-            .entry((run.task.as_str(), run.algorithm_id.as_str(), run.notify))
-            .or_default()
-            .push(run);
-    }
-    groups
+    by_group(runs)
         .into_iter()
-        .map(|((task, algorithm, notify), members)| {
+        .map(|(group, members)| {
             // The algorithm's name alone at level `none`, so those streams are unchanged.
-            let name = arm(algorithm, notify);
+            let name = group.arm();
             let labels: std::collections::BTreeSet<&str> = members
                 .iter()
                 .flat_map(|r| r.configurations.keys().map(String::as_str))
@@ -251,38 +228,23 @@ pub fn compare(runs: &[RunReport], resamples: usize, seed: u64) -> Vec<Compariso
             let configurations = labels
                 .into_iter()
                 .map(|label| {
-                    let per_run: Vec<[Option<f64>; 11]> =
+                    let per_run: Vec<[Option<f64>; METRICS.len()]> =
                         members.iter().map(|r| run_values(r, label)).collect();
-                    let est: [Option<Estimate>; 11] = std::array::from_fn(|m| {
+                    let est: [Option<Estimate>; METRICS.len()] = std::array::from_fn(|m| {
                         let values: Vec<f64> = per_run.iter().filter_map(|v| v[m]).collect();
-                        let stream = seed ^ fnv1a(&[task, name.as_str(), label, METRICS[m]]);
-                        bootstrap(&values, resamples, stream)
+                        let names = [group.task.as_str(), name.as_str(), label, METRICS[m]];
+                        bootstrap(&values, resamples, stream(seed, &names))
                     });
-                    let comparison = LabelComparison {
-                        runs: members
-                            .iter()
-                            .filter(|r| r.configurations.contains_key(label))
-                            .count(),
-                        mean_reward: est[0],
-                        adaptation_steps: est[1],
-                        recovery_steps: est[2],
-                        recovered_fraction: est[3],
-                        forgetting: est[4],
-                        stability_std: est[5],
-                        cvar05: est[6],
-                        gap: est[7],
-                        normalized_gap: est[8],
-                        regret: est[9],
-                        normalized_regret: est[10],
-                    };
+                    let runs = members
+                        .iter()
+                        .filter(|r| r.configurations.contains_key(label))
+                        .count();
+                    let comparison = LabelComparison::from_estimates(runs, est);
                     (label.to_string(), comparison)
                 })
                 .collect();
             Comparison {
-                task: task.to_string(),
-                algorithm_id: algorithm.to_string(),
-                notify,
-                runs: members.len(),
+                group,
                 seeds: members.iter().map(|r| r.seed).collect(),
                 run_ids: members.iter().map(|r| r.run_id.clone()).collect(),
                 configurations,
@@ -302,19 +264,14 @@ pub fn comparison_text(groups: &[Comparison]) -> String {
             out,
             "group task {}  algorithm {}  runs {}  seeds {}  (mean over runs [95% bootstrap CI])",
             g.task,
-            arm(&g.algorithm_id, g.notify),
+            g.arm(),
             g.runs,
             seeds.join(",")
         );
         let mut header = vec!["metric"];
         header.extend(g.configurations.keys().map(String::as_str));
         let mut t = Table::new(&header, &[true]);
-        let cell = |e: Option<Estimate>| {
-            e.map_or_else(
-                || "-".to_string(),
-                |e| format!("{} [{}, {}]", num(e.mean), num(e.ci_low), num(e.ci_high)),
-            )
-        };
+        let cell = |e: Option<Estimate>| ci(e.map(|e| (e.mean, e.ci_low, e.ci_high)));
         let mut runs = vec!["runs".to_string()];
         runs.extend(g.configurations.values().map(|c| c.runs.to_string()));
         t.row(runs);

@@ -17,7 +17,7 @@
 
 use super::order::median_of;
 use super::report::IntervalReport;
-use super::sum::Sum;
+use super::sum::mean_of;
 
 /// The Theil–Sen slope of `y` against 0, 1, 2, …: the median of (y_j − y_i) / (j − i) over
 /// all i < j (the two middle values averaged for an even count), as scipy's `theilslopes`.
@@ -56,13 +56,8 @@ pub(crate) fn performance_recovery<'a>(
 pub(crate) fn performance_maintenance<'a>(
     intervals: impl Iterator<Item = &'a IntervalReport>,
 ) -> Option<f64> {
-    let mut s = Sum::default();
-    let mut n = 0usize;
-    for v in intervals.filter_map(|i| i.l2_maintenance) {
-        s.add(v);
-        n += 1;
-    }
-    (n > 0).then(|| s.value() / n as f64)
+    let v: Vec<f64> = intervals.filter_map(|i| i.l2_maintenance).collect();
+    mean_of(&v)
 }
 
 #[cfg(test)]

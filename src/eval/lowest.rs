@@ -33,9 +33,9 @@ pub(crate) fn keep_lowest(heap: &mut BinaryHeap<Block>, b: f64, lowest: usize) {
 
 /// cvar05: the mean of the `lowest` block means `heap` kept, summed from the lowest up.
 pub(crate) fn lowest_mean(heap: BinaryHeap<Block>, lowest: usize) -> f64 {
-    let mut s = Sum::default();
-    for b in heap.into_sorted_vec() {
-        s.add(b.0);
-    }
-    s.mean(lowest as f64)
+    heap.into_sorted_vec()
+        .into_iter()
+        .map(|b| b.0)
+        .collect::<Sum>()
+        .mean(lowest as f64)
 }

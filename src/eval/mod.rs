@@ -251,6 +251,7 @@ mod compare;
 mod complete;
 mod curve;
 mod error;
+mod group;
 mod l2;
 mod lowest;
 mod options;
@@ -281,17 +282,17 @@ pub use compare::{
     Comparison, Estimate, LabelComparison, METRICS, bootstrap, compare, comparison_text,
 };
 pub use error::EvalError;
+pub use group::RunGroup;
 pub use l2::theil_sen_slope;
 pub use options::EvalOptions;
 pub use plasticity::{PlasticityPath, PlasticitySpan, plasticity_paths, plasticity_text};
 pub use plot::{ProfileCurve, plot_svg, profile_curves_svg, profile_plot_svg, profile_svg, svg};
-pub use reference::Regret;
 pub use reliability::{
     GroupReliability, RunReliability, across_runs, cvar_lower, drawdowns, iqr, run_reliability,
 };
 pub use report::{
     ConfigurationAgainst, ConfigurationReport, IntervalAgainst, IntervalReport, L2Interval,
-    L2Label, L2Run, Paired, Reliability, Report, RunReliabilityEntry, RunReport,
+    L2Label, L2Run, Paired, Regret, Reliability, Report, RunReliabilityEntry, RunReport,
 };
 
 pub(crate) use order::median_of;

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::group::{RunGroup, arm};
 use super::reliability::RunReliability;
 use crate::regime::{NotifyLevel, Origin};
 
@@ -57,13 +58,29 @@ impl RunReport {
     }
 }
 
-/// `algorithm_id`, or `algorithm_id+notify=LEVEL` for a level other than `none`.
-pub(crate) fn arm(algorithm_id: &str, notify: NotifyLevel) -> String {
-    if notify.is_none() {
-        algorithm_id.to_string()
-    } else {
-        format!("{algorithm_id}+notify={notify}")
+/// `runs` grouped by `(task, algorithm_id, notify)`, each group's runs in run order, the
+/// groups sorted by task, algorithm, then notify level (`none` first): the groups the
+/// cross-run comparison and the reliability across runs share.
+pub(crate) fn by_group(runs: &[RunReport]) -> Vec<(RunGroup, Vec<&RunReport>)> {
+    let mut groups: BTreeMap<(&str, &str, NotifyLevel), Vec<&RunReport>> = BTreeMap::new();
+    for run in runs {
+        groups
+            .entry((run.task.as_str(), run.algorithm_id.as_str(), run.notify))
+            .or_default()
+            .push(run);
     }
+    groups
+        .into_iter()
+        .map(|((task, algorithm_id, notify), members)| {
+            let group = RunGroup {
+                task: task.to_string(),
+                algorithm_id: algorithm_id.to_string(),
+                notify,
+                runs: members.len(),
+            };
+            (group, members)
+        })
+        .collect()
 }
 
 /// The metrics of one configuration interval k.
@@ -173,14 +190,11 @@ pub struct Paired {
 /// One interval against its paired reference and floor intervals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct IntervalAgainst {
-    /// The reference interval's mean reward; null when not matched.
-    pub reference_mean_r: Option<f64>,
-    /// The floor interval's mean reward; null when not matched.
-    pub floor_mean_r: Option<f64>,
-    /// reference_mean_r − mean_reward.
-    pub regret: Option<f64>,
-    /// regret / |reference_mean_r − floor_mean_r|; null without both or when they are equal.
-    pub normalized_regret: Option<f64>,
+    /// The paired intervals' mean rewards (null when not matched) and the regret against
+    /// them; read through `Deref` as `reference_mean_r`, `floor_mean_r`, `regret` and
+    /// `normalized_regret`.
+    #[serde(flatten)]
+    pub means: Regret,
     /// F_k minus the reference's F_k at the same interval; null unless both have one.
     pub adjusted_forgetting: Option<f64>,
 }
@@ -188,17 +202,73 @@ pub struct IntervalAgainst {
 /// One label against the reference and floor runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct ConfigurationAgainst {
-    /// The reference run's `mean_reward` under the label, when every interval of the label
-    /// was matched; null otherwise.
-    pub reference_mean_r: Option<f64>,
-    /// The floor run's, likewise.
-    pub floor_mean_r: Option<f64>,
-    /// reference_mean_r − mean_reward.
-    pub regret: Option<f64>,
-    /// regret / |reference_mean_r − floor_mean_r|.
-    pub normalized_regret: Option<f64>,
+    /// The reference and floor runs' `mean_reward` under the label (each null unless every
+    /// interval of the label was matched) and the regret against them, read as on
+    /// [`IntervalAgainst`].
+    #[serde(flatten)]
+    pub means: Regret,
     /// Mean of the label's `adjusted_forgetting`.
     pub mean_adjusted_forgetting: Option<f64>,
+}
+
+/// The regret of a mean reward against a reference and a floor.
+///
+/// `regret` = reference − mean; `normalized_regret` = regret / |reference − floor|, null
+/// without a floor or when the reference and the floor are equal.
+///
+/// # Examples
+///
+/// ```
+/// use perennial::eval::Regret;
+///
+/// let r = Regret::new(3.0, Some(5.0), Some(1.0));
+/// assert_eq!(r.regret, Some(2.0));
+/// assert_eq!(r.normalized_regret, Some(0.5));
+/// assert_eq!(Regret::new(3.0, None, Some(1.0)).regret, None);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Regret {
+    /// The reference's mean reward.
+    pub reference_mean_r: Option<f64>,
+    /// The floor's mean reward.
+    pub floor_mean_r: Option<f64>,
+    /// reference − mean.
+    pub regret: Option<f64>,
+    /// regret / |reference − floor|.
+    pub normalized_regret: Option<f64>,
+}
+
+impl Regret {
+    /// The regret of `mean_r` against `reference` and `floor` (either may be missing).
+    pub fn new(mean_r: f64, reference: Option<f64>, floor: Option<f64>) -> Self {
+        let regret = reference.map(|r| r - mean_r);
+        let normalized_regret = match (regret, reference, floor) {
+            (Some(g), Some(r), Some(f)) if r != f => Some(g / (r - f).abs()),
+            _ => None,
+        };
+        Regret {
+            reference_mean_r: reference,
+            floor_mean_r: floor,
+            regret,
+            normalized_regret,
+        }
+    }
+}
+
+impl std::ops::Deref for IntervalAgainst {
+    type Target = Regret;
+
+    fn deref(&self) -> &Regret {
+        &self.means
+    }
+}
+
+impl std::ops::Deref for ConfigurationAgainst {
+    type Target = Regret;
+
+    fn deref(&self) -> &Regret {
+        &self.means
+    }
 }
 
 /// l2metrics' values of one interval.

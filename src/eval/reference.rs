@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 
 use super::error::EvalError;
+use super::record::Regret;
 use super::report::{ConfigurationAgainst, IntervalAgainst, Paired, RunReport};
-use super::sum::Sum;
+use super::sum::mean_of;
 
 /// Per interval of a run, the paired interval's mean reward and forgetting, if matched.
 type Matched = Vec<Option<(f64, Option<f64>)>>;
@@ -96,22 +97,19 @@ pub(crate) fn pair(
         for (k, interval) in run.intervals.iter_mut().enumerate() {
             let reference = ref_intervals.as_ref().and_then(|m| m[k]);
             let floor = floor_intervals.as_ref().and_then(|m| m[k]);
-            let values = Regret::new(
+            let means = Regret::new(
                 interval.mean_reward,
                 reference.map(|r| r.0),
                 floor.map(|f| f.0),
             );
             interval.against = Some(IntervalAgainst {
-                reference_mean_r: values.reference_mean_r,
-                floor_mean_r: values.floor_mean_r,
-                regret: values.regret,
-                normalized_regret: values.normalized_regret,
+                means,
                 adjusted_forgetting: match (interval.forgetting, reference.and_then(|r| r.1)) {
                     (Some(f), Some(g)) => Some(f - g),
                     _ => None,
                 },
             });
-            if let Some(n) = gap_over_floor(interval.bound, interval.gap, values.floor_mean_r) {
+            if let Some(n) = gap_over_floor(interval.bound, interval.gap, means.floor_mean_r) {
                 interval.normalized_gap = n;
             }
         }
@@ -133,21 +131,13 @@ pub(crate) fn pair(
             let adjusted: Vec<f64> = of_label()
                 .filter_map(|i| i.against.and_then(|a| a.adjusted_forgetting))
                 .collect();
-            let mean_adjusted = (!adjusted.is_empty()).then(|| {
-                let mut s = Sum::default();
-                adjusted.iter().for_each(|&v| s.add(v));
-                s.value() / adjusted.len() as f64
-            });
+            let mean_adjusted = mean_of(&adjusted);
             if let Some(config) = run.configurations.get_mut(&label) {
-                let values = Regret::new(config.mean_reward, reference_mean, floor_mean);
                 if let Some(n) = gap_over_floor(config.bound, config.gap, floor_mean) {
                     config.normalized_gap = n;
                 }
                 config.against = Some(ConfigurationAgainst {
-                    reference_mean_r: values.reference_mean_r,
-                    floor_mean_r: values.floor_mean_r,
-                    regret: values.regret,
-                    normalized_regret: values.normalized_regret,
+                    means: Regret::new(config.mean_reward, reference_mean, floor_mean),
                     mean_adjusted_forgetting: mean_adjusted,
                 });
             }
@@ -162,48 +152,4 @@ pub(crate) fn pair(
 fn gap_over_floor(bound: Option<f64>, gap: Option<f64>, floor: Option<f64>) -> Option<Option<f64>> {
     let (bound, floor) = (bound?, floor?);
     Some(gap.filter(|_| bound != floor).map(|g| g / (bound - floor)))
-}
-
-/// The regret of a mean reward against a reference and a floor.
-///
-/// `regret` = reference − mean; `normalized_regret` = regret / |reference − floor|, null
-/// without a floor or when the reference and the floor are equal.
-///
-/// # Examples
-///
-/// ```
-/// use perennial::eval::Regret;
-///
-/// let r = Regret::new(3.0, Some(5.0), Some(1.0));
-/// assert_eq!(r.regret, Some(2.0));
-/// assert_eq!(r.normalized_regret, Some(0.5));
-/// assert_eq!(Regret::new(3.0, None, Some(1.0)).regret, None);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Regret {
-    /// The reference's mean reward.
-    pub reference_mean_r: Option<f64>,
-    /// The floor's mean reward.
-    pub floor_mean_r: Option<f64>,
-    /// reference − mean.
-    pub regret: Option<f64>,
-    /// regret / |reference − floor|.
-    pub normalized_regret: Option<f64>,
-}
-
-impl Regret {
-    /// The regret of `mean_r` against `reference` and `floor` (either may be missing).
-    pub fn new(mean_r: f64, reference: Option<f64>, floor: Option<f64>) -> Self {
-        let regret = reference.map(|r| r - mean_r);
-        let normalized_regret = match (regret, reference, floor) {
-            (Some(g), Some(r), Some(f)) if r != f => Some(g / (r - f).abs()),
-            _ => None,
-        };
-        Regret {
-            reference_mean_r: reference,
-            floor_mean_r: floor,
-            regret,
-            normalized_regret,
-        }
-    }
 }

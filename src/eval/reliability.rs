@@ -27,9 +27,9 @@
 
 use serde::Serialize;
 
+use super::group::RunGroup;
 use super::order::{percentile, sorted};
 use super::sum::Sum;
-use crate::regime::NotifyLevel;
 
 /// Differences per window of `dispersion_across_time`.
 pub const WINDOW: usize = 10;
@@ -37,9 +37,7 @@ pub const WINDOW: usize = 10;
 pub const ALPHA: f64 = 0.05;
 
 fn mean(v: &[f64]) -> f64 {
-    let mut s = Sum::default();
-    v.iter().for_each(|&x| s.add(x));
-    s.value() / v.len() as f64
+    v.iter().copied().collect::<Sum>().value() / v.len() as f64
 }
 
 /// The interquartile range (75th − 25th percentile, linear interpolation); `None` when
@@ -130,22 +128,24 @@ pub fn run_reliability(curve: &[f64]) -> RunReliability {
     }
 }
 
-/// The reliability statistics across the runs of one `(task, algorithm_id)`.
+/// The reliability statistics across the runs of one `(task, algorithm_id, notify)`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GroupReliability {
-    /// The task.
-    pub task: String,
-    /// The algorithm.
-    pub algorithm_id: String,
-    /// The runs' notify level; serialized only when it is not `none`.
-    #[serde(skip_serializing_if = "NotifyLevel::is_none")]
-    pub notify: NotifyLevel,
-    /// Runs in the group.
-    pub runs: usize,
+    /// The group (its fields read through `Deref`).
+    #[serde(flatten)]
+    pub group: RunGroup,
     /// Mean over block indices of the IQR across runs.
     pub dispersion_across_runs: Option<f64>,
     /// CVaR (α = 0.05) of the runs' final performance.
     pub risk_across_runs: Option<f64>,
+}
+
+impl std::ops::Deref for GroupReliability {
+    type Target = RunGroup;
+
+    fn deref(&self) -> &RunGroup {
+        &self.group
+    }
 }
 
 /// The across-run statistics of curves that start at the same step with the same W.

@@ -1,6 +1,5 @@
 //! The report: per run, one record per interval and one per configuration; text and JSON.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -10,10 +9,10 @@ use super::compare::Comparison;
 use super::reliability::{GroupReliability, RunReliability, across_runs};
 use crate::regime::NotifyLevel;
 
-use super::record::arm;
+use super::record::by_group;
 pub use super::record::{
     ConfigurationAgainst, ConfigurationReport, IntervalAgainst, IntervalReport, L2Interval,
-    L2Label, L2Run, Paired, RunReport,
+    L2Label, L2Run, Paired, Regret, RunReport,
 };
 pub(crate) use super::table::{Table, num, opt};
 
@@ -68,22 +67,13 @@ pub struct Reliability {
 /// Groups `runs` by `(task, algorithm_id, notify)` and computes [`across_runs`] on their
 /// curves.
 pub(crate) fn reliability_groups(runs: &[RunReport]) -> Vec<GroupReliability> {
-    let mut groups: BTreeMap<(&str, &str, NotifyLevel), Vec<Vec<f64>>> = BTreeMap::new();
-    for run in runs {
-        groups
-            .entry((run.task.as_str(), run.algorithm_id.as_str(), run.notify))
-            .or_default()
-            .push(run.blocks.clone());
-    }
-    groups
+    by_group(runs)
         .into_iter()
-        .map(|((task, algorithm, notify), curves)| {
+        .map(|(group, members)| {
+            let curves: Vec<Vec<f64>> = members.iter().map(|r| r.blocks.clone()).collect();
             let (dispersion_across_runs, risk_across_runs) = across_runs(&curves);
             GroupReliability {
-                task: task.to_string(),
-                algorithm_id: algorithm.to_string(),
-                notify,
-                runs: curves.len(),
+                group,
                 dispersion_across_runs,
                 risk_across_runs,
             }
@@ -313,7 +303,7 @@ fn reliability_text(out: &mut String, groups: &[GroupReliability]) {
     for g in groups {
         t.row(vec![
             g.task.clone(),
-            arm(&g.algorithm_id, g.notify),
+            g.arm(),
             g.runs.to_string(),
             opt(g.dispersion_across_runs),
             opt(g.risk_across_runs),

@@ -66,6 +66,22 @@ impl Sum {
     }
 }
 
+impl FromIterator<f64> for Sum {
+    /// The compensated sum of `values`, added in order.
+    fn from_iter<I: IntoIterator<Item = f64>>(values: I) -> Self {
+        let mut s = Sum::default();
+        values.into_iter().for_each(|v| s.add(v));
+        s
+    }
+}
+
+/// The mean of `values`, their compensated sum divided by their count; `None` when there
+/// is none.
+pub(crate) fn mean_of(values: &[f64]) -> Option<f64> {
+    (!values.is_empty())
+        .then(|| values.iter().copied().collect::<Sum>().value() / values.len() as f64)
+}
+
 /// The last `width` values pushed, with their compensated sum.
 #[derive(Clone, Debug)]
 pub(crate) struct Rolling {

@@ -14,6 +14,15 @@ pub(crate) fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_string(), num)
 }
 
+/// An estimate with its confidence interval, `(estimate, low, high)`, as
+/// `estimate [low, high]`; `-` without one.
+pub(crate) fn ci(v: Option<(f64, f64, f64)>) -> String {
+    v.map_or_else(
+        || "-".to_string(),
+        |(e, lo, hi)| format!("{} [{}, {}]", num(e), num(lo), num(hi)),
+    )
+}
+
 /// Aligned columns: text columns to the left, number columns to the right.
 pub(crate) struct Table {
     header: Vec<String>,

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::worlds::{ServedWorld, quote};
 use crate::env::Env;
-use crate::episodes::{RecordedToolCall, TranscriptCall, TranscriptWriter};
+use crate::episodes::{DeskLog, TranscriptWriter};
 use crate::morpheus::Morpheus;
 use crate::morpheus::api::{
     CallCounts, Catalogue, Desk, DeskOptions, Hour, Reply, RoleDesks, Stepper, render_json,
@@ -253,13 +253,13 @@ impl<E: Env + Shiftable> Drop for Core<E> {
 struct Solo {
     core: Core<Morpheus>,
     desk: Desk,
-    transcript: Option<Transcript>,
+    transcript: Option<DeskLog>,
 }
 
 impl Drop for Solo {
     fn drop(&mut self) {
         if let Some(t) = self.transcript.take() {
-            let _ = t.writer.finish();
+            let _ = t.finish();
         }
     }
 }
@@ -418,7 +418,7 @@ impl Run {
         trace: Option<(&Path, &str)>,
     ) -> Result<Self, String> {
         let transcript = match trace {
-            Some((dir, run_id)) => Some(Transcript::create(dir, run_id, session.env())?),
+            Some((dir, run_id)) => Some(open_transcript(dir, run_id, session.env())?),
             None => None,
         };
         Ok(Run {
@@ -520,8 +520,14 @@ impl Run {
             return reply;
         };
         let passed = solo.core.session.counters().step - step;
-        match transcript.write(step, passed, name, arguments, &reply, solo.core.world()) {
-            Ok(()) => reply,
+        match transcript.write(step, passed, None, name, arguments.to_string(), &reply) {
+            Ok(()) => {
+                if passed > 0 {
+                    let hour = render_text(solo.core.world());
+                    transcript.carry(json!({"role": "user", "content": hour}));
+                }
+                reply
+            }
             Err(e) => {
                 solo.core.ended = true;
                 Reply::failed(
@@ -644,75 +650,16 @@ fn failed_world(answered: Result<Reply, StepError>, ended: &mut bool) -> Reply {
     }
 }
 
-/// A run's transcript: each tool call as one model call, as `perennial play` writes them,
-/// so `perennial episodes` meets it with the trace beside it.
-struct Transcript {
-    writer: TranscriptWriter,
-    run_id: String,
-    calls: u64,
-    /// The messages the next call's line opens with: the replies and hours since the last.
-    carried: Vec<Value>,
-}
-
-impl Transcript {
-    /// Creates `dir/<run-id>.transcript.jsonl`, its first call to open with the hour as
-    /// the agent first sees it.
-    fn create(dir: &Path, run_id: &str, env: &Morpheus) -> Result<Self, String> {
-        let path = dir.join(format!("{run_id}.transcript.jsonl"));
-        let writer = TranscriptWriter::create(&path)
-            .map_err(|e| format!("the session's transcript cannot be written: {e}"))?;
-        Ok(Transcript {
-            writer,
-            run_id: run_id.to_string(),
-            calls: 0,
-            carried: vec![json!({"role": "user", "content": render_text(env)})],
-        })
-    }
-
-    /// Writes the call made at trace step `step` that let `passed` hours pass.
-    fn write(
-        &mut self,
-        step: u64,
-        passed: u64,
-        name: &str,
-        arguments: &Value,
-        reply: &Reply,
-        env: &Morpheus,
-    ) -> Result<(), String> {
-        let id = format!("call_{}", self.calls);
-        let mut envelope = serde_json::to_value(reply).map_err(|e| e.to_string())?;
-        if let Value::Object(m) = &mut envelope {
-            m.insert("tool_call_id".into(), Value::from(id.as_str()));
-        }
-        self.writer
-            .write(&TranscriptCall {
-                run_id: self.run_id.clone(),
-                call: self.calls,
-                step,
-                hours: passed,
-                model: "client".into(),
-                messages: std::mem::take(&mut self.carried),
-                content: None,
-                reasoning: None,
-                tool_calls: vec![RecordedToolCall {
-                    id: id.clone(),
-                    name: name.chars().take(64).collect(),
-                    arguments: arguments.to_string(),
-                }],
-                replies: vec![envelope],
-                finish_reason: Some("tool_calls".into()),
-                usage: None,
-            })
-            .map_err(|e| e.to_string())?;
-        self.calls += 1;
-        self.carried
-            .push(json!({"role": "tool", "tool_call_id": id, "content": reply.to_json()}));
-        if passed > 0 {
-            self.carried
-                .push(json!({"role": "user", "content": render_text(env)}));
-        }
-        Ok(())
-    }
+/// Creates `dir/<run-id>.transcript.jsonl`, the run's transcript: each tool call as one
+/// model call, as `perennial play` writes them, so `perennial episodes` meets it with the
+/// trace beside it. Its first call opens with the hour as the agent first sees it.
+fn open_transcript(dir: &Path, run_id: &str, env: &Morpheus) -> Result<DeskLog, String> {
+    let path = dir.join(format!("{run_id}.transcript.jsonl"));
+    let writer = TranscriptWriter::create(&path)
+        .map_err(|e| format!("the session's transcript cannot be written: {e}"))?;
+    let mut log = DeskLog::new(writer, run_id.to_string(), "client".into());
+    log.carry(json!({"role": "user", "content": render_text(env)}));
+    Ok(log)
 }
 
 /// Opens the run's trace at `dir/<run-id>.jsonl`, the run id becoming the identity's.
@@ -764,6 +711,12 @@ mod tests {
     use super::super::worlds::Worlds;
     use super::*;
 
+    /// A run of the default world with run seed `seed`, reset with `options`.
+    fn default_run(seed: u64, options: &ResetOptions) -> Run {
+        let worlds = Worlds::load(&[]).unwrap();
+        Run::new(worlds.default_world(), seed, options, None).unwrap()
+    }
+
     #[test]
     fn reset_options_refuse_wrong_types_and_unknown_keys() {
         assert!(ResetOptions::from_json(&json!({"seed": -1})).is_err());
@@ -782,12 +735,11 @@ mod tests {
 
     #[test]
     fn the_hours_of_a_reset_end_the_episode() {
-        let worlds = Worlds::load(&[]).unwrap();
         let options = ResetOptions {
             hours: Some(3),
             ..ResetOptions::default()
         };
-        let mut run = Run::new(worlds.default_world(), 1, &options, None).unwrap();
+        let mut run = default_run(1, &options);
         let r = run.call("wait", &json!({"hours": 10}));
         assert_eq!(r.data["hours_passed"], 3);
         assert!(run.done());
@@ -797,9 +749,8 @@ mod tests {
 
     #[test]
     fn a_fork_carries_none_of_its_sources_calls() {
-        let worlds = Worlds::load(&[]).unwrap();
         let o = ResetOptions::default();
-        let mut run = Run::new(worlds.default_world(), 5, &o, None).unwrap();
+        let mut run = default_run(5, &o);
         run.call("wait", &json!({"hours": 2}));
         run.call("no_such_tool", &json!({}));
         run.call("wait", &json!({"hours": "x"}));
@@ -818,9 +769,8 @@ mod tests {
 
     #[test]
     fn a_restored_snapshot_answers_as_the_original_goes_on() {
-        let worlds = Worlds::load(&[]).unwrap();
         let o = ResetOptions::default();
-        let mut run = Run::new(worlds.default_world(), 5, &o, None).unwrap();
+        let mut run = default_run(5, &o);
         run.call("wait", &json!({"hours": 7}));
         let saved = run.save().unwrap();
         let mut fork = Run::restore(&saved, "s1", &o, None).unwrap();

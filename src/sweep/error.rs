@@ -141,12 +141,4 @@ crate::error_from::wrap_errors!(SweepError {
     EvalError => Eval,
 });
 
-impl From<crate::output::OutputError> for SweepError {
-    /// An I/O failure stays one (exit 1); a path that cannot be written safely is bad input.
-    fn from(e: crate::output::OutputError) -> Self {
-        match e {
-            crate::output::OutputError::Io { path, source } => SweepError::Io { path, source },
-            other => SweepError::Output(other),
-        }
-    }
-}
+crate::output::split_output_error!(SweepError);

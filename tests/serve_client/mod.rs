@@ -340,6 +340,13 @@ impl Ws {
     }
 }
 
+/// The message of a socket's `error` frame.
+pub fn error_message(frame: &Value) -> &str {
+    frame["data"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an error frame with a message: {frame}"))
+}
+
 /// A fixed script of calls for seed-`k` sessions: operations, waits, queries, errors.
 pub fn script(k: u64, calls: usize) -> Vec<(String, Value)> {
     let mut out = Vec::with_capacity(calls);

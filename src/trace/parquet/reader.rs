@@ -510,6 +510,7 @@ impl ParquetSource {
             && let Some(b) = &part.batch
         {
             let i = part.row;
+            let wrong = |message| TraceError::parse(at.path, at.line, message);
             match &b.obs {
                 Some(Transitions::List(list)) => {
                     obs = Some(RecordedObs::Flat(floats32(
@@ -522,11 +523,7 @@ impl ParquetSource {
                     let mut views = std::collections::BTreeMap::new();
                     for (role, col) in roles {
                         let view = col.as_list_opt::<i32>().ok_or_else(|| {
-                            TraceError::parse(
-                                at.path,
-                                at.line,
-                                "column `obs` must be a struct of lists of float32",
-                            )
+                            wrong("column `obs` must be a struct of lists of float32")
                         })?;
                         views.insert(role.clone(), floats32(&view.value(i), at.path, at.line)?);
                     }
@@ -537,13 +534,9 @@ impl ParquetSource {
             match &b.action {
                 Some(Transitions::List(list)) => {
                     let values = list.value(i);
-                    let values = values.as_primitive_opt::<Float64Type>().ok_or_else(|| {
-                        TraceError::parse(
-                            at.path,
-                            at.line,
-                            "column `action` must be a list of float64",
-                        )
-                    })?;
+                    let values = values
+                        .as_primitive_opt::<Float64Type>()
+                        .ok_or_else(|| wrong("column `action` must be a list of float64"))?;
                     let json: Vec<serde_json::Value> =
                         values.values().iter().map(|&v| number(v)).collect();
                     action = Some(match (part.action_scalar, json.as_slice()) {
@@ -555,13 +548,9 @@ impl ParquetSource {
                 Some(Transitions::Roles(roles)) => {
                     let mut indices = serde_json::Map::new();
                     for (role, col) in roles {
-                        let col = col.as_primitive_opt::<UInt64Type>().ok_or_else(|| {
-                            TraceError::parse(
-                                at.path,
-                                at.line,
-                                "column `action` must be a struct of uint64",
-                            )
-                        })?;
+                        let col = col
+                            .as_primitive_opt::<UInt64Type>()
+                            .ok_or_else(|| wrong("column `action` must be a struct of uint64"))?;
                         indices.insert(role.clone(), col.value(i).into());
                     }
                     action = Some(serde_json::Value::Object(indices));

@@ -159,23 +159,20 @@ impl<'de: 'a, 'a> Deserialize<'de> for Terms<'a> {
 }
 
 /// A map key, borrowed when the text needs no unescaping.
-struct Name<'a>(Cow<'a, str>);
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
 
-impl<'de: 'a, 'a> Deserialize<'de> for Name<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct StrVisitor<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for StrVisitor<'a> {
-            type Value = Name<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a term name")
-            }
-            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Name<'a>, E> {
-                Ok(Name(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Name<'a>, E> {
-                Ok(Name(Cow::Owned(v.to_string())))
-            }
-        }
-        deserializer.deserialize_str(StrVisitor(std::marker::PhantomData))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn term_names_are_borrowed_unless_escaped() {
+        let terms: Terms<'_> = serde_json::from_str(r#"{"cost":-0.5,"late\norders":2}"#).unwrap();
+        let read: Vec<_> = terms.iter().collect();
+        assert_eq!(read, [("cost", -0.5), ("late\norders", 2.0)]);
+        assert!(matches!(terms.0[0].0, Cow::Borrowed(_)));
+        assert!(matches!(terms.0[1].0, Cow::Owned(_)));
     }
 }

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use super::borrowed::{RowRef, Terms};
-use crate::regime::{NotifyLevel, Origin};
+use crate::regime::Origin;
 use crate::trace::{BOUND, COLUMNS, ROLE_REWARDS};
 
 /// The position of `name` in [`COLUMNS`], found at compile time: the scanner's bit for
@@ -319,47 +319,28 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
         } else {
             let key = s.str()?;
             s.byte(b':')?;
-            if key == ROLE_REWARDS {
-                // Optional, written after `bound` for a world with roles.
-                if role_rewards.is_some() {
-                    return None;
+            match COLUMNS.iter().position(|c| *c == key) {
+                Some(bit) => bit,
+                None => {
+                    // The optional columns, outside COLUMNS, each at most once.
+                    match key {
+                        // Written after `task` only when not `none`, so never last.
+                        "notify" => {
+                            once(&mut notify, s.str()?.parse().ok()?)?;
+                            s.byte(b',')?;
+                            continue;
+                        }
+                        // Written after `ceiling` for a world with an expected bound.
+                        BOUND => once(&mut bound, s.nullable_f64()?)?,
+                        // Written after `bound` for a world with roles.
+                        ROLE_REWARDS => once(&mut role_rewards, s.terms()?)?,
+                        _ => return None,
+                    }
+                    if s.end_field()? {
+                        break;
+                    }
+                    continue;
                 }
-                role_rewards = Some(s.terms()?);
-                if s.end_field()? {
-                    break;
-                }
-                continue;
-            }
-            if key == BOUND {
-                // Optional, written after `ceiling` for a world with an expected bound.
-                if bound.is_some() {
-                    return None;
-                }
-                bound = Some(s.nullable_f64()?);
-                if s.end_field()? {
-                    break;
-                }
-                continue;
-            }
-            if key != "notify" {
-                COLUMNS.iter().position(|c| *c == key)?
-            } else {
-                // Optional, written after `task` only when not `none`; outside COLUMNS.
-                if notify.is_some() {
-                    return None;
-                }
-                notify = Some(match s.str()? {
-                    "none" => NotifyLevel::None,
-                    "flag" => NotifyLevel::Flag,
-                    "delta" => NotifyLevel::Delta,
-                    "label" => NotifyLevel::Label,
-                    _ => return None,
-                });
-                match s.peek()? {
-                    b',' => s.i += 1,
-                    _ => return None,
-                }
-                continue;
             }
         };
         in_order &= bit == next;
@@ -433,6 +414,11 @@ pub(in crate::trace::reader) fn row<'a>(line: &'a [u8], prefix: &mut Prefix) -> 
         _obs: None,
         _action: None,
     })
+}
+
+/// Fills an optional column's slot; `None` when the line already gave the column.
+fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    slot.replace(value).is_none().then_some(())
 }
 
 #[cfg(test)]
