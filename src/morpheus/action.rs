@@ -58,9 +58,127 @@ pub enum Op {
     HoldWave,
 }
 
+/// An operation kind: the operations of one [`Op`] variant. An action table (the
+/// single-agent one, or a role's in [`crate::morpheus::roles`]) holds the no-op, then each
+/// of its kinds' operations in turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    /// `reorder{sku, bucket}`.
+    Reorder,
+    /// `choose_carrier{carrier}`.
+    ChooseCarrier,
+    /// `expedite{sku}`.
+    Expedite,
+    /// `repair_dock{dock}`.
+    RepairDock,
+    /// `prioritize_sku{sku}`.
+    PrioritizeSku,
+    /// `hold_wave`.
+    HoldWave,
+}
+
+impl OpKind {
+    /// Every kind, in action-table order.
+    pub const ALL: [OpKind; 6] = [
+        OpKind::Reorder,
+        OpKind::ChooseCarrier,
+        OpKind::Expedite,
+        OpKind::RepairDock,
+        OpKind::PrioritizeSku,
+        OpKind::HoldWave,
+    ];
+
+    /// The kinds of the single-agent table, which has none of the roles-only ones.
+    const SINGLE_AGENT: [OpKind; 4] = [
+        OpKind::Reorder,
+        OpKind::ChooseCarrier,
+        OpKind::Expedite,
+        OpKind::RepairDock,
+    ];
+
+    /// Its name in a world file.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Reorder => "reorder",
+            OpKind::ChooseCarrier => "choose_carrier",
+            OpKind::Expedite => "expedite",
+            OpKind::RepairDock => "repair_dock",
+            OpKind::PrioritizeSku => "prioritize_sku",
+            OpKind::HoldWave => "hold_wave",
+        }
+    }
+
+    /// The kind named `name`, `None` for another name.
+    pub fn parse(name: &str) -> Option<OpKind> {
+        OpKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The kind of `op`, `None` for the no-op.
+    pub fn of(op: Op) -> Option<OpKind> {
+        match op {
+            Op::Noop => None,
+            Op::Reorder { .. } => Some(OpKind::Reorder),
+            Op::ChooseCarrier { .. } => Some(OpKind::ChooseCarrier),
+            Op::Expedite { .. } => Some(OpKind::Expedite),
+            Op::RepairDock { .. } => Some(OpKind::RepairDock),
+            Op::PrioritizeSku { .. } => Some(OpKind::PrioritizeSku),
+            Op::HoldWave => Some(OpKind::HoldWave),
+        }
+    }
+
+    /// How many operations of this kind `layout` has.
+    fn count(self, layout: ActionLayout) -> usize {
+        match self {
+            OpKind::Reorder => layout.skus * layout.buckets,
+            OpKind::ChooseCarrier => layout.carriers,
+            OpKind::Expedite | OpKind::PrioritizeSku => layout.skus,
+            OpKind::RepairDock => layout.docks,
+            OpKind::HoldWave => 1,
+        }
+    }
+
+    /// The `i`-th operation of this kind.
+    fn op(self, i: usize, layout: ActionLayout) -> Op {
+        let i32 = i as u32;
+        match self {
+            OpKind::Reorder => {
+                let b = layout.buckets.max(1);
+                Op::Reorder {
+                    sku: (i / b) as u32,
+                    bucket: (i % b) as u32,
+                }
+            }
+            OpKind::ChooseCarrier => Op::ChooseCarrier { carrier: i32 },
+            OpKind::Expedite => Op::Expedite { sku: i32 },
+            OpKind::RepairDock => Op::RepairDock { dock: i32 },
+            OpKind::PrioritizeSku => Op::PrioritizeSku { sku: i32 },
+            OpKind::HoldWave => Op::HoldWave,
+        }
+    }
+
+    /// The index of `op` among this kind's operations.
+    fn index(self, op: Op, layout: ActionLayout) -> Option<usize> {
+        let i = match (self, op) {
+            (OpKind::Reorder, Op::Reorder { sku, bucket }) => {
+                let b = layout.buckets;
+                ((bucket as usize) < b).then(|| sku as usize * b + bucket as usize)?
+            }
+            (OpKind::ChooseCarrier, Op::ChooseCarrier { carrier }) => carrier as usize,
+            (OpKind::Expedite, Op::Expedite { sku })
+            | (OpKind::PrioritizeSku, Op::PrioritizeSku { sku }) => sku as usize,
+            (OpKind::RepairDock, Op::RepairDock { dock }) => dock as usize,
+            (OpKind::HoldWave, Op::HoldWave) => 0,
+            _ => return None,
+        };
+        (i < self.count(layout)).then_some(i)
+    }
+}
+
 /// The sizes that lay out the action table: `S` SKUs, `B` reorder buckets, `C` carriers,
 /// `D` docks. [`ActionLayout::decode`] and [`ActionLayout::encode`] are the only code that
-/// knows where each operation sits; agents build their actions through it.
+/// knows where each operation sits (a role's table too); agents build their actions
+/// through it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ActionLayout {
     /// SKUs (`S`).
@@ -86,7 +204,7 @@ impl ActionLayout {
 
     /// Number of actions: `1 + S·B + C + S + D`.
     pub fn len(self) -> usize {
-        1 + self.skus * self.buckets + self.carriers + self.skus + self.docks
+        self.len_in(&OpKind::SINGLE_AGENT)
     }
 
     /// Whether the table holds only `Noop` (never: it always holds it).
@@ -96,44 +214,48 @@ impl ActionLayout {
 
     /// The operation at `index`, or `None` outside the table.
     pub fn decode(self, index: usize) -> Option<Op> {
-        let (s, b, c, d) = (self.skus, self.buckets, self.carriers, self.docks);
-        let Some(mut k) = index.checked_sub(1) else {
-            return Some(Op::Noop);
-        };
-        if k < s * b {
-            return Some(Op::Reorder {
-                sku: (k / b) as u32,
-                bucket: (k % b) as u32,
-            });
-        }
-        k -= s * b;
-        if k < c {
-            return Some(Op::ChooseCarrier { carrier: k as u32 });
-        }
-        k -= c;
-        if k < s {
-            return Some(Op::Expedite { sku: k as u32 });
-        }
-        k -= s;
-        (k < d).then_some(Op::RepairDock { dock: k as u32 })
+        self.decode_in(&OpKind::SINGLE_AGENT, index)
     }
 
     /// The index of `op`, or `None` when it names a SKU, bucket, carrier or dock the layout
     /// does not have. The inverse of [`ActionLayout::decode`].
     pub fn encode(self, op: Op) -> Option<usize> {
-        let (s, b, c, d) = (self.skus, self.buckets, self.carriers, self.docks);
-        let within = |i: u32, n: usize| (i as usize) < n;
-        match op {
-            Op::Noop => Some(0),
-            Op::Reorder { sku, bucket } => (within(sku, s) && within(bucket, b))
-                .then(|| 1 + sku as usize * b + bucket as usize),
-            Op::ChooseCarrier { carrier } => {
-                within(carrier, c).then(|| 1 + s * b + carrier as usize)
+        self.encode_in(&OpKind::SINGLE_AGENT, op)
+    }
+
+    /// Number of actions in the table of `kinds`.
+    pub(super) fn len_in(self, kinds: &[OpKind]) -> usize {
+        1 + kinds.iter().map(|k| k.count(self)).sum::<usize>()
+    }
+
+    /// The operation at `index` in the table of `kinds`, or `None` outside it.
+    pub(super) fn decode_in(self, kinds: &[OpKind], index: usize) -> Option<Op> {
+        let Some(mut k) = index.checked_sub(1) else {
+            return Some(Op::Noop);
+        };
+        for &kind in kinds {
+            let n = kind.count(self);
+            if k < n {
+                return Some(kind.op(k, self));
             }
-            Op::Expedite { sku } => within(sku, s).then(|| 1 + s * b + c + sku as usize),
-            Op::RepairDock { dock } => within(dock, d).then(|| 1 + s * b + c + s + dock as usize),
-            Op::PrioritizeSku { .. } | Op::HoldWave => None,
+            k -= n;
         }
+        None
+    }
+
+    /// The index of `op` in the table of `kinds`, or `None` when the table lacks it.
+    pub(super) fn encode_in(self, kinds: &[OpKind], op: Op) -> Option<usize> {
+        let Some(kind) = OpKind::of(op) else {
+            return Some(0);
+        };
+        let mut base = 1;
+        for &k in kinds {
+            if k == kind {
+                return kind.index(op, self).map(|i| base + i);
+            }
+            base += k.count(self);
+        }
+        None
     }
 }
 

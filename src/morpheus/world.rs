@@ -288,9 +288,17 @@ impl Morpheus {
                 .map_err(|e| MorpheusError::Snapshot(e.to_string()))?;
         }
         env.conditions_changed();
+        env.start(snapshot);
+        Ok(env)
+    }
+
+    /// Builds the ECS world `snapshot` describes, under the conditions in force, and runs
+    /// it from there: the one place that knows which resources and entities a world holds,
+    /// for a reset and a restore alike.
+    fn start(&mut self, snapshot: MorpheusSnapshot) {
         let mut world = World::new();
-        world.insert_resource(Settings(env.config.clone()));
-        world.insert_resource(CurrentConditions(env.conditions.clone()));
+        world.insert_resource(Settings(self.config.clone()));
+        world.insert_resource(CurrentConditions(self.conditions.clone()));
         world.insert_resource(snapshot.clock);
         world.insert_resource(snapshot.ledger);
         world.insert_resource(snapshot.failures);
@@ -319,13 +327,12 @@ impl Morpheus {
         book.sort_unstable_by_key(|(o, _)| o.id);
         world.insert_resource(OrderBook(book));
         world.spawn_batch(snapshot.shipments);
-        env.sim = Some(Sim::start(
+        self.sim = Some(Sim::start(
             world,
             snapshot.episode_step,
             snapshot.ended,
             snapshot.tracker,
         ));
-        Ok(env)
     }
 
     /// The whole state of the current world, or `None` before the first reset.
@@ -457,8 +464,6 @@ impl Morpheus {
         self.sim.as_ref().map(|s| &s.world)
     }
 
-    /// Sets the rebooking fee of a change of carrier in the current world (a roles world
-    /// sets it after each reset; a single-agent world has none).
     /// Rebuilds this world from `snapshot` under its layout and reward, keeping what the
     /// snapshot does not hold: whether the bound prices held waves.
     fn restore_in_place(&mut self, snapshot: MorpheusSnapshot) -> Result<(), EnvError> {
@@ -477,6 +482,8 @@ impl Morpheus {
         self.conditions_changed();
     }
 
+    /// Sets the rebooking fee of a change of carrier in the current world (a roles world
+    /// sets it after each reset; a single-agent world has none).
     pub(crate) fn set_switch_fee(&mut self, fee: f64) {
         if let Some(mut d) = self
             .sim
@@ -538,34 +545,14 @@ impl Morpheus {
         })
     }
 
-    fn build_world(&self, seed: u64) -> World {
+    /// The world a reset with `seed` begins, as the snapshot of its hour 0.
+    fn initial(&self, seed: u64) -> MorpheusSnapshot {
         let cfg = &self.config;
-        let mut world = World::new();
-        world.insert_resource(Settings(cfg.clone()));
-        world.insert_resource(CurrentConditions(self.conditions.clone()));
-        world.insert_resource(Clock::default());
-        world.insert_resource(Ledger::new(cfg.opening_cash));
-        world.insert_resource(FailureEngine::default());
-        world.insert_resource(WorldRng::new(seed));
-        world.insert_resource(Goodwill(1.0));
-        world.insert_resource(Dispatch {
-            carrier: (cfg.carriers.saturating_sub(1) / 2) as u32,
-            ..Dispatch::default()
-        });
-        world.insert_resource(Ids::default());
-        world.insert_resource(OrderBook::default());
         let mut stats = Stats::default();
         stats.total.initial_stock = cfg.skus as u64 * cfg.initial_stock;
-        world.insert_resource(stats);
         let mut signals = vec![0.0; SIGNAL_NAMES.len()];
         signals[9] = cfg.opening_cash;
-        world.insert_resource(Signals(signals));
-        world.insert_resource(InfoLayer::default());
-        world.insert_resource(ObservationBuffer::default());
-        world.insert_resource(FreshFailures::default());
-        world.insert_resource(PendingAction::default());
-        world.insert_resource(CallNotes::default());
-        world.spawn_batch((0..cfg.skus).map(|i| {
+        let skus = (0..cfg.skus).map(|i| {
             let price = cfg.sku_price(i);
             Sku {
                 id: i as u32,
@@ -577,25 +564,51 @@ impl Morpheus {
                 supplier: (i % cfg.suppliers) as u32,
                 spike_until: 0,
             }
-        }));
-        world.spawn_batch((0..cfg.suppliers).map(|j| Supplier {
+        });
+        let suppliers = (0..cfg.suppliers).map(|j| Supplier {
             id: j as u32,
             lead_time_hours: cfg.supplier_lead_time(j),
             delayed_until: 0,
-        }));
-        world.spawn_batch((0..cfg.docks).map(|d| Dock {
+        });
+        let docks = (0..cfg.docks).map(|d| Dock {
             id: d as u32,
             down_until: 0,
-        }));
-        world.spawn_batch((0..cfg.carriers).map(|c| Carrier {
+        });
+        let carriers = (0..cfg.carriers).map(|c| Carrier {
             id: c as u32,
             cost_per_unit: cfg.carrier_cost(c),
             on_time: cfg.carrier_on_time(c),
             transit_hours: cfg.carrier_transit(c),
             capacity: cfg.carrier_capacity,
             absent_until: 0,
-        }));
-        world
+        });
+        MorpheusSnapshot {
+            conditions: self.conditions.clone(),
+            episode_step: 0,
+            ended: false,
+            tracker: Tracker::default(),
+            clock: Clock::default(),
+            ledger: Ledger::new(cfg.opening_cash),
+            failures: FailureEngine::default(),
+            rng: WorldRng::new(seed),
+            goodwill: Goodwill(1.0),
+            dispatch: Dispatch {
+                carrier: (cfg.carriers.saturating_sub(1) / 2) as u32,
+                ..Dispatch::default()
+            },
+            ids: Ids::default(),
+            stats,
+            signals,
+            info: InfoLayer::default(),
+            skus: skus.collect(),
+            suppliers: suppliers.collect(),
+            docks: docks.collect(),
+            carriers: carriers.collect(),
+            purchase_orders: Vec::new(),
+            trailers: Vec::new(),
+            orders: Vec::new(),
+            shipments: Vec::new(),
+        }
     }
 
     fn observation(&self) -> Vec<f32> {
@@ -679,8 +692,8 @@ impl Env for Morpheus {
     fn reset(&mut self, seed: u64) -> Vec<f32> {
         self.sim = None;
         self.calls.take();
-        let world = self.build_world(seed);
-        self.sim = Some(Sim::start(world, 0, false, Tracker::default()));
+        let first = self.initial(seed);
+        self.start(first);
         self.observation()
     }
 

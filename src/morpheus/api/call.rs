@@ -5,6 +5,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use super::catalogue::{ArgKind, Catalogue, ORDER_KINDS, Tool, ToolName};
+use crate::morpheus::roles::OpKind;
 use crate::morpheus::{MorpheusConfig, Op};
 
 /// Kinds of order [`ToolCall::QueryOrders`] lists.
@@ -80,12 +81,12 @@ impl ToolCall {
     /// The tool it calls.
     pub fn tool(&self) -> ToolName {
         match self {
-            ToolCall::Reorder { .. } => ToolName::Reorder,
-            ToolCall::ChooseCarrier { .. } => ToolName::ChooseCarrier,
-            ToolCall::Expedite { .. } => ToolName::Expedite,
-            ToolCall::RepairDock { .. } => ToolName::RepairDock,
-            ToolCall::PrioritizeSku { .. } => ToolName::PrioritizeSku,
-            ToolCall::HoldWave => ToolName::HoldWave,
+            ToolCall::Reorder { .. } => ToolName::Op(OpKind::Reorder),
+            ToolCall::ChooseCarrier { .. } => ToolName::Op(OpKind::ChooseCarrier),
+            ToolCall::Expedite { .. } => ToolName::Op(OpKind::Expedite),
+            ToolCall::RepairDock { .. } => ToolName::Op(OpKind::RepairDock),
+            ToolCall::PrioritizeSku { .. } => ToolName::Op(OpKind::PrioritizeSku),
+            ToolCall::HoldWave => ToolName::Op(OpKind::HoldWave),
             ToolCall::Wait { .. } => ToolName::Wait,
             ToolCall::QueryInventory { .. } => ToolName::QueryInventory,
             ToolCall::QueryOrders { .. } => ToolName::QueryOrders,
@@ -423,20 +424,20 @@ impl Catalogue {
         let index = |i: Option<u64>| i.map(|i| i as u32);
         let req = |name: &str| int(name).map(|i| index(i).unwrap_or(0));
         Ok(match tool.name {
-            ToolName::Reorder => {
+            ToolName::Op(OpKind::Reorder) => {
                 let sku = req("sku")?;
                 ToolCall::Reorder {
                     sku,
                     quantity: int("quantity")?.unwrap_or(0),
                 }
             }
-            ToolName::ChooseCarrier => ToolCall::ChooseCarrier {
+            ToolName::Op(OpKind::ChooseCarrier) => ToolCall::ChooseCarrier {
                 carrier: req("carrier")?,
             },
-            ToolName::Expedite => ToolCall::Expedite { sku: req("sku")? },
-            ToolName::RepairDock => ToolCall::RepairDock { dock: req("dock")? },
-            ToolName::PrioritizeSku => ToolCall::PrioritizeSku { sku: req("sku")? },
-            ToolName::HoldWave => ToolCall::HoldWave,
+            ToolName::Op(OpKind::Expedite) => ToolCall::Expedite { sku: req("sku")? },
+            ToolName::Op(OpKind::RepairDock) => ToolCall::RepairDock { dock: req("dock")? },
+            ToolName::Op(OpKind::PrioritizeSku) => ToolCall::PrioritizeSku { sku: req("sku")? },
+            ToolName::Op(OpKind::HoldWave) => ToolCall::HoldWave,
             ToolName::Wait => ToolCall::Wait {
                 hours: req("hours")?,
             },

@@ -4,24 +4,19 @@
 use serde_json::{Map, Value, json};
 
 use crate::morpheus::MorpheusConfig;
-use crate::morpheus::roles::PRIORITY_HOURS;
+use crate::morpheus::roles::{OpKind, PRIORITY_HOURS};
 
 /// The tools of the enterprise world, in catalogue order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ToolName {
-    /// Buy units of a SKU from its supplier.
-    Reorder,
-    /// Use a carrier for the outbound waves.
-    ChooseCarrier,
-    /// Halve the remaining lead time of a SKU's oldest purchase order.
-    Expedite,
-    /// Repair a broken dock door.
-    RepairDock,
-    /// Ship a SKU's orders first in the next day's waves (a world with roles).
-    PrioritizeSku,
-    /// Hold this hour's wave to ship it with the next at a discount (a world with roles).
-    HoldWave,
+    /// An operation on the world, called by its kind's name ([`OpKind::name`]):
+    /// `reorder` buys units of a SKU from its supplier, `choose_carrier` picks the carrier
+    /// of the outbound waves, `expedite` halves the remaining lead time of a SKU's oldest
+    /// purchase order, `repair_dock` repairs a broken dock door; in a world with roles,
+    /// `prioritize_sku` ships a SKU's orders first in the next day's waves and `hold_wave`
+    /// holds this hour's wave to ship it with the next at a discount.
+    Op(OpKind),
     /// End the turn and let hours pass.
     Wait,
     /// Stock per SKU and the cash available for purchases.
@@ -35,14 +30,15 @@ pub enum ToolName {
 }
 
 impl ToolName {
-    /// Every tool, in catalogue order.
+    /// Every tool, in catalogue order: the operations in [`OpKind::ALL`] order, then the
+    /// rest.
     pub const ALL: [ToolName; 11] = [
-        ToolName::Reorder,
-        ToolName::ChooseCarrier,
-        ToolName::Expedite,
-        ToolName::RepairDock,
-        ToolName::PrioritizeSku,
-        ToolName::HoldWave,
+        ToolName::Op(OpKind::Reorder),
+        ToolName::Op(OpKind::ChooseCarrier),
+        ToolName::Op(OpKind::Expedite),
+        ToolName::Op(OpKind::RepairDock),
+        ToolName::Op(OpKind::PrioritizeSku),
+        ToolName::Op(OpKind::HoldWave),
         ToolName::Wait,
         ToolName::QueryInventory,
         ToolName::QueryOrders,
@@ -53,12 +49,7 @@ impl ToolName {
     /// The name a model calls it by.
     pub fn as_str(self) -> &'static str {
         match self {
-            ToolName::Reorder => "reorder",
-            ToolName::ChooseCarrier => "choose_carrier",
-            ToolName::Expedite => "expedite",
-            ToolName::RepairDock => "repair_dock",
-            ToolName::PrioritizeSku => "prioritize_sku",
-            ToolName::HoldWave => "hold_wave",
+            ToolName::Op(kind) => kind.name(),
             ToolName::Wait => "wait",
             ToolName::QueryInventory => "query_inventory",
             ToolName::QueryOrders => "query_orders",
@@ -69,14 +60,17 @@ impl ToolName {
 
     /// The MORPHEUS-style route: `(method, path)`.
     pub fn route(self) -> (&'static str, &'static str) {
+        let post = |path| ("POST", path);
         match self {
-            ToolName::Reorder => ("POST", "/inventory/reorder"),
-            ToolName::ChooseCarrier => ("POST", "/logistics/carrier"),
-            ToolName::Expedite => ("POST", "/inventory/expedite"),
-            ToolName::RepairDock => ("POST", "/docks/repair"),
-            ToolName::PrioritizeSku => ("POST", "/logistics/priority"),
-            ToolName::HoldWave => ("POST", "/logistics/hold"),
-            ToolName::Wait => ("POST", "/clock/wait"),
+            ToolName::Op(kind) => post(match kind {
+                OpKind::Reorder => "/inventory/reorder",
+                OpKind::ChooseCarrier => "/logistics/carrier",
+                OpKind::Expedite => "/inventory/expedite",
+                OpKind::RepairDock => "/docks/repair",
+                OpKind::PrioritizeSku => "/logistics/priority",
+                OpKind::HoldWave => "/logistics/hold",
+            }),
+            ToolName::Wait => post("/clock/wait"),
             ToolName::QueryInventory => ("GET", "/inventory"),
             ToolName::QueryOrders => ("GET", "/orders"),
             ToolName::QueryLedger => ("GET", "/ledger"),
@@ -86,19 +80,13 @@ impl ToolName {
 
     /// Whether the tool changes the world (and so ends the turn); queries cost no time.
     pub fn is_operation(self) -> bool {
-        !matches!(
-            self,
-            ToolName::QueryInventory
-                | ToolName::QueryOrders
-                | ToolName::QueryLedger
-                | ToolName::QueryCarriers
-        )
+        matches!(self, ToolName::Op(_) | ToolName::Wait)
     }
 
     /// Whether only a world with roles offers it (`prioritize_sku`, `hold_wave`: the
     /// single-agent action table has no index for them).
     pub fn roles_only(self) -> bool {
-        matches!(self, ToolName::PrioritizeSku | ToolName::HoldWave)
+        matches!(self, ToolName::Op(OpKind::PrioritizeSku | OpKind::HoldWave))
     }
 
     /// The tool called `name`, if there is one.
@@ -274,24 +262,44 @@ impl Catalogue {
     /// Every tool of `config`'s layout in a world with roles: those of [`Catalogue::of`]
     /// and `prioritize_sku`, `hold_wave`. A role's desk cuts it to the role's own.
     pub fn with_roles(config: &MorpheusConfig) -> Self {
-        let (s, c, d) = (config.skus, config.carriers, config.docks);
-        let sku = |description: &str, nullable: bool| Arg {
-            name: "sku",
-            description: description.into(),
-            kind: ArgKind::Index { count: s, nullable },
+        let index = |name, what: &str, count: usize| Arg {
+            name,
+            description: format!("{what} index, 0 to {}.", count - 1),
+            kind: ArgKind::Index {
+                count,
+                nullable: false,
+            },
+        };
+        let sku = index("sku", "SKU", config.skus);
+        let any_sku = Arg {
+            description: "SKU index, or null for every SKU.".into(),
+            kind: ArgKind::Index {
+                count: config.skus,
+                nullable: true,
+            },
+            ..sku.clone()
         };
         let tool = |name, description: String, args| Tool {
             name,
             description,
             args,
         };
+        // An operation spends the hour's (or, in a world with roles, the role's) operation.
+        let op = |kind, what: &str, args| {
+            let name = ToolName::Op(kind);
+            let spends = if name.roles_only() {
+                "Uses this role's operation of the hour."
+            } else {
+                "Uses this hour's operation and ends the turn."
+            };
+            tool(name, format!("{what} {spends}"), args)
+        };
         let tools = vec![
-            tool(
-                ToolName::Reorder,
-                "Buy units of a SKU from its supplier, paid now; they arrive after the supplier's lead time. Refused when the payment would take cash below the credit line. Uses this hour's operation and ends the turn."
-                    .into(),
+            op(
+                OpKind::Reorder,
+                "Buy units of a SKU from its supplier, paid now; they arrive after the supplier's lead time. Refused when the payment would take cash below the credit line.",
                 vec![
-                    sku(&format!("SKU index, 0 to {}.", s - 1), false),
+                    sku.clone(),
                     Arg {
                         name: "quantity",
                         description: "Units to buy; one of the allowed order sizes.".into(),
@@ -299,43 +307,29 @@ impl Catalogue {
                     },
                 ],
             ),
-            tool(
-                ToolName::ChooseCarrier,
-                "Use this carrier for the outbound waves from now on. Uses this hour's operation and ends the turn.".into(),
-                vec![Arg {
-                    name: "carrier",
-                    description: format!("Carrier index, 0 to {}.", c - 1),
-                    kind: ArgKind::Index {
-                        count: c,
-                        nullable: false,
-                    },
-                }],
+            op(
+                OpKind::ChooseCarrier,
+                "Use this carrier for the outbound waves from now on.",
+                vec![index("carrier", "Carrier", config.carriers)],
             ),
-            tool(
-                ToolName::Expedite,
-                "Halve the remaining lead time of the SKU's oldest purchase order in transit, for the expedite fee. Refused when none is in transit. Uses this hour's operation and ends the turn.".into(),
-                vec![sku(&format!("SKU index, 0 to {}.", s - 1), false)],
+            op(
+                OpKind::Expedite,
+                "Halve the remaining lead time of the SKU's oldest purchase order in transit, for the expedite fee. Refused when none is in transit.",
+                vec![sku.clone()],
             ),
-            tool(
-                ToolName::RepairDock,
-                "Repair a broken dock door so it unloads this hour, for the repair cost. Refused when the door works. Uses this hour's operation and ends the turn.".into(),
-                vec![Arg {
-                    name: "dock",
-                    description: format!("Dock door index, 0 to {}.", d - 1),
-                    kind: ArgKind::Index {
-                        count: d,
-                        nullable: false,
-                    },
-                }],
+            op(
+                OpKind::RepairDock,
+                "Repair a broken dock door so it unloads this hour, for the repair cost. Refused when the door works.",
+                vec![index("dock", "Dock door", config.docks)],
             ),
-            tool(
-                ToolName::PrioritizeSku,
-                format!("Ship this SKU's open orders first in the outbound waves of the next {PRIORITY_HOURS} hours. Uses this role's operation of the hour."),
-                vec![sku(&format!("SKU index, 0 to {}.", s - 1), false)],
+            op(
+                OpKind::PrioritizeSku,
+                &format!("Ship this SKU's open orders first in the outbound waves of the next {PRIORITY_HOURS} hours."),
+                vec![sku.clone()],
             ),
-            tool(
-                ToolName::HoldWave,
-                "Hold this hour's outbound wave so it ships with the next one, whose shipping then costs half. Refused when the wave is already held. Uses this role's operation of the hour.".into(),
+            op(
+                OpKind::HoldWave,
+                "Hold this hour's outbound wave so it ships with the next one, whose shipping then costs half. Refused when the wave is already held.",
                 vec![],
             ),
             tool(
@@ -350,7 +344,7 @@ impl Catalogue {
             tool(
                 ToolName::QueryInventory,
                 "Stock per SKU (on hand, reserved, in the pipeline, backlog) and the cash available for purchases. Costs no time.".into(),
-                vec![sku("SKU index, or null for every SKU.", true)],
+                vec![any_sku.clone()],
             ),
             tool(
                 ToolName::QueryOrders,
@@ -361,7 +355,7 @@ impl Catalogue {
                         description: "Which orders: customer, purchase or shipment.".into(),
                         kind: ArgKind::Word(ORDER_KINDS.to_vec()),
                     },
-                    sku("SKU index, or null for every SKU.", true),
+                    any_sku,
                     Arg {
                         name: "limit",
                         description: format!("Most orders to list, 1 to {MAX_LIMIT}."),
@@ -479,14 +473,20 @@ mod tests {
         };
         let cat = Catalogue::of(&cfg);
         let props = |t: ToolName| cat.get(t).unwrap().input_schema()["properties"].clone();
-        assert_eq!(props(ToolName::Reorder)["sku"]["enum"], json!([0, 1, 2]));
-        assert_eq!(props(ToolName::Reorder)["quantity"]["enum"], json!([5, 7]));
         assert_eq!(
-            props(ToolName::ChooseCarrier)["carrier"]["enum"],
+            props(ToolName::Op(OpKind::Reorder))["sku"]["enum"],
+            json!([0, 1, 2])
+        );
+        assert_eq!(
+            props(ToolName::Op(OpKind::Reorder))["quantity"]["enum"],
+            json!([5, 7])
+        );
+        assert_eq!(
+            props(ToolName::Op(OpKind::ChooseCarrier))["carrier"]["enum"],
             json!([0, 1])
         );
         assert_eq!(
-            props(ToolName::RepairDock)["dock"]["enum"],
+            props(ToolName::Op(OpKind::RepairDock))["dock"]["enum"],
             json!([0, 1, 2, 3, 4, 5])
         );
         assert_eq!(
@@ -498,14 +498,14 @@ mod tests {
             cat.get(ToolName::QueryLedger).unwrap().input_schema()["required"],
             json!([])
         );
-        assert!(cat.get(ToolName::PrioritizeSku).is_none());
+        assert!(cat.get(ToolName::Op(OpKind::PrioritizeSku)).is_none());
         let roles = Catalogue::with_roles(&cfg);
         let props = |t: ToolName| roles.get(t).unwrap().input_schema()["properties"].clone();
         assert_eq!(
-            props(ToolName::PrioritizeSku)["sku"]["enum"],
+            props(ToolName::Op(OpKind::PrioritizeSku))["sku"]["enum"],
             json!([0, 1, 2])
         );
-        assert_eq!(props(ToolName::HoldWave), json!({}));
+        assert_eq!(props(ToolName::Op(OpKind::HoldWave)), json!({}));
     }
 
     #[test]

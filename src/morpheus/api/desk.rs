@@ -157,7 +157,7 @@ impl Desk {
     ) -> Self {
         let owned: Vec<ToolName> = ToolName::ALL
             .into_iter()
-            .filter(|t| tool_kind(*t).is_some_and(|k| ops.contains(&k)))
+            .filter(|t| matches!(t, ToolName::Op(k) if ops.contains(k)))
             .collect();
         let mut desk = Desk::new(config, options);
         desk.catalogue = Catalogue::with_roles(config);
@@ -336,7 +336,7 @@ impl Desk {
         };
         if let Some((role, owned, shown)) = &self.role {
             let tool = call.tool();
-            if tool_kind(tool).is_some() && !owned.contains(&tool) {
+            if matches!(tool, ToolName::Op(_)) && !owned.contains(&tool) {
                 self.counts.forbidden += 1;
                 return Asked::Answered(Reply::failed(
                     403,
@@ -463,19 +463,6 @@ pub(super) enum Asked {
     Wait(u32),
     /// One of the desk's operations.
     Op(Op),
-}
-
-/// The operation kind a tool performs, `None` for `wait` and the queries.
-fn tool_kind(tool: ToolName) -> Option<OpKind> {
-    match tool {
-        ToolName::Reorder => Some(OpKind::Reorder),
-        ToolName::ChooseCarrier => Some(OpKind::ChooseCarrier),
-        ToolName::Expedite => Some(OpKind::Expedite),
-        ToolName::RepairDock => Some(OpKind::RepairDock),
-        ToolName::PrioritizeSku => Some(OpKind::PrioritizeSku),
-        ToolName::HoldWave => Some(OpKind::HoldWave),
-        _ => None,
-    }
 }
 
 pub(super) fn now(env: &Morpheus) -> u64 {

@@ -86,6 +86,23 @@ fn each<T: Component>(w: &World) -> Vec<&T> {
         .unwrap_or_default()
 }
 
+/// The sorted ids of the `T`s out of service at hour `now`, given each one's id and the
+/// hour it is out until.
+fn out_of_service<T: Component>(
+    w: &World,
+    now: u64,
+    id_until: impl Fn(&T) -> (u32, u64),
+) -> Vec<u32> {
+    let mut ids: Vec<u32> = each::<T>(w)
+        .into_iter()
+        .map(id_until)
+        .filter(|&(_, until)| until > now)
+        .map(|(id, _)| id)
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
 fn hour(w: &World) -> u64 {
     w.get_resource::<Clock>().map_or(0, |c| c.hour)
 }
@@ -335,18 +352,8 @@ fn screen(env: &Morpheus) -> Option<Screen> {
             net < s.base_demand * cfg.lead_time_hours
         })
         .collect();
-    let mut docks_down: Vec<u32> = each::<Dock>(w)
-        .into_iter()
-        .filter(|d| d.down_until > now)
-        .map(|d| d.id)
-        .collect();
-    docks_down.sort_unstable();
-    let mut carriers_absent: Vec<u32> = each::<Carrier>(w)
-        .into_iter()
-        .filter(|c| c.absent_until > now)
-        .map(|c| c.id)
-        .collect();
-    carriers_absent.sort_unstable();
+    let docks_down = out_of_service(w, now, |d: &Dock| (d.id, d.down_until));
+    let carriers_absent = out_of_service(w, now, |c: &Carrier| (c.id, c.absent_until));
     let signals = w.get_resource::<Signals>().map_or(&[][..], |s| &s.0[..]);
     let sig = |i: usize| signals.get(i).copied().unwrap_or(0.0);
     Some(Screen {

@@ -32,7 +32,8 @@ pub use env::{EnterpriseEnv, EnterpriseParams, RewardTap};
 pub use kind::EnterpriseKind;
 pub use notify::{DeltaScope, RoleNotify, tell, touches};
 
-use super::{MorpheusConfig, Op};
+pub use super::action::OpKind;
+use super::{ActionLayout, MorpheusConfig, Op};
 
 /// Hours a `prioritize_sku` lasts.
 pub const PRIORITY_HOURS: u64 = 24;
@@ -43,113 +44,6 @@ pub const CONSOLIDATION_DISCOUNT: f64 = 0.5;
 /// The rebooking fee of a change of carrier in a roles world (booked as shipping): a
 /// carrier contract is not free to break, so a desk that keeps switching pays for it.
 pub const CARRIER_SWITCH_FEE: f64 = 20.0;
-
-/// An operation kind a role may own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OpKind {
-    /// `reorder{sku, bucket}`.
-    Reorder,
-    /// `choose_carrier{carrier}`.
-    ChooseCarrier,
-    /// `expedite{sku}`.
-    Expedite,
-    /// `repair_dock{dock}`.
-    RepairDock,
-    /// `prioritize_sku{sku}`.
-    PrioritizeSku,
-    /// `hold_wave`.
-    HoldWave,
-}
-
-impl OpKind {
-    /// Every kind, in action-table order.
-    pub const ALL: [OpKind; 6] = [
-        OpKind::Reorder,
-        OpKind::ChooseCarrier,
-        OpKind::Expedite,
-        OpKind::RepairDock,
-        OpKind::PrioritizeSku,
-        OpKind::HoldWave,
-    ];
-
-    /// Its name in a world file.
-    pub fn name(self) -> &'static str {
-        match self {
-            OpKind::Reorder => "reorder",
-            OpKind::ChooseCarrier => "choose_carrier",
-            OpKind::Expedite => "expedite",
-            OpKind::RepairDock => "repair_dock",
-            OpKind::PrioritizeSku => "prioritize_sku",
-            OpKind::HoldWave => "hold_wave",
-        }
-    }
-
-    /// The kind named `name`, `None` for another name.
-    pub fn parse(name: &str) -> Option<OpKind> {
-        OpKind::ALL.into_iter().find(|k| k.name() == name)
-    }
-
-    /// The kind of `op`, `None` for the no-op.
-    pub fn of(op: Op) -> Option<OpKind> {
-        match op {
-            Op::Noop => None,
-            Op::Reorder { .. } => Some(OpKind::Reorder),
-            Op::ChooseCarrier { .. } => Some(OpKind::ChooseCarrier),
-            Op::Expedite { .. } => Some(OpKind::Expedite),
-            Op::RepairDock { .. } => Some(OpKind::RepairDock),
-            Op::PrioritizeSku { .. } => Some(OpKind::PrioritizeSku),
-            Op::HoldWave => Some(OpKind::HoldWave),
-        }
-    }
-
-    /// How many operations of this kind `config` has.
-    fn count(self, config: &MorpheusConfig) -> usize {
-        match self {
-            OpKind::Reorder => config.skus * config.reorder_quantities.len(),
-            OpKind::ChooseCarrier => config.carriers,
-            OpKind::Expedite | OpKind::PrioritizeSku => config.skus,
-            OpKind::RepairDock => config.docks,
-            OpKind::HoldWave => 1,
-        }
-    }
-
-    /// The `i`-th operation of this kind.
-    fn op(self, i: usize, config: &MorpheusConfig) -> Op {
-        let i32 = i as u32;
-        match self {
-            OpKind::Reorder => {
-                let b = config.reorder_quantities.len().max(1);
-                Op::Reorder {
-                    sku: (i / b) as u32,
-                    bucket: (i % b) as u32,
-                }
-            }
-            OpKind::ChooseCarrier => Op::ChooseCarrier { carrier: i32 },
-            OpKind::Expedite => Op::Expedite { sku: i32 },
-            OpKind::RepairDock => Op::RepairDock { dock: i32 },
-            OpKind::PrioritizeSku => Op::PrioritizeSku { sku: i32 },
-            OpKind::HoldWave => Op::HoldWave,
-        }
-    }
-
-    /// The index of `op` among this kind's operations.
-    fn index(self, op: Op, config: &MorpheusConfig) -> Option<usize> {
-        let i = match (self, op) {
-            (OpKind::Reorder, Op::Reorder { sku, bucket }) => {
-                let b = config.reorder_quantities.len();
-                ((bucket as usize) < b).then(|| sku as usize * b + bucket as usize)?
-            }
-            (OpKind::ChooseCarrier, Op::ChooseCarrier { carrier }) => carrier as usize,
-            (OpKind::Expedite, Op::Expedite { sku })
-            | (OpKind::PrioritizeSku, Op::PrioritizeSku { sku }) => sku as usize,
-            (OpKind::RepairDock, Op::RepairDock { dock }) => dock as usize,
-            (OpKind::HoldWave, Op::HoldWave) => 0,
-            _ => return None,
-        };
-        (i < self.count(config)).then_some(i)
-    }
-}
 
 /// What a role observes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -380,8 +274,8 @@ impl RoleTable {
 /// One role's action table and observation projection under a layout.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoleLayout {
-    /// Its operation kinds with their counts, in table order.
-    kinds: Vec<(OpKind, usize)>,
+    /// Its operation kinds, in table order.
+    kinds: Vec<OpKind>,
     /// The indices of the world's observation it sees, ascending.
     pub seen: Vec<usize>,
     /// Its action count (the no-op included).
@@ -392,14 +286,13 @@ pub struct RoleLayout {
 impl RoleLayout {
     /// The layout of `role` in `config`'s world.
     pub fn new(role: &Role, config: &MorpheusConfig) -> Self {
-        let mut ops = role.ops.clone();
-        ops.sort_unstable();
-        ops.dedup();
-        let kinds: Vec<(OpKind, usize)> = ops.iter().map(|&k| (k, k.count(config))).collect();
-        let actions = 1 + kinds.iter().map(|(_, n)| n).sum::<usize>();
+        let mut kinds = role.ops.clone();
+        kinds.sort_unstable();
+        kinds.dedup();
+        let actions = ActionLayout::of(config).len_in(&kinds);
         let seen = match role.observe {
             Observe::Full => (0..config.observation_len()).collect(),
-            Observe::Own => own_view(&ops, config),
+            Observe::Own => own_view(&kinds, config),
         };
         RoleLayout {
             kinds,
@@ -411,31 +304,12 @@ impl RoleLayout {
 
     /// The operation at role index `i`, `None` outside the role's table.
     pub fn decode(&self, i: usize) -> Option<Op> {
-        let Some(mut k) = i.checked_sub(1) else {
-            return Some(Op::Noop);
-        };
-        for &(kind, n) in &self.kinds {
-            if k < n {
-                return Some(kind.op(k, &self.config));
-            }
-            k -= n;
-        }
-        None
+        ActionLayout::of(&self.config).decode_in(&self.kinds, i)
     }
 
     /// The role index of `op`, `None` when the role does not own it.
     pub fn encode(&self, op: Op) -> Option<usize> {
-        let Some(kind) = OpKind::of(op) else {
-            return Some(0);
-        };
-        let mut base = 1;
-        for &(k, n) in &self.kinds {
-            if k == kind {
-                return kind.index(op, &self.config).map(|i| base + i);
-            }
-            base += n;
-        }
-        None
+        ActionLayout::of(&self.config).encode_in(&self.kinds, op)
     }
 
     /// The role's observation: its entries of the world's `full` one.
