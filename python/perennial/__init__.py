@@ -37,7 +37,7 @@ from typing import Any, Optional, Sequence
 import gymnasium as gym
 
 from . import _core
-from ._core import Snapshot, WorldFileError
+from ._core import Snapshot, WorldFileError, __version__
 from ._options import RunOptions
 from ._worlds import SHIPPED_IDS, resolve, shipped_worlds
 from .env import PerennialEnv
@@ -47,6 +47,7 @@ from .wrapper import WrappedEnv, world_text, wrap
 from . import bench, llm
 
 __all__ = [
+    "__version__",
     "ContractError",
     "PerennialEnv",
     "PerennialVectorEnv",

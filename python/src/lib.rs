@@ -292,6 +292,7 @@ fn check_contract(py: Python<'_>, path: &str, seed: u64, steps: u64) -> PyResult
 /// The extension module.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", perennial::VERSION)?;
     m.add("WorldFileError", m.py().get_type::<WorldFileError>())?;
     m.add_class::<run::Run>()?;
     m.add_class::<vector::Vector>()?;

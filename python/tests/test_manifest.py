@@ -1,7 +1,9 @@
 """A trace written from Python has its run manifest beside it and in its Parquet metadata, as
 `perennial run` writes it, and `load_events` finds the events table from the trace's path."""
 
+import importlib.metadata
 import json
+import subprocess
 
 import pytest
 
@@ -106,3 +108,15 @@ def test_part_seconds_zero_cuts_a_part_at_every_flush(tmp_path):
 def test_bad_part_seconds_are_refused_naming_the_option(tmp_path, trace, seconds, message):
     with pytest.raises(ValueError, match=message):
         perennial.make("perennial/CartPole-v1", trace=tmp_path / trace, part_seconds=seconds)
+
+
+def test_the_package_the_manifest_and_the_cli_carry_one_version(tmp_path, perennial_bin):
+    assert perennial.__version__ == importlib.metadata.version("perennial")
+    trace = tmp_path / "v.jsonl"
+    env = perennial.make("perennial/CartPole-v1", seed=0, trace=trace)
+    _steps(env, 5)
+    env.close()
+    manifest = json.loads((tmp_path / "v.manifest.json").read_text())
+    assert manifest["perennial_version"] == perennial.__version__
+    out = subprocess.run([perennial_bin, "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["perennial", perennial.__version__]
