@@ -1,7 +1,7 @@
 //! Worlds whose Rust type is erased: one object any caller can drive from a world file.
 //!
 //! The Python package and sweeps build worlds they know only by a world file and a
-//! [`Registry`]. [`make`] (or [`crate::registry::Kind::build_env`]) returns a
+//! [`Registry`](crate::registry::Registry). [`make`] (or [`crate::registry::Kind::build_env`]) returns a
 //! `Box<dyn DynEnv>`: reset, step with an action index, observations as `Vec<f32>`, the
 //! spec, regime conditions, and save/load. `Box<dyn DynEnv>` is itself an [`Env`] and a
 //! [`Shiftable`], so it goes through the harness and [`crate::vector::VecEnv`] like any

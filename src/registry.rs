@@ -20,7 +20,6 @@
 //!
 //! A kind with reward signals of its own or a default reward specification implements
 //! [`WorldKind`] itself, as the enterprise world's does.
-//! ```
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -50,7 +50,7 @@
 //! `cycle` takes `labels` and `every`; `stochastic` takes `labels`, optional `weights`,
 //! `min_dwell` and `mean_dwell`; `manual` takes nothing.
 //!
-//! `[notify] level` is the run's [`NotifyLevel`] (default `none`; `perennial run --notify`
+//! `[notify] level` is the run's [`NotifyLevel`](crate::regime::NotifyLevel) (default `none`; `perennial run --notify`
 //! overrides it): see [`crate::regime::Notification`] for what each level tells the agent.
 //!
 //! Everything is checked at load, never mid-run: unknown keys, wrong types, unknown or

@@ -17,6 +17,10 @@
 //!
 //! This module needs the default `cli` feature (clap and indicatif).
 
+// The flags' doc comments are clap's help text, printed as written: `<run-id>` in them is
+// a placeholder, not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
+
 /// `println!` for a command's report, through [`emit`]: a reader that stops early
 /// (`perennial run ... | head`) ends the output quietly instead of panicking.
 macro_rules! out {

@@ -70,7 +70,7 @@ pub(crate) fn without_their_events_tables(traces: &[PathBuf]) -> Vec<PathBuf> {
 ///
 /// # Errors
 ///
-/// See [`export`]; the caller prints the error and exits with code 2.
+/// See [`export`](crate::episodes::export); the caller prints the error and exits with code 2.
 pub fn run_cli(args: &EpisodesArgs) -> Result<String, EpisodeError> {
     if args.render.is_some() {
         return Err(EpisodeError::InvalidArgument(

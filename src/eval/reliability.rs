@@ -86,7 +86,8 @@ pub fn drawdowns(curve: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// One run's reliability statistics (see the [module docs](self)).
+/// One run's reliability statistics (the statistics are defined in [`crate::eval`]'s
+/// "Reliability" section).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct RunReliability {
     /// Blocks of W steps in the run's curve.

@@ -57,7 +57,7 @@ pub enum HarnessError {
         /// Why, and which options to change.
         message: String,
     },
-    /// [`Harness::step_with`] was called after the run stopped or spent its budget.
+    /// [`Harness::step_with`](crate::harness::Harness::step_with) was called after the run stopped or spent its budget.
     Stopped {
         /// Steps done.
         step: u64,

@@ -100,7 +100,7 @@ impl<E: Env + Shiftable, A: Agent<E>> Harness<E, A> {
         Ok(self)
     }
 
-    /// Writes a checkpoint every `plan.every` steps (see [`Checkpoint`]).
+    /// Writes a checkpoint every `plan.every` steps (see [`Checkpoint`](crate::harness::Checkpoint)).
     pub fn checkpoint(mut self, plan: CheckpointPlan) -> Self {
         self.checkpoint = Some(plan);
         self

@@ -40,7 +40,9 @@ use crate::trace::{EventRow, RunIdentity};
 /// The version written in every snapshot; a snapshot of another version is refused.
 pub const SNAPSHOT_VERSION: u32 = 1;
 
-/// A running world, saved: see the [module docs](self).
+/// A running world, saved: everything a run needs to continue except its trace (the
+/// world's state and random streams, the scheduler, the run's identity, config and
+/// counters, and the agent's state when it can be saved). See [`crate::harness`].
 #[derive(Clone, Debug)]
 pub struct Snapshot {
     identity: RunIdentity,

@@ -149,7 +149,7 @@ impl FromStr for NotifyLevel {
     }
 }
 
-/// What an agent is told at the first step of a new regime (see the [module docs](self)).
+/// What an agent is told at the first step of a new regime (see [`NotifyLevel`] for what each level tells).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Notification {
     /// The global step the new regime is first in force at: the step the agent is about

@@ -94,6 +94,8 @@ pub use runner::{SweepOutcome, run_local, run_local_until};
 pub const ATTEMPT_HEADER: &str = "== perennial sweep attempt";
 
 /// `perennial sweep SWEEP_FILE [--jobs N] [--out DIR] [--plan-json | --collect RESULTS]`
+// The doc comments are clap's help text: `<name>` is a placeholder, not an HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct SweepArgs {

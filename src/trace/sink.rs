@@ -84,7 +84,7 @@ pub struct TraceColumns {
     pub payouts: Vec<String>,
     /// Write the `obs` and `action` columns.
     pub record_transitions: bool,
-    /// Write the [`BOUND`](row::BOUND) column: the env declares an expected bound.
+    /// Write the [`BOUND`](crate::trace::BOUND) column: the env declares an expected bound.
     pub bound: bool,
     /// The env's roles: with any, the [`ROLE_REWARDS`](super::row::ROLE_REWARDS) column
     /// is written.

@@ -3,8 +3,8 @@
 //! Two vectors implement one trait, [`VectorEnv`], with one output type, [`VecStep`], one
 //! error type, [`VecError`], and one set of rules:
 //!
-//! - [`VecEnv`] holds N copies of any [`Env`](crate::env::Env) + [`Shiftable`](crate::regime::Shiftable) world, each
-//!   with its own optional regime [`Scheduler`](crate::regime::Scheduler);
+//! - [`VecEnv`] holds N copies of any [`Env`](crate::env::Env) + [`Shiftable`] world, each
+//!   with its own optional regime [`Scheduler`];
 //! - [`CartPoleVec`] is CartPole specialised: structure-of-arrays state, one tight loop, no
 //!   per-copy dynamic calls, each copy with its own optional regime scheduler too. It is
 //!   bit-identical to N independent [`CartPole`](crate::cartpole::CartPole)s given the same

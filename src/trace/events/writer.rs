@@ -362,7 +362,7 @@ impl EventWriter {
     }
 
     /// How often a flush cuts a Parquet part: as the trace's
-    /// ([`TraceSink::set_part_interval`](super::TraceSink::set_part_interval)). JSON Lines and CSV ignore it.
+    /// ([`TraceSink::set_part_interval`](crate::trace::TraceSink::set_part_interval)). JSON Lines and CSV ignore it.
     pub fn set_part_interval(&mut self, every: Duration) {
         if let Out::Parquet { cadence, .. } = &mut self.out {
             cadence.every = every;
@@ -404,7 +404,7 @@ impl EventWriter {
     }
 
     /// The digest of the table up to the length [`EventWriter::sync`] just returned (see
-    /// [`super::recorded_digest`]): what a checkpoint records with that length.
+    /// [`recorded_digest`](crate::trace::recorded_digest)): what a checkpoint records with that length.
     pub fn digest(&self) -> String {
         self.digest.hex()
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::trace::error::TraceError;
 
 /// A flush cuts a part when this long has passed since the last one, by default
-/// (`--part-seconds`; see [`PartCadence`]).
+/// (`--part-seconds`).
 pub const PART_SECONDS: u64 = 1;
 
 /// `secs` as the interval between two parts (`--part-seconds`, the sweep's

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer};
 use crate::regime::{NotifyLevel, Origin};
 use crate::trace::row::TraceRow;
 
-/// A row borrowed from [`TraceReader::next_ref`], with the file and line it came from.
+/// A row borrowed from [`TraceReader::next_ref`](crate::trace::TraceReader::next_ref), with the file and line it came from.
 #[derive(Debug)]
 pub struct Located<'a> {
     /// The file.
