@@ -21,6 +21,14 @@ root=$PWD
 rust_tmp=$(mktemp -d "${TMPDIR:-/tmp}/perennial-tests.XXXXXX")
 trap 'rm -rf "$rust_tmp"' EXIT
 TMPDIR=$rust_tmp cargo test --release
+# Every test removes what it writes (tests/common's TempPath and Scratch), so a passing run
+# leaves that folder empty.
+left=$(find "$rust_tmp" -mindepth 1 -maxdepth 1 | head -n 20)
+if [ -n "$left" ]; then
+    echo "error: the Rust tests passed but left these in their temp folder; give each a TempPath or Scratch:" >&2
+    echo "$left" >&2
+    exit 1
+fi
 
 python=${PYTHON:-python3}
 venv=${PERENNIAL_VENV:-$root/.venv}

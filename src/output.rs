@@ -482,6 +482,7 @@ impl OutputLock {
     /// assert!(OutputLock::beside(&path).is_err());
     /// drop(held);
     /// assert!(OutputLock::beside(&path).is_ok());
+    /// # std::fs::remove_file(path.with_extension("ckpt.lock")).unwrap();
     /// ```
     pub fn beside(path: &Path) -> Result<Self, OutputError> {
         let mut name: OsString = path.as_os_str().to_owned();

@@ -1,8 +1,6 @@
 //! An externally driven run (actions from the caller, as the Python package does) writes the
 //! same trace bytes as the harness's own loop, and a type-erased world runs like its type.
 
-use std::path::PathBuf;
-
 use perennial::agents::RandomAgent;
 use perennial::dyn_env::{self, DynEnv};
 use perennial::harness::{Agent, Harness, HarnessConfig, episode_seed};
@@ -13,9 +11,8 @@ use perennial::trace::TraceFormat;
 use perennial::world_file::TomlFile;
 use perennial::world_file::WorldFile;
 
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("perennial-driven-{}-{name}", std::process::id()))
-}
+mod common;
+use common::temp;
 
 fn world(name: &str) -> WorldFile {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -75,13 +72,10 @@ fn both_ways(file: &WorldFile, seed: u64, tag: &str) -> (Vec<u8>, Vec<u8>) {
     assert_eq!(steps, 3_000);
     assert!(harness.step_with(0).is_err(), "the budget is spent");
     drop(harness);
-    let bytes = (
+    (
         std::fs::read(&own).unwrap(),
         std::fs::read(&driven).unwrap(),
-    );
-    let _ = std::fs::remove_file(own);
-    let _ = std::fs::remove_file(driven);
-    bytes
+    )
 }
 
 #[test]
@@ -109,7 +103,6 @@ fn a_type_erased_world_writes_the_same_trace_as_its_type() {
         .run()
         .unwrap();
     let typed = std::fs::read(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
     let (erased, _) = both_ways(&file, 4, "erased");
     assert!(typed == erased, "erasing the type changed the trace");
 }

@@ -3,32 +3,16 @@
 //! runs longer than one batch and than one part, several runs, a run given twice and the
 //! options that change x_t.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod common;
-use common::{jsonl_and_parquet, path, perennial, run, temp};
+use common::{TempPath, jsonl_and_parquet, path, perennial, run};
 
 /// The same run (seed 5, run id `name`) traced as JSON Lines and as Parquet, with `extra`
 /// arguments.
-fn both(world: &str, steps: &str, name: &str, extra: &[&str]) -> (PathBuf, PathBuf) {
+fn both(world: &str, steps: &str, name: &str, extra: &[&str]) -> (TempPath, TempPath) {
     let extra = [&["--run-id", name], extra].concat();
     jsonl_and_parquet(world, steps, "5", &extra, name)
-}
-
-/// Removes the traces (and events tables) of the runs named `names`.
-fn clean(names: &[&str]) {
-    let dir = temp("x").parent().unwrap().to_path_buf();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let file = entry.file_name().to_string_lossy().into_owned();
-        if names.iter().any(|n| file.starts_with(&format!("{n}."))) {
-            let p = entry.path();
-            let _ = if p.is_dir() {
-                std::fs::remove_dir_all(&p)
-            } else {
-                std::fs::remove_file(&p)
-            };
-        }
-    }
 }
 
 /// Checks that `eval --json` gives the same report for both traces under each set of options.
@@ -64,7 +48,6 @@ fn warehouse_components_payouts_and_ceilings_score_the_same_from_parquet() {
         &parquet,
         &[&[], &["--include-payout"], &["--window", "7"]],
     );
-    clean(&["warehouse"]);
 }
 
 #[test]
@@ -72,7 +55,6 @@ fn a_run_over_many_batches_scores_the_same_from_parquet() {
     // Batches are 65,536 rows: a shift lands in the middle of several of them.
     let (jsonl, parquet) = both("worlds/cartpole-drift.toml", "300000", "long", &[]);
     same_reports(&jsonl, &parquet, &[&[], &["--window", "1000"]]);
-    clean(&["long"]);
 }
 
 #[test]
@@ -86,7 +68,6 @@ fn two_parquet_runs_in_one_call_score_as_they_do_alone() {
         let alone: serde_json::Value = serde_json::from_slice(&alone).unwrap();
         assert_eq!(together["runs"][i], alone["runs"][0]);
     }
-    clean(&["a", "b"]);
 }
 
 #[test]
@@ -114,5 +95,4 @@ fn a_parquet_run_given_twice_is_refused_at_its_first_row_again() {
     let stderr = eval(&copy);
     std::fs::remove_dir_all(&copy).unwrap();
     assert!(stderr.contains("part-"), "{stderr}");
-    clean(&["twice"]);
 }

@@ -5,7 +5,7 @@
 //! oracle earns at least 70% of it in every regime but those of `SHORT`, and `eval --floor` measures the gap
 //! against it, separating the oracle from base-stock and from random.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use perennial::morpheus::{MorpheusConditions, MorpheusConfig, expected_bound};
 use perennial::world_file::TomlFile;
@@ -13,7 +13,7 @@ use perennial::world_file::WorldFile;
 use serde_json::Value;
 
 mod common;
-use common::{path, run, temp};
+use common::{TempPath, path, run, temp};
 
 /// Hours a run: ten regime intervals of the synchronous worlds.
 const HOURS: u64 = 20_000;
@@ -47,7 +47,7 @@ const WORLDS: [&str; 4] = [
     "worlds/logistics-async.toml",
 ];
 
-fn trace(world: &str, agent: &str, seed: u64) -> PathBuf {
+fn trace(world: &str, agent: &str, seed: u64) -> TempPath {
     let name = world
         .trim_start_matches("worlds/")
         .trim_end_matches(".toml");
@@ -69,7 +69,7 @@ fn trace(world: &str, agent: &str, seed: u64) -> PathBuf {
 
 /// The eval report of each of `traces`, with the random agent's trace of the same seed as
 /// its floor.
-fn eval(traces: &[PathBuf], floors: &[PathBuf]) -> Vec<Value> {
+fn eval(traces: &[TempPath], floors: &[TempPath]) -> Vec<Value> {
     let mut args = vec!["eval".to_string()];
     args.extend(traces.iter().map(|t| path(t).to_string()));
     args.extend(["--json", "--window", &WINDOW.to_string(), "--floor"].map(String::from));
@@ -110,7 +110,7 @@ fn mean_of(runs: &[Value], label: &str, metric: &str) -> f64 {
 fn every_agent_stays_below_the_bound_and_the_oracle_earns_most_of_it() {
     for world in WORLDS {
         let expected = bounds(world);
-        let traces = |agent: &str| -> Vec<PathBuf> {
+        let traces = |agent: &str| -> Vec<TempPath> {
             (0..SEEDS).map(|seed| trace(world, agent, seed)).collect()
         };
         let random = traces("random");

@@ -349,8 +349,9 @@ fn checkpoints_of_a_world_that_cannot_save_fail_before_the_first_step() {
         Space::box_f32(vec![0.0], vec![0.0]),
         Space::Discrete { n: 1 },
     );
+    let ckpt = temp("still.ckpt.json");
     let plan = perennial::harness::CheckpointPlan {
-        path: temp("still.ckpt.json"),
+        path: (&ckpt).into(),
         every: 1_000_000,
         meta: serde_json::Value::Null,
     };

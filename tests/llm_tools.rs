@@ -4,8 +4,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-
+use common::temp;
 use common::traced::Traced;
 
 use perennial::agents::{BaseStockAgent, BaseStockParams};
@@ -32,10 +31,6 @@ fn started(seed: u64) -> Morpheus {
 
 fn desk(env: &Morpheus) -> Desk {
     Desk::new(env.config(), DeskOptions::default())
-}
-
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("perennial-llm-{}-{name}", std::process::id()))
 }
 
 #[test]
@@ -273,11 +268,6 @@ fn base_stock_sent_as_tool_calls_leaves_base_stocks_trace() {
     assert!(ops > 100, "{ops} operations");
     drop(traced);
     let (a, b) = (std::fs::read(&own).unwrap(), std::fs::read(&calls).unwrap());
-    for p in [&own, &calls] {
-        let _ = std::fs::remove_file(p);
-        let _ = std::fs::remove_file(p.with_extension("events.jsonl"));
-        let _ = std::fs::remove_file(p.with_file_name("same.manifest.json"));
-    }
     assert_eq!(a.len(), b.len());
     assert!(a == b, "the traces differ");
 }

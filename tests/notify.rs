@@ -13,7 +13,7 @@ use perennial::trace::TraceFormat;
 use serde::{Deserialize, Serialize};
 
 mod common;
-use common::{cli, path, read_rows, run_args, temp};
+use common::{TempPath, cli, path, read_rows, run_args, temp};
 
 /// Balances the pole and records every notification with the number of actions it had
 /// taken when the notification came.
@@ -243,7 +243,8 @@ fn eval_groups_the_notify_settings_of_one_agent_side_by_side() {
             paths.push(path);
         }
     }
-    let report = evaluate(&paths, &EvalOptions::default()).unwrap();
+    let files: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+    let report = evaluate(&files, &EvalOptions::default()).unwrap();
     let groups: Vec<(&str, NotifyLevel, usize)> = report
         .groups
         .iter()
@@ -277,7 +278,7 @@ fn eval_groups_the_notify_settings_of_one_agent_side_by_side() {
     assert_eq!(json["groups"][2]["notify"], "label");
 }
 
-fn world_with_notify(level: &str) -> PathBuf {
+fn world_with_notify(level: &str) -> TempPath {
     let path = temp(&format!("world-{level}.toml"));
     std::fs::write(
         &path,

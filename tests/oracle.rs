@@ -2,7 +2,7 @@
 //! shipped worlds, is deterministic, refuses bad `[agent.oracle.<label>]` tables at load,
 //! and, as the reference of `perennial eval`, shows base-stock's regret.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use perennial::world_file::TomlFile;
@@ -10,7 +10,7 @@ use perennial::world_file::WorldFile;
 use serde_json::Value;
 
 mod common;
-use common::{cli, path, temp};
+use common::{TempPath, cli, path, temp};
 
 fn ok(out: &Output) {
     assert!(
@@ -25,7 +25,7 @@ fn shipped(world: &str) -> String {
 }
 
 /// Runs `agent` on `world` for `steps` steps with `seed` and returns the trace's path.
-fn run(world: &str, agent: &str, steps: u64, seed: u64, name: &str) -> PathBuf {
+fn run(world: &str, agent: &str, steps: u64, seed: u64, name: &str) -> TempPath {
     let trace = temp(name);
     ok(&cli(&[
         "run",

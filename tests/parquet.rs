@@ -7,12 +7,12 @@ use perennial::trace::{Manifest, TraceReader, TraceRow};
 
 mod common;
 use common::{
-    cartpole_args, each_str, fails_with, jsonl_and_parquet, listing, path, read_rows, run,
-    run_args, run_parquet_with_checkpoints, spawn_to_checkpoint, temp,
+    TempPath, cartpole_args, each_str, fails_with, jsonl_and_parquet, listing, path, read_rows,
+    run, run_args, run_parquet_with_checkpoints, spawn_to_checkpoint, temp,
 };
 
 /// The same run (seed 3) traced as JSON Lines and as Parquet.
-fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (PathBuf, PathBuf) {
+fn both(world: &str, steps: &str, extra: &[&str], name: &str) -> (TempPath, TempPath) {
     jsonl_and_parquet(world, steps, "3", extra, name)
 }
 

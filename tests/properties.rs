@@ -15,7 +15,7 @@ use perennial::world_file::WorldFile;
 use proptest::prelude::*;
 
 mod common;
-use common::temp;
+use common::{TempPath, temp};
 
 fn cases(default: u32) -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
@@ -219,9 +219,9 @@ fn a_truncated_trace_keeps_every_complete_row() {
 }
 
 /// A valid checkpoint of a short CartPole run, the trace it belongs to, and that trace's
-/// bytes; made once for every case.
+/// bytes; made once for every case, in a folder removed with it.
 struct Resumable {
-    dir: PathBuf,
+    dir: TempPath,
     checkpoint: serde_json::Value,
     trace: PathBuf,
     trace_bytes: Vec<u8>,
@@ -230,36 +230,33 @@ struct Resumable {
     events_bytes: Vec<u8>,
 }
 
-fn resumable() -> &'static Resumable {
-    static ONCE: std::sync::OnceLock<Resumable> = std::sync::OnceLock::new();
-    ONCE.get_or_init(|| {
-        let dir = temp("ckpt-props");
-        std::fs::create_dir_all(&dir).unwrap();
-        let world = dir.join("w.toml");
-        std::fs::write(
-            &world,
-            "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\n\n[[regimes]]\nlabel = \"b\"\nconditions = { gravity = 12.0 }\n\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"b\"]\nevery = 40\n\n[harness]\nauto_reset = true\n",
-        )
+fn resumable() -> Resumable {
+    let dir = temp("ckpt-props");
+    std::fs::create_dir_all(&dir).unwrap();
+    let world = dir.join("w.toml");
+    std::fs::write(
+        &world,
+        "[world]\nkind = \"cartpole\"\n\n[[regimes]]\nlabel = \"a\"\n\n[[regimes]]\nlabel = \"b\"\nconditions = { gravity = 12.0 }\n\n[schedule]\nplan = \"cycle\"\nlabels = [\"a\", \"b\"]\nevery = 40\n\n[harness]\nauto_reset = true\n",
+    )
+    .unwrap();
+    let (trace, ckpt) = (dir.join("t.jsonl"), dir.join("c.ckpt.json"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_perennial"))
+        .args(["run", world.to_str().unwrap(), "--steps", "250", "--trace"])
+        .arg(&trace)
+        .args(["--checkpoint-every", "100", "--checkpoint"])
+        .arg(&ckpt)
+        .current_dir(&dir)
+        .output()
         .unwrap();
-        let (trace, ckpt) = (dir.join("t.jsonl"), dir.join("c.ckpt.json"));
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_perennial"))
-            .args(["run", world.to_str().unwrap(), "--steps", "250", "--trace"])
-            .arg(&trace)
-            .args(["--checkpoint-every", "100", "--checkpoint"])
-            .arg(&ckpt)
-            .current_dir(&dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        Resumable {
-            checkpoint: serde_json::from_slice(&std::fs::read(&ckpt).unwrap()).unwrap(),
-            trace_bytes: std::fs::read(&trace).unwrap(),
-            events_bytes: std::fs::read(dir.join("t.events.jsonl")).unwrap(),
-            events: dir.join("t.events.jsonl"),
-            trace,
-            dir,
-        }
-    })
+    assert!(out.status.success());
+    Resumable {
+        checkpoint: serde_json::from_slice(&std::fs::read(&ckpt).unwrap()).unwrap(),
+        trace_bytes: std::fs::read(&trace).unwrap(),
+        events_bytes: std::fs::read(dir.join("t.events.jsonl")).unwrap(),
+        events: dir.join("t.events.jsonl"),
+        trace,
+        dir,
+    }
 }
 
 /// Every leaf of `v`, as JSON pointers.
@@ -302,18 +299,15 @@ fn replacement(kind: u8, old: &serde_json::Value) -> serde_json::Value {
     }
 }
 
-proptest! {
-    #![proptest_config(cases(48))]
-
-    /// A checkpoint with one field replaced at random either resumes (and every row
-    /// before the checkpoint is still in the trace) or is refused with exit 2 and the
-    /// trace untouched; never a panic or another exit code.
-    #[test]
-    fn a_mutated_checkpoint_resumes_or_is_refused_with_the_trace_untouched(
-        pick in any::<u32>(),
-        kind in any::<u8>(),
-    ) {
-        let r = resumable();
+/// A checkpoint with one field replaced at random either resumes (and every row
+/// before the checkpoint is still in the trace) or is refused with exit 2 and the
+/// trace untouched; never a panic or another exit code. The cases share one checkpoint,
+/// made (and removed) by the test.
+#[test]
+fn a_mutated_checkpoint_resumes_or_is_refused_with_the_trace_untouched() {
+    let r = resumable();
+    let mut runner = proptest::test_runner::TestRunner::new(cases(48));
+    let outcome = runner.run(&(any::<u32>(), any::<u8>()), |(pick, kind)| {
         let mut paths = Vec::new();
         leaves(&r.checkpoint, String::new(), &mut paths);
         // A larger step budget is a valid checkpoint of a longer run, not a fault: left
@@ -339,11 +333,21 @@ proptest! {
         match out.status.code() {
             Some(0) => {
                 let kept = r.checkpoint["trace_bytes"].as_u64().unwrap() as usize;
-                prop_assert!(after.len() >= kept, "{pointer}: rows before the checkpoint were lost");
+                prop_assert!(
+                    after.len() >= kept,
+                    "{pointer}: rows before the checkpoint were lost"
+                );
                 prop_assert_eq!(&after[..kept], &r.trace_bytes[..kept], "{}", pointer);
             }
-            Some(2) => prop_assert!(after == r.trace_bytes, "{pointer}: refused but the trace changed: {stderr}"),
+            Some(2) => prop_assert!(
+                after == r.trace_bytes,
+                "{pointer}: refused but the trace changed: {stderr}"
+            ),
             other => prop_assert!(false, "{pointer}: exit {other:?}: {stderr}"),
         }
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
     }
 }

@@ -46,41 +46,60 @@ pub fn path(p: &Path) -> &str {
     p.to_str().expect("temp paths are Unicode")
 }
 
-/// `name` in this test process's own folder of the temp dir (created on first use; the
-/// files are the test's to remove).
-pub fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-tests-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// `name` in a folder of its own in the temp dir (see [`TempPath`]).
+pub fn temp(name: &str) -> TempPath {
+    TempPath::new(name)
 }
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
-/// A path in the temp dir, unique per process and call, whose file (or folder) is removed
-/// when it is dropped.
-pub struct TempPath(PathBuf);
+/// A path `name` in a folder of its own in the temp dir, unique per process and call. The
+/// folder goes when this is dropped, with the files a run writes beside its trace (events,
+/// manifest, lock), unless the test is failing (then it is left to look at), so a passing
+/// `cargo test` leaves nothing behind.
+pub struct TempPath {
+    dir: PathBuf,
+    path: PathBuf,
+}
 
 impl TempPath {
-    /// A fresh path ending in `name`; nothing is created.
+    /// A fresh, empty folder and the path `name` inside it; the file is not created.
     pub fn new(name: &str) -> Self {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        TempPath(
-            std::env::temp_dir().join(format!("perennial-t-{}-{n}-{name}", std::process::id())),
-        )
+        let dir = std::env::temp_dir().join(format!("perennial-t-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempPath {
+            path: dir.join(name),
+            dir,
+        }
     }
 }
 
 impl std::ops::Deref for TempPath {
     type Target = PathBuf;
     fn deref(&self) -> &PathBuf {
-        &self.0
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempPath {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl From<&TempPath> for PathBuf {
+    fn from(p: &TempPath) -> PathBuf {
+        p.path.clone()
     }
 }
 
 impl Drop for TempPath {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-        let _ = std::fs::remove_dir_all(&self.0);
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -181,7 +200,7 @@ pub fn jsonl_and_parquet(
     seed: &str,
     extra: &[&str],
     name: &str,
-) -> (PathBuf, PathBuf) {
+) -> (TempPath, TempPath) {
     let (jsonl, parquet) = (
         temp(&format!("{name}.jsonl")),
         temp(&format!("{name}.parquet")),

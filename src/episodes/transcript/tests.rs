@@ -1,13 +1,13 @@
 //! Transcripts: parsing, the file and line of each error, and the conversation form.
 
 use super::*;
+use crate::output::Scratch;
 
-fn write(name: &str, lines: &[String]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("perennial-transcript-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// `lines` in the file `name` of a folder of its own, and the folder's guard.
+fn write(name: &str, lines: &[String]) -> (Scratch, PathBuf) {
+    let (dir, path) = Scratch::file(name);
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    path
+    (dir, path)
 }
 
 fn line(call: u64, step: u64, hours: u64) -> Value {
@@ -24,10 +24,8 @@ fn line(call: u64, step: u64, hours: u64) -> Value {
 
 fn read(name: &str, lines: Vec<Value>) -> Result<Vec<TranscriptCall>, TranscriptError> {
     let text: Vec<String> = lines.iter().map(Value::to_string).collect();
-    let path = write(name, &text);
-    let out = TranscriptReader::open(&path)?.collect();
-    let _ = std::fs::remove_file(path);
-    out
+    let (_dir, path) = write(name, &text);
+    TranscriptReader::open(&path)?.collect()
 }
 
 #[test]
@@ -95,7 +93,7 @@ fn calls_out_of_order_are_refused() {
 
 #[test]
 fn junk_and_huge_lines_are_errors_not_panics() {
-    let path = write("junk.jsonl", &["{\"run_id\": ".into(), "[1, 2]".into()]);
+    let (_dir, path) = write("junk.jsonl", &["{\"run_id\": ".into(), "[1, 2]".into()]);
     let e = TranscriptReader::open(&path)
         .unwrap()
         .next()
@@ -111,7 +109,6 @@ fn junk_and_huge_lines_are_errors_not_panics() {
         .unwrap()
         .unwrap_err();
     assert!(e.message.contains("longer than"), "{e}");
-    let _ = std::fs::remove_file(&path);
     assert!(TranscriptReader::open(Path::new("/")).is_err());
 }
 
