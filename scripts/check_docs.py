@@ -304,9 +304,12 @@ def run(path, number, argv, env, scratch, failures):
     argv = expand_globs(argv, scratch)
     shown = " ".join(shlex.quote(a) for a in argv)
     print(f"  {path.relative_to(ROOT)}:{number}: {shown}", flush=True)
+    # The examples write their output under the temp dir: here, the scratch folder, so the
+    # check leaves nothing behind.
+    env = {**os.environ, "TMPDIR": str(scratch), **env}
     try:
         done = subprocess.run(
-            argv, cwd=scratch, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+            argv, cwd=scratch, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=TIMEOUT, text=True,
         )
     except subprocess.TimeoutExpired:
