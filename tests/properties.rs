@@ -15,7 +15,7 @@ use perennial::world_file::WorldFile;
 use proptest::prelude::*;
 
 mod common;
-use common::{TempPath, temp};
+use common::{Scratch, temp};
 
 fn cases(default: u32) -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
@@ -221,7 +221,7 @@ fn a_truncated_trace_keeps_every_complete_row() {
 /// A valid checkpoint of a short CartPole run, the trace it belongs to, and that trace's
 /// bytes; made once for every case, in a folder removed with it.
 struct Resumable {
-    dir: TempPath,
+    dir: Scratch,
     checkpoint: serde_json::Value,
     trace: PathBuf,
     trace_bytes: Vec<u8>,
@@ -231,8 +231,7 @@ struct Resumable {
 }
 
 fn resumable() -> Resumable {
-    let dir = temp("ckpt-props");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("ckpt-props");
     let world = dir.join("w.toml");
     std::fs::write(
         &world,
@@ -245,7 +244,7 @@ fn resumable() -> Resumable {
         .arg(&trace)
         .args(["--checkpoint-every", "100", "--checkpoint"])
         .arg(&ckpt)
-        .current_dir(&dir)
+        .current_dir(dir.path())
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -324,7 +323,7 @@ fn a_mutated_checkpoint_resumes_or_is_refused_with_the_trace_untouched() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_perennial"))
             .args(["run", "--resume"])
             .arg(&ckpt)
-            .current_dir(&r.dir)
+            .current_dir(r.dir.path())
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
